@@ -1,0 +1,73 @@
+// The dtype table: one row per element type, read by everything that needs a dtype fact.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "mixprec/numerics/float_format.h"
+
+namespace mixprec {
+
+enum class DType : uint8_t { f64, f32, bf16, f16, f8_e4m3fn, f8_e5m2, i32, i64, u8, boolean };
+inline constexpr int kNumDTypes = 10;
+
+enum class DTypeKind : uint8_t { floating, signed_int, unsigned_int, boolean };
+
+struct DTypeInfo {
+  DType dtype;
+  const char* name;     // canonical name, e.g. "bf16"
+  const char* aliases;  // comma-separated spellings users bring from elsewhere
+  int size;             // bytes per element
+  DTypeKind kind;
+  const FloatFormat* format;  // bit layout for floating dtypes, nullptr otherwise
+};
+
+inline constexpr FloatFormat kFormatF64{"f64", 11, 52, 1023, true, true};
+
+inline constexpr std::array<DTypeInfo, kNumDTypes> kDTypeTable{{
+    {DType::f64, "f64", "float64,fp64,double", 8, DTypeKind::floating, &kFormatF64},
+    {DType::f32, "f32", "float32,fp32,float", 4, DTypeKind::floating, &kFormatF32},
+    {DType::bf16, "bf16", "bfloat16", 2, DTypeKind::floating, &kFormatBF16},
+    {DType::f16, "f16", "float16,fp16,half", 2, DTypeKind::floating, &kFormatF16},
+    {DType::f8_e4m3fn, "f8_e4m3fn", "e4m3,e4m3fn,float8_e4m3fn,fp8_e4m3", 1, DTypeKind::floating,
+     &kFormatE4M3FN},
+    {DType::f8_e5m2, "f8_e5m2", "e5m2,float8_e5m2,fp8_e5m2", 1, DTypeKind::floating,
+     &kFormatE5M2},
+    {DType::i32, "i32", "int32,int", 4, DTypeKind::signed_int, nullptr},
+    {DType::i64, "i64", "int64,long", 8, DTypeKind::signed_int, nullptr},
+    {DType::u8, "u8", "uint8,byte", 1, DTypeKind::unsigned_int, nullptr},
+    {DType::boolean, "bool", "boolean", 1, DTypeKind::boolean, nullptr},
+}};
+
+constexpr bool table_rows_in_enum_order() {
+  for (int i = 0; i < kNumDTypes; ++i)
+    if (static_cast<int>(kDTypeTable[i].dtype) != i) return false;
+  return true;
+}
+static_assert(table_rows_in_enum_order(), "kDTypeTable rows must follow the DType enum order");
+static_assert(static_cast<int>(DType::boolean) + 1 == kNumDTypes, "kNumDTypes out of date");
+
+constexpr const DTypeInfo& info(DType t) { return kDTypeTable[static_cast<int>(t)]; }
+constexpr std::size_t dtype_size(DType t) { return static_cast<std::size_t>(info(t).size); }
+constexpr bool is_floating(DType t) { return info(t).kind == DTypeKind::floating; }
+constexpr const char* dtype_name(DType t) { return info(t).name; }
+
+// Parses a canonical name or alias (case-insensitive); throws mixprec::Error listing the
+// valid names otherwise.
+DType parse_dtype(std::string_view name);
+// Comma-separated canonical names, for error messages and --help.
+std::string dtype_names();
+
+// True when every value of `a` is exactly representable in `b`.
+bool represents_exactly(DType b, DType a);
+
+// The dtype of a result computed from operands of dtypes a and b:
+// floating beats integer (int + bf16 -> bf16); among floats, the narrower type's values must
+// all be representable, so bf16 + f16 -> f32 and e4m3 + e5m2 -> f16 (the smallest type that
+// holds both, preferring more mantissa); among integers, the wider (bool < u8 < i32 < i64).
+DType promote(DType a, DType b);
+
+}  // namespace mixprec

@@ -1,0 +1,60 @@
+// The caching host allocator: every tensor's bytes come from here. Freed blocks are kept in
+// size classes and handed out again, and live bytes are counted per dtype, so later layers
+// (optimizers, the memory planner) can measure what a policy really costs.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <mutex>
+#include <unordered_map>
+#include <vector>
+
+#include "mixprec/numerics/dtype.h"
+
+namespace mixprec {
+
+struct MemoryStats {
+  std::size_t current_bytes = 0;  // bytes requested by live tensors
+  std::size_t peak_bytes = 0;     // high-water mark of current_bytes since the last reset
+  std::array<std::size_t, kNumDTypes> current_by_dtype{};
+  std::array<std::size_t, kNumDTypes> peak_by_dtype{};
+  std::size_t cached_bytes = 0;    // freed blocks held for reuse
+  std::size_t reserved_bytes = 0;  // live blocks + cache, as obtained from the system
+  uint64_t allocations = 0;        // allocate() calls
+  uint64_t reuses = 0;             // of which served from the cache
+};
+
+class Allocator {
+ public:
+  static constexpr std::size_t kAlignment = 64;
+
+  // The process-wide allocator used by tensors.
+  static Allocator& instance();
+
+  Allocator() = default;
+  ~Allocator();
+  Allocator(const Allocator&) = delete;
+  Allocator& operator=(const Allocator&) = delete;
+
+  // 64-byte aligned block of at least nbytes (nbytes may be 0).
+  void* allocate(std::size_t nbytes, DType dtype);
+  void deallocate(void* ptr, std::size_t nbytes, DType dtype);
+
+  MemoryStats stats() const;
+  void reset_peak();      // peaks := current
+  void empty_cache();     // give cached blocks back to the system
+  // Upper bound on cached bytes; a block freed beyond it goes straight back to the system.
+  void set_cache_limit(std::size_t bytes);
+
+  // The size class a request is served from (>= nbytes, at most 25% larger).
+  static std::size_t block_size(std::size_t nbytes);
+
+ private:
+  mutable std::mutex mutex_;
+  MemoryStats stats_;
+  std::size_t cache_limit_ = std::size_t{4} << 30;
+  std::unordered_map<std::size_t, std::vector<void*>> free_blocks_;
+};
+
+}  // namespace mixprec

@@ -1,0 +1,129 @@
+// Bulk conversion entry points: validate, split into fixed chunks over threads, and run the
+// AVX2 kernel on each chunk with the scalar kernel finishing what it leaves.
+#include <cstring>
+#include <string>
+
+#include "convert_kernels.h"
+#include "mixprec/error.h"
+#include "mixprec/numerics/convert.h"
+#include "mixprec/numerics/encode.h"
+#include "mixprec/parallel.h"
+
+namespace mixprec {
+namespace {
+
+// Elements per parallel chunk: a multiple of every vector width and of the Philox block.
+constexpr int64_t kGrain = 1 << 16;
+
+const FloatFormat& narrow_format(DType t, const char* where) {
+  MIXPREC_CHECK(is_floating(t), where,
+                std::string("target dtype must be floating, got ") + dtype_name(t));
+  return *info(t).format;
+}
+
+bool use_avx2(Isa isa) {
+  if (isa == Isa::scalar) return false;
+  if (isa == Isa::avx2)
+    MIXPREC_CHECK(cpu_has_avx2_f16c(), "convert", "AVX2 kernels requested on a CPU without them");
+  return cpu_has_avx2_f16c();
+}
+
+}  // namespace
+
+void convert_from_f32(const float* src, DType dst_dtype, void* dst, std::size_t n,
+                      const ConvertOptions& opts, Isa isa) {
+  if (dst_dtype == DType::f32) {
+    if (static_cast<const void*>(src) != dst) std::memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  MIXPREC_CHECK(dst_dtype != DType::f64, "convert_from_f32", "use widen_to_f64 to widen to f64");
+  const FloatFormat& f = narrow_format(dst_dtype, "convert_from_f32");
+  const bool avx2 = use_avx2(isa);
+  const std::size_t out_size = dtype_size(dst_dtype);
+  parallel_for(static_cast<int64_t>(n), kGrain, [&](int64_t begin, int64_t end) {
+    const float* s = src + begin;
+    void* d = static_cast<char*>(dst) + begin * out_size;
+    std::size_t len = static_cast<std::size_t>(end - begin);
+    uint64_t index0 = opts.index_base + static_cast<uint64_t>(begin);
+    std::size_t done = 0;
+    if (avx2) {
+      // The vector Philox draws whole blocks of 4: align the first element to one.
+      std::size_t head = opts.rounding == Rounding::stochastic ? (4 - index0 % 4) % 4 : 0;
+      if (head > len) head = len;
+      kernels::scalar_narrow_f32(f, s, d, head, opts, index0);
+      done = head + kernels::avx2_narrow_f32(f, s + head, static_cast<char*>(d) + head * out_size,
+                                             len - head, opts, index0 + head);
+    }
+    kernels::scalar_narrow_f32(f, s + done, static_cast<char*>(d) + done * out_size, len - done,
+                               opts, index0 + done);
+  });
+}
+
+void convert_from_f64(const double* src, DType dst_dtype, void* dst, std::size_t n,
+                      const ConvertOptions& opts) {
+  if (dst_dtype == DType::f64) {
+    if (static_cast<const void*>(src) != dst) std::memcpy(dst, src, n * sizeof(double));
+    return;
+  }
+  const FloatFormat& f = narrow_format(dst_dtype, "convert_from_f64");
+  const std::size_t out_size = dtype_size(dst_dtype);
+  parallel_for(static_cast<int64_t>(n), kGrain, [&](int64_t begin, int64_t end) {
+    kernels::scalar_narrow_f64(f, src + begin, static_cast<char*>(dst) + begin * out_size,
+                               static_cast<std::size_t>(end - begin), opts,
+                               opts.index_base + static_cast<uint64_t>(begin));
+  });
+}
+
+void widen_to_f32(DType src_dtype, const void* src, float* dst, std::size_t n, Isa isa) {
+  if (src_dtype == DType::f32) {
+    if (src != static_cast<const void*>(dst)) std::memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  MIXPREC_CHECK(src_dtype != DType::f64, "widen_to_f32", "f64 does not widen to f32");
+  const FloatFormat& f = narrow_format(src_dtype, "widen_to_f32");
+  const bool avx2 = use_avx2(isa);
+  const std::size_t in_size = dtype_size(src_dtype);
+  parallel_for(static_cast<int64_t>(n), kGrain, [&](int64_t begin, int64_t end) {
+    const void* s = static_cast<const char*>(src) + begin * in_size;
+    const std::size_t len = static_cast<std::size_t>(end - begin);
+    const std::size_t done = avx2 ? kernels::avx2_widen_f32(f, s, dst + begin, len) : 0;
+    kernels::scalar_widen_f32(f, static_cast<const char*>(s) + done * in_size, dst + begin + done,
+                              len - done);
+  });
+}
+
+void widen_to_f64(DType src_dtype, const void* src, double* dst, std::size_t n) {
+  if (src_dtype == DType::f64) {
+    if (src != static_cast<const void*>(dst)) std::memcpy(dst, src, n * sizeof(double));
+    return;
+  }
+  const FloatFormat& f = narrow_format(src_dtype, "widen_to_f64");
+  const std::size_t in_size = dtype_size(src_dtype);
+  parallel_for(static_cast<int64_t>(n), kGrain, [&](int64_t begin, int64_t end) {
+    for (int64_t i = begin; i < end; ++i) {
+      uint32_t bits = 0;
+      std::memcpy(&bits, static_cast<const char*>(src) + i * in_size, in_size);
+      dst[i] = decode_f64(f, bits);
+    }
+  });
+}
+
+void round_to_tf32(const float* src, float* dst, std::size_t n, const ConvertOptions& opts,
+                   Isa isa) {
+  const bool avx2 = use_avx2(isa);
+  parallel_for(static_cast<int64_t>(n), kGrain, [&](int64_t begin, int64_t end) {
+    std::size_t len = static_cast<std::size_t>(end - begin);
+    uint64_t index0 = opts.index_base + static_cast<uint64_t>(begin);
+    std::size_t done = 0;
+    if (avx2) {
+      std::size_t head = opts.rounding == Rounding::stochastic ? (4 - index0 % 4) % 4 : 0;
+      if (head > len) head = len;
+      kernels::scalar_tf32(src + begin, dst + begin, head, opts, index0);
+      done = head + kernels::avx2_tf32(src + begin + head, dst + begin + head, len - head, opts,
+                                       index0 + head);
+    }
+    kernels::scalar_tf32(src + begin + done, dst + begin + done, len - done, opts, index0 + done);
+  });
+}
+
+}  // namespace mixprec

@@ -1,0 +1,90 @@
+// Portable scalar conversion kernels, written directly on the reference encoder.
+#include <array>
+#include <bit>
+#include <cstring>
+
+#include "convert_kernels.h"
+#include "mixprec/numerics/encode.h"
+#include "mixprec/numerics/philox.h"
+
+namespace mixprec::kernels {
+namespace {
+
+void store(const FloatFormat& f, void* dst, std::size_t i, uint32_t bits) {
+  switch (f.total_bits()) {
+    case 8: static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(bits); break;
+    case 16: static_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>(bits); break;
+    default: static_cast<uint32_t*>(dst)[i] = bits; break;
+  }
+}
+
+uint32_t load(const FloatFormat& f, const void* src, std::size_t i) {
+  switch (f.total_bits()) {
+    case 8: return static_cast<const uint8_t*>(src)[i];
+    case 16: return static_cast<const uint16_t*>(src)[i];
+    default: return static_cast<const uint32_t*>(src)[i];
+  }
+}
+
+// Calls fn(i, random) for i in [0, n), drawing one Philox block per 4 indices.
+template <class Fn>
+void for_each_with_random(std::size_t n, const ConvertOptions& o, uint64_t index0, Fn&& fn) {
+  if (o.rounding != Rounding::stochastic) {
+    for (std::size_t i = 0; i < n; ++i) fn(i, 0u);
+    return;
+  }
+  PhiloxBlock block{};
+  uint64_t block_id = ~uint64_t{0};
+  for (std::size_t i = 0; i < n; ++i) {
+    const uint64_t index = index0 + i;
+    if (index / 4 != block_id) {
+      block_id = index / 4;
+      block = philox_block(o.seed, o.stream, block_id);
+    }
+    fn(i, block[index % 4]);
+  }
+}
+
+}  // namespace
+
+void scalar_narrow_f32(const FloatFormat& f, const float* src, void* dst, std::size_t n,
+                       const ConvertOptions& o, uint64_t index0) {
+  for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
+    store(f, dst, i, encode_f32(f, src[i], o.rounding, o.saturate, random));
+  });
+}
+
+void scalar_narrow_f64(const FloatFormat& f, const double* src, void* dst, std::size_t n,
+                       const ConvertOptions& o, uint64_t index0) {
+  for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
+    const uint32_t bits = encode_f64(f, src[i], o.rounding, o.saturate, random);
+    // tf32 results are stored as f32 with the low 13 bits clear.
+    store(f, dst, i, &f == &kFormatTF32 ? bits << 13 : bits);
+  });
+}
+
+void scalar_widen_f32(const FloatFormat& f, const void* src, float* dst, std::size_t n) {
+  if (f.total_bits() == 8) {  // 256-entry tables, built once from the reference decoder
+    static const auto make = [](const FloatFormat& g) {
+      std::array<float, 256> t{};
+      for (uint32_t b = 0; b < 256; ++b) t[b] = decode_f32(g, b);
+      return t;
+    };
+    static const std::array<float, 256> e4m3 = make(kFormatE4M3FN), e5m2 = make(kFormatE5M2);
+    const std::array<float, 256>& lut = &f == &kFormatE4M3FN ? e4m3 : e5m2;
+    const auto* s = static_cast<const uint8_t*>(src);
+    for (std::size_t i = 0; i < n; ++i) dst[i] = lut[s[i]];
+    return;
+  }
+  for (std::size_t i = 0; i < n; ++i) dst[i] = decode_f32(f, load(f, src, i));
+}
+
+void scalar_tf32(const float* src, float* dst, std::size_t n, const ConvertOptions& o,
+                 uint64_t index0) {
+  for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
+    const uint32_t bits = encode_f32(kFormatTF32, src[i], o.rounding, o.saturate, random);
+    dst[i] = std::bit_cast<float>(bits << 13);
+  });
+}
+
+}  // namespace mixprec::kernels

@@ -1,0 +1,97 @@
+#include "mixprec/tensor/allocator.h"
+
+#include <algorithm>
+#include <bit>
+#include <cstdlib>
+#include <new>
+
+namespace mixprec {
+
+Allocator& Allocator::instance() {
+  static Allocator* allocator = new Allocator();  // never destroyed: tensors may outlive main
+  return *allocator;
+}
+
+Allocator::~Allocator() { empty_cache(); }
+
+std::size_t Allocator::block_size(std::size_t nbytes) {
+  if (nbytes <= 512) return 512;
+  // Four classes per power of two: 1, 1.25, 1.5, 1.75 times 2^k.
+  const std::size_t pow = std::bit_floor(nbytes);
+  const std::size_t step = std::max<std::size_t>(pow / 4, kAlignment);
+  return (nbytes + step - 1) / step * step;
+}
+
+void* Allocator::allocate(std::size_t nbytes, DType dtype) {
+  const std::size_t size = block_size(nbytes);
+  const auto d = static_cast<std::size_t>(dtype);
+  std::lock_guard<std::mutex> lock(mutex_);
+  void* ptr = nullptr;
+  auto it = free_blocks_.find(size);
+  if (it != free_blocks_.end() && !it->second.empty()) {
+    ptr = it->second.back();
+    it->second.pop_back();
+    stats_.cached_bytes -= size;
+    ++stats_.reuses;
+  } else {
+    ptr = std::aligned_alloc(kAlignment, size);
+    if (!ptr) {  // drop the cache and retry once before giving up
+      for (auto& [s, blocks] : free_blocks_)
+        for (void* p : blocks) std::free(p);
+      stats_.reserved_bytes -= stats_.cached_bytes;
+      stats_.cached_bytes = 0;
+      free_blocks_.clear();
+      ptr = std::aligned_alloc(kAlignment, size);
+      if (!ptr) throw std::bad_alloc();
+    }
+    stats_.reserved_bytes += size;
+  }
+  ++stats_.allocations;
+  stats_.current_bytes += nbytes;
+  stats_.current_by_dtype[d] += nbytes;
+  stats_.peak_bytes = std::max(stats_.peak_bytes, stats_.current_bytes);
+  stats_.peak_by_dtype[d] = std::max(stats_.peak_by_dtype[d], stats_.current_by_dtype[d]);
+  return ptr;
+}
+
+void Allocator::deallocate(void* ptr, std::size_t nbytes, DType dtype) {
+  if (!ptr) return;
+  const std::size_t size = block_size(nbytes);
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.current_bytes -= nbytes;
+  stats_.current_by_dtype[static_cast<std::size_t>(dtype)] -= nbytes;
+  if (stats_.cached_bytes + size <= cache_limit_) {
+    free_blocks_[size].push_back(ptr);
+    stats_.cached_bytes += size;
+  } else {
+    std::free(ptr);
+    stats_.reserved_bytes -= size;
+  }
+}
+
+MemoryStats Allocator::stats() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return stats_;
+}
+
+void Allocator::reset_peak() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  stats_.peak_bytes = stats_.current_bytes;
+  stats_.peak_by_dtype = stats_.current_by_dtype;
+}
+
+void Allocator::empty_cache() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  for (auto& [size, blocks] : free_blocks_)
+    for (void* p : blocks) std::free(p);
+  free_blocks_.clear();
+  stats_.reserved_bytes -= stats_.cached_bytes;
+  stats_.cached_bytes = 0;
+}
+
+void Allocator::set_cache_limit(std::size_t bytes) {
+  std::lock_guard<std::mutex> lock(mutex_);
+  cache_limit_ = bytes;
+}
+
+}  // namespace mixprec

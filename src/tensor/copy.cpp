@@ -1,0 +1,191 @@
+// Copies: strided gathers/scatters and dtype conversion of whole tensors.
+#include <cmath>
+#include <cstring>
+#include <limits>
+
+#include "mixprec/numerics/convert.h"
+#include "mixprec/parallel.h"
+#include "mixprec/tensor/dispatch.h"
+#include "mixprec/tensor/tensor.h"
+
+namespace mixprec {
+namespace {
+
+struct StridedRef {
+  char* data;
+  const Shape* strides;  // in elements
+};
+
+// Copies every element of `shape` from src to dst (both strided), elem_size bytes each.
+// Rows along the last dim are the unit of work; they go to threads in fixed chunks.
+void strided_copy(const Shape& shape, StridedRef dst, const char* src, const Shape& src_strides,
+                  std::size_t elem_size) {
+  const int nd = static_cast<int>(shape.size());
+  const int64_t numel = shape_numel(shape);
+  if (numel == 0) return;
+  if (nd == 0) {
+    std::memcpy(dst.data, src, elem_size);
+    return;
+  }
+  const int64_t row_len = shape[static_cast<size_t>(nd - 1)];
+  const int64_t rows = numel / row_len;
+  const int64_t ds = (*dst.strides)[static_cast<size_t>(nd - 1)];
+  const int64_t ss = src_strides[static_cast<size_t>(nd - 1)];
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / row_len);
+  const auto esz = static_cast<int64_t>(elem_size);
+  parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      int64_t rem = r, doff = 0, soff = 0;
+      for (int d = nd - 2; d >= 0; --d) {
+        const int64_t i = rem % shape[static_cast<size_t>(d)];
+        rem /= shape[static_cast<size_t>(d)];
+        doff += i * (*dst.strides)[static_cast<size_t>(d)];
+        soff += i * src_strides[static_cast<size_t>(d)];
+      }
+      char* dp = dst.data + doff * esz;
+      const char* sp = src + soff * esz;
+      if (ds == 1 && ss == 1) {
+        std::memcpy(dp, sp, static_cast<std::size_t>(row_len * esz));
+      } else {
+        for (int64_t j = 0; j < row_len; ++j)
+          std::memcpy(dp + j * ds * esz, sp + j * ss * esz, elem_size);
+      }
+    }
+  });
+}
+
+// Float to integer: truncation toward zero, saturating at the type's range, NaN -> 0.
+template <class I>
+I saturating_int(double x) {
+  if (std::isnan(x)) return I{0};
+  if constexpr (std::is_same_v<I, bool>) {
+    return x != 0.0;
+  } else {
+    constexpr auto lo = static_cast<double>(std::numeric_limits<I>::min());
+    constexpr auto hi = static_cast<double>(std::numeric_limits<I>::max());
+    if (x <= lo) return std::numeric_limits<I>::min();
+    if (x >= hi) return std::numeric_limits<I>::max();
+    return static_cast<I>(x);
+  }
+}
+
+// Any dtype -> any dtype through f64, for the paths that involve integers (exact for
+// integers below 2^53 and for every floating value; a narrow target still rounds once).
+void convert_via_f64(DType src_dtype, const void* src, DType dst_dtype, void* dst, std::size_t n,
+                     const ConvertOptions& opts) {
+  constexpr int64_t kChunk = 4096;
+  parallel_for(static_cast<int64_t>(n), kChunk, [&](int64_t begin, int64_t end) {
+    std::vector<double> tmp(static_cast<std::size_t>(end - begin));
+    dispatch(src_dtype, [&]<class S>() {
+      const S* s = static_cast<const S*>(src) + begin;
+      for (std::size_t i = 0; i < tmp.size(); ++i) {
+        if constexpr (std::is_integral_v<S>)
+          tmp[i] = static_cast<double>(s[i]);
+        else
+          tmp[i] = 0.0;  // floating sources are widened below
+      }
+    });
+    if (is_floating(src_dtype))
+      widen_to_f64(src_dtype, static_cast<const char*>(src) + begin * dtype_size(src_dtype),
+                   tmp.data(), tmp.size());
+    if (is_floating(dst_dtype)) {
+      ConvertOptions o = opts;
+      o.index_base = opts.index_base + static_cast<uint64_t>(begin);
+      convert_from_f64(tmp.data(), dst_dtype,
+                       static_cast<char*>(dst) + begin * dtype_size(dst_dtype), tmp.size(), o);
+      return;
+    }
+    dispatch(dst_dtype, [&]<class D>() {
+      if constexpr (std::is_integral_v<D>) {
+        D* d = static_cast<D*>(dst) + begin;
+        for (std::size_t i = 0; i < tmp.size(); ++i) d[i] = saturating_int<D>(tmp[i]);
+      }
+    });
+  });
+}
+
+}  // namespace
+
+void convert_buffer(DType src_dtype, const void* src, DType dst_dtype, void* dst, std::size_t n,
+                    const ConvertOptions& opts) {
+  if (src_dtype == dst_dtype) {
+    if (src != dst) std::memcpy(dst, src, n * dtype_size(src_dtype));
+    return;
+  }
+  if (!is_floating(src_dtype) || !is_floating(dst_dtype)) {
+    convert_via_f64(src_dtype, src, dst_dtype, dst, n, opts);
+  } else if (dst_dtype == DType::f64) {
+    widen_to_f64(src_dtype, src, static_cast<double*>(dst), n);
+  } else if (src_dtype == DType::f64) {
+    convert_from_f64(static_cast<const double*>(src), dst_dtype, dst, n, opts);
+  } else if (src_dtype == DType::f32) {
+    convert_from_f32(static_cast<const float*>(src), dst_dtype, dst, n, opts);
+  } else if (dst_dtype == DType::f32) {
+    widen_to_f32(src_dtype, src, static_cast<float*>(dst), n);
+  } else {  // narrow -> narrow: widen exactly to f32, then round once
+    constexpr std::size_t kChunk = 1 << 14;
+    std::vector<float> tmp(std::min(n, kChunk));
+    for (std::size_t b = 0; b < n; b += kChunk) {
+      const std::size_t len = std::min(kChunk, n - b);
+      widen_to_f32(src_dtype, static_cast<const char*>(src) + b * dtype_size(src_dtype),
+                   tmp.data(), len);
+      ConvertOptions o = opts;
+      o.index_base = opts.index_base + b;
+      convert_from_f32(tmp.data(), dst_dtype,
+                       static_cast<char*>(dst) + b * dtype_size(dst_dtype), len, o);
+    }
+  }
+}
+
+void gather_contiguous(const Tensor& src, void* dst) {
+  const Shape strides = contiguous_strides(src.shape());
+  strided_copy(src.shape(), {static_cast<char*>(dst), &strides},
+               static_cast<const char*>(src.raw_data()), src.strides(), src.element_size());
+}
+
+Tensor Tensor::contiguous() const {
+  if (is_contiguous()) return *this;
+  Tensor out = empty(shape(), dtype(), device());
+  if (!is_meta()) gather_contiguous(*this, out.raw_data());
+  return out;
+}
+
+Tensor Tensor::clone() const {
+  Tensor out = empty(shape(), dtype(), device());
+  if (!is_meta()) gather_contiguous(*this, out.raw_data());
+  return out;
+}
+
+Tensor Tensor::to(DType target, const ConvertOptions& opts) const {
+  if (target == dtype()) return *this;
+  Tensor out = empty(shape(), target, device());
+  if (is_meta()) return out;
+  const Tensor src = contiguous();
+  convert_buffer(dtype(), src.raw_data(), target, out.raw_data(),
+                 static_cast<std::size_t>(numel()), opts);
+  return out;
+}
+
+void Tensor::copy_from(const Tensor& src, const ConvertOptions& opts) {
+  MIXPREC_CHECK(src.shape() == shape(), "Tensor::copy_from",
+                "shape " + shape_to_string(src.shape()) + " into " + shape_to_string(shape()));
+  MIXPREC_CHECK(src.is_meta() == is_meta(), "Tensor::copy_from",
+                std::string("cannot copy between devices ") + device_name(src.device()) +
+                    " and " + device_name(device()));
+  if (is_meta()) return;
+  // An overlapping source is read in full before any element is written.
+  const Tensor safe_src = src.shares_storage_with(*this) ? src.clone() : src;
+  const Tensor converted = safe_src.to(dtype(), opts).contiguous();
+  const Shape contiguous = contiguous_strides(shape());
+  strided_copy(shape(), {static_cast<char*>(raw_data()), &strides()},
+               static_cast<const char*>(converted.raw_data()), contiguous, element_size());
+}
+
+std::vector<double> Tensor::to_doubles() const {
+  std::vector<double> out(static_cast<std::size_t>(numel()));
+  const Tensor src = contiguous();
+  convert_buffer(dtype(), src.raw_data(), DType::f64, out.data(), out.size());
+  return out;
+}
+
+}  // namespace mixprec

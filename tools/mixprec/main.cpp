@@ -1,0 +1,60 @@
+// The `mixprec` command: one subcommand per job.
+#include <fmt/core.h>
+
+#include <CLI/CLI.hpp>
+#include <algorithm>
+#include <cctype>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "dtype_command.h"
+#include "mixprec/error.h"
+#include "mixprec/numerics/convert.h"
+#include "usage_error.h"
+
+namespace {
+
+// CLI11 reads "-inf" and "-nan" as unknown options. A leading space marks them as values;
+// parse_value() accepts exactly that form. Returns the arguments reversed, as CLI11 wants.
+std::vector<std::string> arguments_for_cli11(int argc, char** argv) {
+  std::vector<std::string> args;
+  for (int i = argc - 1; i >= 1; --i) {
+    std::string a = argv[i];
+    std::string lower = a;
+    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+    if (lower == "-inf" || lower == "-infinity" || lower == "-nan") a = " " + a;
+    args.push_back(a);
+  }
+  return args;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"mixprec: mixed-precision training engine (FP32 masters, BF16/FP16/FP8 compute)"};
+  app.set_version_flag("--version", "mixprec 0.1.0");
+  app.require_subcommand(1);
+  int exit_code = 0;
+  mixprec::cli::add_dtype_command(app, exit_code);
+  try {
+    std::vector<std::string> args = arguments_for_cli11(argc, argv);
+    app.parse(args);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForAllHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::CallForVersion& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    fmt::print(stderr, "mixprec: {} (see --help)\n", e.what());
+    return 2;
+  } catch (const mixprec::cli::UsageError& e) {
+    fmt::print(stderr, "mixprec: {}\n", e.what());
+    return 2;
+  } catch (const mixprec::Error& e) {
+    fmt::print(stderr, "mixprec: {}\n", e.what());
+    return 1;
+  }
+  return exit_code;
+}
