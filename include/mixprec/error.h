@@ -19,7 +19,7 @@ class Error : public std::runtime_error {
 }  // namespace mixprec
 
 // Throws mixprec::Error when `cond` is false; `where` and `msg` are std::string-convertible.
-#define MIXPREC_CHECK(cond, where, msg)                              \
-  do {                                                               \
-    if (!(cond)) throw ::mixprec::Error((where), (msg));             \
+#define MIXPREC_CHECK(cond, where, msg)                  \
+  do {                                                   \
+    if (!(cond)) throw ::mixprec::Error((where), (msg)); \
   } while (0)

@@ -8,7 +8,9 @@
 
 namespace mixprec {
 
-int num_threads() { return omp_get_max_threads(); }
+int num_threads() {
+  return omp_get_max_threads();
+}
 
 void set_num_threads(int n) {
   MIXPREC_CHECK(n >= 1, "set_num_threads", "thread count must be >= 1, got " + std::to_string(n));
@@ -19,11 +21,8 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t chunks = (n + grain - 1) / grain;
-  if (chunks == 1 || num_threads() == 1) {
-    fn(0, n);
-    return;
-  }
-#pragma omp parallel for schedule(static)
+  // The same chunks on one thread as on many: fn may rely on end - begin <= grain.
+#pragma omp parallel for schedule(static) if (chunks > 1 && num_threads() > 1)
   for (int64_t c = 0; c < chunks; ++c) {
     const int64_t begin = c * grain;
     fn(begin, std::min(n, begin + grain));

@@ -23,9 +23,9 @@ struct VecFormat {
   __m128i sign_shift;      // 32 - total_bits
   __m256i mant_mask;
   __m256i max_finite;
-  __m256i overflow;        // inf, or the canonical NaN for formats without inf
-  __m256i special_inf;     // what +-inf becomes
-  __m256i nan;             // canonical NaN
+  __m256i overflow;     // inf, or the canonical NaN for formats without inf
+  __m256i special_inf;  // what +-inf becomes
+  __m256i nan;          // canonical NaN
   bool nan_keeps_payload;
 
   VecFormat(const FloatFormat& f, bool saturate)
@@ -42,7 +42,9 @@ struct VecFormat {
         nan_keeps_payload(f.nan_keeps_payload) {}
 };
 
-inline __m256i ones32() { return _mm256_set1_epi32(1); }
+inline __m256i ones32() {
+  return _mm256_set1_epi32(1);
+}
 
 // Encodes 8 f32 bit patterns; see encode_bits() in encode.h for the scalar statement.
 template <Rounding kMode, bool kSaturate>
@@ -64,13 +66,11 @@ inline __m256i encode8(__m256i bits, const VecFormat& F, __m256i random) {
   __m256i up_mask = _mm256_setzero_si256();  // all-ones lanes round away from zero
   if constexpr (kMode == Rounding::nearest_even) {
     // shift >= 25 discards all of m (< 2^24), so half = 2^24 serves there too.
-    const __m256i half =
-        _mm256_sllv_epi32(ones32(), _mm256_sub_epi32(_mm256_min_epi32(shift, _mm256_set1_epi32(25)),
-                                                     ones32()));
+    const __m256i half = _mm256_sllv_epi32(
+        ones32(), _mm256_sub_epi32(_mm256_min_epi32(shift, _mm256_set1_epi32(25)), ones32()));
     const __m256i gt = _mm256_cmpgt_epi32(rem, half);
     const __m256i tie_odd = _mm256_and_si256(
-        _mm256_cmpeq_epi32(rem, half),
-        _mm256_cmpeq_epi32(_mm256_and_si256(r, ones32()), ones32()));
+        _mm256_cmpeq_epi32(rem, half), _mm256_cmpeq_epi32(_mm256_and_si256(r, ones32()), ones32()));
     up_mask = _mm256_or_si256(gt, tie_odd);
   } else if constexpr (kMode == Rounding::stochastic) {
     // frac32 = rem << (32 - shift) or rem >> (shift - 32); out-of-range counts give 0.
@@ -80,8 +80,8 @@ inline __m256i encode8(__m256i bits, const VecFormat& F, __m256i random) {
     const __m256i flip = _mm256_set1_epi32(static_cast<int>(0x80000000u));
     up_mask = _mm256_cmpgt_epi32(_mm256_xor_si256(frac32, flip), _mm256_xor_si256(random, flip));
   }
-  __m256i enc = _mm256_add_epi32(
-      _mm256_sll_epi32(_mm256_add_epi32(t, F.exp_rebias), F.mant_bits), r);
+  __m256i enc =
+      _mm256_add_epi32(_mm256_sll_epi32(_mm256_add_epi32(t, F.exp_rebias), F.mant_bits), r);
   enc = _mm256_sub_epi32(enc, up_mask);  // - (-1) == + 1
 
   const __m256i over = _mm256_cmpgt_epi32(enc, F.max_finite);
@@ -94,8 +94,8 @@ inline __m256i encode8(__m256i bits, const VecFormat& F, __m256i random) {
   const __m256i is_nan = _mm256_cmpgt_epi32(a, _mm256_set1_epi32(0x7F800000));
   __m256i nan_value = F.nan;
   if (F.nan_keeps_payload)
-    nan_value = _mm256_or_si256(nan_value,
-                                _mm256_and_si256(_mm256_srlv_epi32(frac, F.mant_shift), F.mant_mask));
+    nan_value = _mm256_or_si256(
+        nan_value, _mm256_and_si256(_mm256_srlv_epi32(frac, F.mant_shift), F.mant_mask));
   const __m256i special = _mm256_blendv_epi8(F.special_inf, nan_value, is_nan);
   enc = _mm256_blendv_epi8(enc, special, is_special);
   return _mm256_or_si256(enc, sign);
@@ -180,11 +180,11 @@ std::size_t generic_narrow(const FloatFormat& f, const float* src, void* dst, st
   const std::size_t done = n / 32 * 32;
   __m256i random[4] = {};
   for (std::size_t i = 0; i < done; i += 32) {
-    if constexpr (kMode == Rounding::stochastic) philox32(o.seed, o.stream, (index0 + i) / 4, random);
+    if constexpr (kMode == Rounding::stochastic)
+      philox32(o.seed, o.stream, (index0 + i) / 4, random);
     __m256i v[4];
     for (int k = 0; k < 4; ++k) {
-      const __m256i bits =
-          _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 8 * k));
+      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 8 * k));
       v[k] = encode8<kMode, kSaturate>(bits, F, random[k]);
       if (tf32) v[k] = _mm256_slli_epi32(v[k], 13);
     }
@@ -265,8 +265,8 @@ std::size_t avx2_narrow_f32(const FloatFormat& f, const float* src, void* dst, s
   }
   if (&f == &kFormatF16 && !o.saturate) {
     if (o.rounding == Rounding::nearest_even)
-      return f16_fast<_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC>(src, static_cast<uint16_t*>(dst),
-                                                                    n);
+      return f16_fast<_MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC>(
+          src, static_cast<uint16_t*>(dst), n);
     if (o.rounding == Rounding::toward_zero)
       return f16_fast<_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC>(src, static_cast<uint16_t*>(dst), n);
   }
@@ -283,7 +283,8 @@ std::size_t avx2_widen_f32(const FloatFormat& f, const void* src, float* dst, st
   if (&f == &kFormatBF16) {
     const auto* s = static_cast<const uint16_t*>(src);
     for (std::size_t i = 0; i < done; i += 8) {
-      const __m256i w = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
+      const __m256i w =
+          _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i)));
       _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), _mm256_slli_epi32(w, 16));
     }
     return done;
@@ -291,7 +292,8 @@ std::size_t avx2_widen_f32(const FloatFormat& f, const void* src, float* dst, st
   if (&f == &kFormatF16) {
     const auto* s = static_cast<const uint16_t*>(src);
     for (std::size_t i = 0; i < done; i += 8)
-      _mm256_storeu_ps(dst + i, _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
+      _mm256_storeu_ps(dst + i,
+                       _mm256_cvtph_ps(_mm_loadu_si128(reinterpret_cast<const __m128i*>(s + i))));
     return done;
   }
   return 0;  // fp8 widening is a table lookup: the scalar kernel is already memory-bound

@@ -12,17 +12,26 @@ namespace {
 
 void store(const FloatFormat& f, void* dst, std::size_t i, uint32_t bits) {
   switch (f.total_bits()) {
-    case 8: static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(bits); break;
-    case 16: static_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>(bits); break;
-    default: static_cast<uint32_t*>(dst)[i] = bits; break;
+    case 8:
+      static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(bits);
+      break;
+    case 16:
+      static_cast<uint16_t*>(dst)[i] = static_cast<uint16_t>(bits);
+      break;
+    default:
+      static_cast<uint32_t*>(dst)[i] = bits;
+      break;
   }
 }
 
 uint32_t load(const FloatFormat& f, const void* src, std::size_t i) {
   switch (f.total_bits()) {
-    case 8: return static_cast<const uint8_t*>(src)[i];
-    case 16: return static_cast<const uint16_t*>(src)[i];
-    default: return static_cast<const uint32_t*>(src)[i];
+    case 8:
+      return static_cast<const uint8_t*>(src)[i];
+    case 16:
+      return static_cast<const uint16_t*>(src)[i];
+    default:
+      return static_cast<const uint32_t*>(src)[i];
   }
 }
 
@@ -45,10 +54,36 @@ void for_each_with_random(std::size_t n, const ConvertOptions& o, uint64_t index
   }
 }
 
+// One instantiation per format and mode, so the encoder's branches fold into constants.
+template <const FloatFormat& F, Rounding kMode>
+void narrow_f32_mode(const float* src, void* dst, std::size_t n, const ConvertOptions& o,
+                     uint64_t index0) {
+  for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
+    store(F, dst, i, encode_f32(F, src[i], kMode, o.saturate, random));
+  });
+}
+
+template <const FloatFormat& F>
+void narrow_f32(const float* src, void* dst, std::size_t n, const ConvertOptions& o,
+                uint64_t index0) {
+  switch (o.rounding) {
+    case Rounding::nearest_even:
+      return narrow_f32_mode<F, Rounding::nearest_even>(src, dst, n, o, index0);
+    case Rounding::toward_zero:
+      return narrow_f32_mode<F, Rounding::toward_zero>(src, dst, n, o, index0);
+    case Rounding::stochastic:
+      return narrow_f32_mode<F, Rounding::stochastic>(src, dst, n, o, index0);
+  }
+}
+
 }  // namespace
 
 void scalar_narrow_f32(const FloatFormat& f, const float* src, void* dst, std::size_t n,
                        const ConvertOptions& o, uint64_t index0) {
+  if (&f == &kFormatBF16) return narrow_f32<kFormatBF16>(src, dst, n, o, index0);
+  if (&f == &kFormatF16) return narrow_f32<kFormatF16>(src, dst, n, o, index0);
+  if (&f == &kFormatE4M3FN) return narrow_f32<kFormatE4M3FN>(src, dst, n, o, index0);
+  if (&f == &kFormatE5M2) return narrow_f32<kFormatE5M2>(src, dst, n, o, index0);
   for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
     store(f, dst, i, encode_f32(f, src[i], o.rounding, o.saturate, random));
   });
@@ -82,6 +117,7 @@ void scalar_widen_f32(const FloatFormat& f, const void* src, float* dst, std::si
 void scalar_tf32(const float* src, float* dst, std::size_t n, const ConvertOptions& o,
                  uint64_t index0) {
   for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
+    // kFormatTF32 is a constant here, so the encoder specialises as in narrow_f32.
     const uint32_t bits = encode_f32(kFormatTF32, src[i], o.rounding, o.saturate, random);
     dst[i] = std::bit_cast<float>(bits << 13);
   });

@@ -27,10 +27,14 @@ bool alias_matches(const char* aliases, const std::string& name) {
 
 int int_rank(DType t) {
   switch (t) {
-    case DType::boolean: return 0;
-    case DType::u8: return 1;
-    case DType::i32: return 2;
-    default: return 3;  // i64
+    case DType::boolean:
+      return 0;
+    case DType::u8:
+      return 1;
+    case DType::i32:
+      return 2;
+    default:
+      return 3;  // i64
   }
 }
 

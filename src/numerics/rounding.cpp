@@ -8,15 +8,18 @@ Rounding parse_rounding(std::string_view name) {
   if (name == "rne" || name == "nearest" || name == "nearest_even") return Rounding::nearest_even;
   if (name == "rtz" || name == "toward_zero" || name == "truncate") return Rounding::toward_zero;
   if (name == "stochastic" || name == "sr") return Rounding::stochastic;
-  throw Error("rounding", "unknown rounding mode '" + std::string(name) +
-                              "'; valid: rne, rtz, stochastic");
+  throw Error("rounding",
+              "unknown rounding mode '" + std::string(name) + "'; valid: rne, rtz, stochastic");
 }
 
 const char* rounding_name(Rounding r) {
   switch (r) {
-    case Rounding::nearest_even: return "rne";
-    case Rounding::toward_zero: return "rtz";
-    case Rounding::stochastic: return "stochastic";
+    case Rounding::nearest_even:
+      return "rne";
+    case Rounding::toward_zero:
+      return "rtz";
+    case Rounding::stochastic:
+      return "stochastic";
   }
   return "?";
 }

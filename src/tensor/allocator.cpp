@@ -12,7 +12,9 @@ Allocator& Allocator::instance() {
   return *allocator;
 }
 
-Allocator::~Allocator() { empty_cache(); }
+Allocator::~Allocator() {
+  empty_cache();
+}
 
 std::size_t Allocator::block_size(std::size_t nbytes) {
   if (nbytes <= 512) return 512;

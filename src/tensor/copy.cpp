@@ -1,4 +1,5 @@
 // Copies: strided gathers/scatters and dtype conversion of whole tensors.
+#include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
@@ -55,18 +56,33 @@ void strided_copy(const Shape& shape, StridedRef dst, const char* src, const Sha
 }
 
 // Float to integer: truncation toward zero, saturating at the type's range, NaN -> 0.
+// To bool: x != 0, so NaN -> true (as C++, NumPy and PyTorch do).
 template <class I>
 I saturating_int(double x) {
-  if (std::isnan(x)) return I{0};
   if constexpr (std::is_same_v<I, bool>) {
     return x != 0.0;
   } else {
+    if (std::isnan(x)) return I{0};
     constexpr auto lo = static_cast<double>(std::numeric_limits<I>::min());
     constexpr auto hi = static_cast<double>(std::numeric_limits<I>::max());
     if (x <= lo) return std::numeric_limits<I>::min();
     if (x >= hi) return std::numeric_limits<I>::max();
     return static_cast<I>(x);
   }
+}
+
+// An i64 beyond 2^53 as f64 rounded to odd: the dropped bits become a sticky last bit, so a
+// later rounding to any format of at most 51 significant bits is the correct single rounding
+// of the integer (the classic round-to-odd argument: 53 >= 24 + 2).
+double round_to_odd_f64(int64_t v) {
+  const uint64_t mag = v < 0 ? 0 - static_cast<uint64_t>(v) : static_cast<uint64_t>(v);
+  const int bits = std::bit_width(mag);
+  if (bits <= 53) return static_cast<double>(v);
+  const int drop = bits - 53;
+  uint64_t kept = mag >> drop;
+  if (mag & ((uint64_t{1} << drop) - 1)) kept |= 1;
+  const double d = std::ldexp(static_cast<double>(kept), drop);  // exact: kept has 53 bits
+  return v < 0 ? -d : d;
 }
 
 // Any dtype -> any dtype through f64, for the paths that involve integers (exact for
@@ -79,8 +95,10 @@ void convert_via_f64(DType src_dtype, const void* src, DType dst_dtype, void* ds
     dispatch(src_dtype, [&]<class S>() {
       const S* s = static_cast<const S*>(src) + begin;
       for (std::size_t i = 0; i < tmp.size(); ++i) {
-        if constexpr (std::is_integral_v<S>)
-          tmp[i] = static_cast<double>(s[i]);
+        if constexpr (std::is_same_v<S, int64_t>)
+          tmp[i] = dst_dtype == DType::f64 ? static_cast<double>(s[i]) : round_to_odd_f64(s[i]);
+        else if constexpr (std::is_integral_v<S>)
+          tmp[i] = static_cast<double>(s[i]);  // exact
         else
           tmp[i] = 0.0;  // floating sources are widened below
       }
@@ -127,12 +145,12 @@ void convert_buffer(DType src_dtype, const void* src, DType dst_dtype, void* dst
     std::vector<float> tmp(std::min(n, kChunk));
     for (std::size_t b = 0; b < n; b += kChunk) {
       const std::size_t len = std::min(kChunk, n - b);
-      widen_to_f32(src_dtype, static_cast<const char*>(src) + b * dtype_size(src_dtype),
-                   tmp.data(), len);
+      widen_to_f32(src_dtype, static_cast<const char*>(src) + b * dtype_size(src_dtype), tmp.data(),
+                   len);
       ConvertOptions o = opts;
       o.index_base = opts.index_base + b;
-      convert_from_f32(tmp.data(), dst_dtype,
-                       static_cast<char*>(dst) + b * dtype_size(dst_dtype), len, o);
+      convert_from_f32(tmp.data(), dst_dtype, static_cast<char*>(dst) + b * dtype_size(dst_dtype),
+                       len, o);
     }
   }
 }
@@ -161,8 +179,8 @@ Tensor Tensor::to(DType target, const ConvertOptions& opts) const {
   Tensor out = empty(shape(), target, device());
   if (is_meta()) return out;
   const Tensor src = contiguous();
-  convert_buffer(dtype(), src.raw_data(), target, out.raw_data(),
-                 static_cast<std::size_t>(numel()), opts);
+  convert_buffer(dtype(), src.raw_data(), target, out.raw_data(), static_cast<std::size_t>(numel()),
+                 opts);
   return out;
 }
 
@@ -170,8 +188,8 @@ void Tensor::copy_from(const Tensor& src, const ConvertOptions& opts) {
   MIXPREC_CHECK(src.shape() == shape(), "Tensor::copy_from",
                 "shape " + shape_to_string(src.shape()) + " into " + shape_to_string(shape()));
   MIXPREC_CHECK(src.is_meta() == is_meta(), "Tensor::copy_from",
-                std::string("cannot copy between devices ") + device_name(src.device()) +
-                    " and " + device_name(device()));
+                std::string("cannot copy between devices ") + device_name(src.device()) + " and " +
+                    device_name(device()));
   if (is_meta()) return;
   // An overlapping source is read in full before any element is written.
   const Tensor safe_src = src.shares_storage_with(*this) ? src.clone() : src;
@@ -182,6 +200,7 @@ void Tensor::copy_from(const Tensor& src, const ConvertOptions& opts) {
 }
 
 std::vector<double> Tensor::to_doubles() const {
+  MIXPREC_CHECK(!is_meta(), "Tensor::to_doubles", "a meta tensor has no data");
   std::vector<double> out(static_cast<std::size_t>(numel()));
   const Tensor src = contiguous();
   convert_buffer(dtype(), src.raw_data(), DType::f64, out.data(), out.size());

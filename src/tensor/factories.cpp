@@ -49,15 +49,16 @@ Tensor Tensor::full(const Shape& shape, double value, DType dtype, Device device
   convert_buffer(DType::f64, &value, dtype, bits, 1);
   char* out = static_cast<char*>(t.raw_data());
   const std::size_t esz = t.element_size();
-  for (int64_t i = 0; i < t.numel(); ++i) std::memcpy(out + i * static_cast<int64_t>(esz), bits, esz);
+  for (int64_t i = 0; i < t.numel(); ++i)
+    std::memcpy(out + i * static_cast<int64_t>(esz), bits, esz);
   return t;
 }
 
 Tensor Tensor::from_doubles(const std::vector<double>& values, const Shape& shape, DType dtype,
                             const ConvertOptions& opts) {
-  MIXPREC_CHECK(shape_numel(shape) == static_cast<int64_t>(values.size()), "Tensor::from_doubles",
-                std::to_string(values.size()) + " values do not fill shape " +
-                    shape_to_string(shape));
+  MIXPREC_CHECK(
+      shape_numel(shape) == static_cast<int64_t>(values.size()), "Tensor::from_doubles",
+      std::to_string(values.size()) + " values do not fill shape " + shape_to_string(shape));
   Tensor t = empty(shape, dtype);
   convert_buffer(DType::f64, values.data(), dtype, t.raw_data(), values.size(), opts);
   return t;
@@ -67,7 +68,11 @@ Tensor Tensor::arange(double start, double end, double step, DType dtype) {
   MIXPREC_CHECK(step != 0.0 && std::isfinite(step) && std::isfinite(start) && std::isfinite(end),
                 "Tensor::arange", "needs finite start/end and a finite non-zero step");
   const double count = std::ceil((end - start) / step);
-  const auto n = static_cast<int64_t>(count > 0 ? count : 0);
+  auto n = static_cast<int64_t>(count > 0 ? count : 0);
+  // ceil() of an inexact quotient can admit `end` itself (arange(1, 1.3, 0.1)): drop it.
+  while (n > 0 && (step > 0 ? start + static_cast<double>(n - 1) * step >= end
+                            : start + static_cast<double>(n - 1) * step <= end))
+    --n;
   Tensor t = empty({n}, dtype);
   fill_from_f64(t, [&](int64_t i) { return start + static_cast<double>(i) * step; });
   return t;

@@ -38,9 +38,9 @@ std::string shape_to_string(const Shape& shape) {
 
 int normalize_dim(int64_t dim, int ndim, const char* where) {
   const int64_t d = dim < 0 ? dim + ndim : dim;
-  MIXPREC_CHECK(d >= 0 && d < ndim, where,
-                "dim " + std::to_string(dim) + " out of range for a " + std::to_string(ndim) +
-                    "-d tensor");
+  MIXPREC_CHECK(
+      d >= 0 && d < ndim, where,
+      "dim " + std::to_string(dim) + " out of range for a " + std::to_string(ndim) + "-d tensor");
   return static_cast<int>(d);
 }
 
@@ -58,13 +58,13 @@ Shape infer_shape(Shape shape, int64_t numel, const char* where) {
   }
   if (infer_at >= 0) {
     MIXPREC_CHECK(known != 0 && numel % known == 0, where,
-                  "cannot infer -1 in " + shape_to_string(shape) + " for " +
-                      std::to_string(numel) + " elements");
+                  "cannot infer -1 in " + shape_to_string(shape) + " for " + std::to_string(numel) +
+                      " elements");
     shape[static_cast<size_t>(infer_at)] = numel / known;
   }
-  MIXPREC_CHECK(shape_numel(shape) == numel, where,
-                "shape " + shape_to_string(shape) + " does not hold " + std::to_string(numel) +
-                    " elements");
+  MIXPREC_CHECK(
+      shape_numel(shape) == numel, where,
+      "shape " + shape_to_string(shape) + " does not hold " + std::to_string(numel) + " elements");
   return shape;
 }
 

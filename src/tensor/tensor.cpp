@@ -8,7 +8,9 @@
 
 namespace mixprec {
 
-const char* device_name(Device d) { return d == Device::cpu ? "cpu" : "meta"; }
+const char* device_name(Device d) {
+  return d == Device::cpu ? "cpu" : "meta";
+}
 
 Device parse_device(const std::string& name) {
   if (name == "cpu") return Device::cpu;
@@ -66,9 +68,8 @@ void* Tensor::raw_data() const {
 namespace {
 
 Tensor make_view(const Tensor& base, Shape shape, Shape strides, int64_t offset) {
-  return Tensor(std::make_shared<TensorImpl>(TensorImpl{base.storage(), std::move(shape),
-                                                        std::move(strides), offset, base.dtype(),
-                                                        base.device()}));
+  return Tensor(std::make_shared<TensorImpl>(TensorImpl{
+      base.storage(), std::move(shape), std::move(strides), offset, base.dtype(), base.device()}));
 }
 
 }  // namespace
@@ -118,7 +119,7 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   start = clamp(start);
   end = std::max(clamp(end), start);
   Shape sh = shape(), st = strides();
-  sh[d] = (end - start + step - 1) / step;
+  sh[d] = end > start ? 1 + (end - start - 1) / step : 0;  // no overflow for a huge step
   st[d] = strides()[d] * step;
   return make_view(*this, std::move(sh), std::move(st), offset() + start * strides()[d]);
 }
@@ -161,8 +162,7 @@ double Tensor::item() const {
 }
 
 std::string Tensor::to_string(int max_elements) const {
-  std::string out = std::string("Tensor(") + dtype_name(dtype()) + ", " +
-                    shape_to_string(shape());
+  std::string out = std::string("Tensor(") + dtype_name(dtype()) + ", " + shape_to_string(shape());
   if (is_meta()) return out + ", meta)";
   out += ", [";
   const std::vector<double> v = to_doubles();

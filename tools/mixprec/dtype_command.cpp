@@ -35,7 +35,9 @@ FormatRow find_format(const std::string& name) {
   }
 }
 
-std::string power_of_two(double v) { return fmt::format("2^{}", std::lround(std::log2(v))); }
+std::string power_of_two(double v) {
+  return fmt::format("2^{}", std::lround(std::log2(v)));
+}
 
 void print_float_rows(const std::vector<FormatRow>& rows) {
   fmt::print("{:<10} {:>4} {:>8} {:>5} {:>14} {:>19} {:>21} {:>17} {:>7} {:>4}  {}\n", "format",
@@ -43,26 +45,34 @@ void print_float_rows(const std::vector<FormatRow>& rows) {
              "digits", "inf", "NaN encodings");
   for (const FormatRow& r : rows) {
     const FloatFormat& f = *r.format;
-    const std::string nan =
-        f.has_inf ? fmt::format("exp all ones, mantissa != 0 (emit: 0x{:X} + payload)",
-                                f.nan_bits())
-                  : fmt::format("0x{:X} and 0x{:X} only", f.abs_mask(), f.abs_mask() | f.sign_bit());
+    // tf32 lives in an f32 word, so its NaN is shown as that word.
+    const uint64_t emitted = r.dtype ? f.nan_bits() : f.nan_bits() << 13;
+    std::string nan;
+    if (!f.has_inf)
+      nan = fmt::format("0x{:X} and 0x{:X} only", f.abs_mask(), f.abs_mask() | f.sign_bit());
+    else if (f.nan_keeps_payload)
+      nan = fmt::format("exp all ones, mantissa != 0 (emit: 0x{:X} + payload)", emitted);
+    else
+      nan = fmt::format("exp all ones, mantissa != 0 (emit: 0x{:X})", emitted);
     const std::string name = r.dtype ? r.name : r.name + "*";
     const int bits = r.dtype ? 8 * r.dtype->size : 19;
-    fmt::print("{:<10} {:>4} {:>8} {:>5} {:>14.8g} {:>8} {:>10.4g} {:>9} {:>11.4g} {:>7} {:>9.3g} "
-               "{:>7.2f} {:>4}  {}\n",
-               name, bits, fmt::format("1/{}/{}", f.exp_bits, f.mant_bits), f.bias, max_finite(f),
-               power_of_two(min_normal(f)), min_normal(f), power_of_two(min_subnormal(f)),
-               min_subnormal(f), power_of_two(epsilon(f)), epsilon(f),
-               (f.mant_bits + 1) * std::log10(2.0), f.has_inf ? "yes" : "no", nan);
+    fmt::print(
+        "{:<10} {:>4} {:>8} {:>5} {:>14.8g} {:>8} {:>10.4g} {:>9} {:>11.4g} {:>7} {:>9.3g} "
+        "{:>7.2f} {:>4}  {}\n",
+        name, bits, fmt::format("1/{}/{}", f.exp_bits, f.mant_bits), f.bias, max_finite(f),
+        power_of_two(min_normal(f)), min_normal(f), power_of_two(min_subnormal(f)),
+        min_subnormal(f), power_of_two(epsilon(f)), epsilon(f), (f.mant_bits + 1) * std::log10(2.0),
+        f.has_inf ? "yes" : "no", nan);
   }
   if (!rows.empty())
-    fmt::print("digits = decimal digits of precision, (mantissa bits + 1) * log10(2). "
-               "epsilon = 2^-mantissa bits.\n");
+    fmt::print(
+        "digits = decimal digits of precision, (mantissa bits + 1) * log10(2). "
+        "epsilon = 2^-mantissa bits.\n");
   for (const FormatRow& r : rows)
     if (!r.dtype) {
-      fmt::print("* tf32 is a compute mode, not a storage type: an f32 whose mantissa is rounded "
-                 "to 10 bits (19 significant bits of an f32 word).\n");
+      fmt::print(
+          "* tf32 is a compute mode, not a storage type: an f32 whose mantissa is rounded "
+          "to 10 bits (19 significant bits of an f32 word).\n");
       break;
     }
 }
@@ -112,7 +122,8 @@ std::vector<CastTarget> parse_targets(const std::string& list) {
     const std::string name = list.substr(pos, comma - pos);
     const FormatRow r = find_format(name);
     if (!r.format || r.format == &kFormatF64)
-      throw UsageError("--to: '" + name + "' is not a narrowing target; use f32, bf16, f16, "
+      throw UsageError("--to: '" + name +
+                       "' is not a narrowing target; use f32, bf16, f16, "
                        "e4m3, e5m2 or tf32");
     out.push_back({r.name, r.format});
     pos = comma + 1;
@@ -121,7 +132,7 @@ std::vector<CastTarget> parse_targets(const std::string& list) {
 }
 
 std::string format_value(double v) {
-  if (std::isnan(v)) return "nan";
+  if (std::isnan(v)) return std::signbit(v) ? "-nan" : "nan";
   if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
   return fmt::format("{:.9g}", v);
 }
@@ -162,12 +173,14 @@ int run_cast(const CastOptions& o) {
       const int hex_digits = t.format->total_bits() <= 8 ? 2 : t.format->total_bits() <= 16 ? 4 : 8;
       if (t.format == &kFormatTF32) bits <<= 13;  // shown as the f32 word it is stored in
       std::string err = "-";
-      if (std::isfinite(v.value) && v.value != 0 && std::isfinite(decoded))
+      if (decoded == v.value)
+        err = "exact";
+      else if (std::isfinite(v.value) && v.value != 0 && std::isfinite(decoded))
         err = fmt::format("{:+.3e}", (decoded - v.value) / v.value);
       else if (std::isfinite(v.value) && v.value != 0)
         err = std::isnan(decoded) ? "nan" : "overflow";
-      fmt::print("  {:<10} {:>10}  {:>16}  {:>10}\n", t.label, fmt::format("0x{:0{}X}", bits, hex_digits),
-                 format_value(decoded), err);
+      fmt::print("  {:<10} {:>10}  {:>16}  {:>10}\n", t.label,
+                 fmt::format("0x{:0{}X}", bits, hex_digits), format_value(decoded), err);
     }
   }
   return 0;
@@ -177,20 +190,27 @@ int run_cast(const CastOptions& o) {
 
 void add_dtype_command(CLI::App& app, int& exit_code) {
   CLI::App* dtype = app.add_subcommand("dtype", "Number formats: the formats table and casts");
-  dtype->require_subcommand(1);
+  // Not require_subcommand(): then an unknown word is reported by name ("frob" not expected).
+  dtype->require_subcommand(0, 1);
+  dtype->callback([dtype] {
+    if (dtype->get_subcommands().empty())
+      throw UsageError("dtype: a subcommand is required: info or cast (see mixprec dtype --help)");
+  });
 
   auto names = std::make_shared<std::vector<std::string>>();
   CLI::App* info_cmd = dtype->add_subcommand(
       "info", "Print the formats table (bits, bias, range, precision, inf/NaN)");
-  info_cmd->add_option("names", *names, "Formats to show (default: every floating format and "
-                                        "tf32); e.g. bf16 f16 e4m3 i64");
+  info_cmd->add_option("names", *names,
+                       "Formats to show (default: every floating format and "
+                       "tf32); e.g. bf16 f16 e4m3 i64");
   info_cmd->callback([names, &exit_code] { exit_code = run_info(*names); });
 
   auto cast = std::make_shared<CastOptions>();
   CLI::App* cast_cmd = dtype->add_subcommand(
       "cast", "Round values into narrow formats and show bits, decoded value and relative error");
-  cast_cmd->add_option("values", cast->values,
-                       "Values: decimal, hex float (0x1.8p-3), inf, nan, or bits:0x3F848000")
+  cast_cmd
+      ->add_option("values", cast->values,
+                   "Values: decimal, hex float (0x1.8p-3), inf, nan, or bits:0x3F848000")
       ->required();
   cast_cmd->add_option("--to", cast->to, "Comma-separated targets")
       ->default_str("bf16,f16,e4m3,e5m2,tf32");

@@ -2,8 +2,6 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
-#include <algorithm>
-#include <cctype>
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -12,18 +10,18 @@
 #include "mixprec/error.h"
 #include "mixprec/numerics/convert.h"
 #include "usage_error.h"
+#include "value_parse.h"
 
 namespace {
 
-// CLI11 reads "-inf" and "-nan" as unknown options. A leading space marks them as values;
-// parse_value() accepts exactly that form. Returns the arguments reversed, as CLI11 wants.
+// CLI11 reads "-inf", "-nan" or "-.5" as unknown options. A leading space marks a token that
+// parses as a number as a value; parse_value() accepts exactly that form. Returns the
+// arguments reversed, as CLI11 wants them.
 std::vector<std::string> arguments_for_cli11(int argc, char** argv) {
   std::vector<std::string> args;
   for (int i = argc - 1; i >= 1; --i) {
     std::string a = argv[i];
-    std::string lower = a;
-    for (char& c : lower) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    if (lower == "-inf" || lower == "-infinity" || lower == "-nan") a = " " + a;
+    if (a.size() > 1 && a[0] == '-' && a[1] != '-' && mixprec::cli::parse_value(a)) a = " " + a;
     args.push_back(a);
   }
   return args;
@@ -32,9 +30,10 @@ std::vector<std::string> arguments_for_cli11(int argc, char** argv) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  CLI::App app{"mixprec: mixed-precision training engine (FP32 masters, BF16/FP16/FP8 compute)"};
+  CLI::App app{"mixprec: mixed-precision training engine (FP32 masters, BF16/FP16/FP8 compute)",
+               "mixprec"};
   app.set_version_flag("--version", "mixprec 0.1.0");
-  app.require_subcommand(1);
+  app.require_subcommand(0, 1);
   int exit_code = 0;
   mixprec::cli::add_dtype_command(app, exit_code);
   try {
@@ -55,6 +54,10 @@ int main(int argc, char** argv) {
   } catch (const mixprec::Error& e) {
     fmt::print(stderr, "mixprec: {}\n", e.what());
     return 1;
+  }
+  if (app.get_subcommands().empty()) {
+    fmt::print(stderr, "mixprec: a command is required (see --help)\n");
+    return 2;
   }
   return exit_code;
 }

@@ -16,9 +16,10 @@ std::optional<uint32_t> parse_hex_u32(const std::string& s) {
   uint32_t v = 0;
   for (char c : digits) {
     if (!std::isxdigit(static_cast<unsigned char>(c))) return std::nullopt;
-    v = v * 16 + static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(c))
-                                           ? c - '0'
-                                           : std::tolower(static_cast<unsigned char>(c)) - 'a' + 10);
+    v = v * 16 +
+        static_cast<uint32_t>(std::isdigit(static_cast<unsigned char>(c))
+                                  ? c - '0'
+                                  : std::tolower(static_cast<unsigned char>(c)) - 'a' + 10);
   }
   return v;
 }
@@ -32,8 +33,8 @@ std::optional<ParsedValue> parse_value(const std::string& token) {
     return ParsedValue{static_cast<double>(std::bit_cast<float>(*bits)), true, *bits};
   }
   // " -inf" / " -nan": the form main() gives negative specials so CLI11 takes them as values.
-  const std::string text = token.size() > 1 && token[0] == ' ' && token[1] == '-' ? token.substr(1)
-                                                                                  : token;
+  const std::string text =
+      token.size() > 1 && token[0] == ' ' && token[1] == '-' ? token.substr(1) : token;
   if (text.empty() || std::isspace(static_cast<unsigned char>(text[0]))) return std::nullopt;
   errno = 0;
   char* end = nullptr;

@@ -25,8 +25,7 @@ void convert_from_f32(const float* src, DType dst_dtype, void* dst, std::size_t 
 void convert_from_f64(const double* src, DType dst_dtype, void* dst, std::size_t n,
                       const ConvertOptions& opts = {});
 // Exact widening: src dtype (any floating dtype but f64) -> f32.
-void widen_to_f32(DType src_dtype, const void* src, float* dst, std::size_t n,
-                  Isa isa = Isa::best);
+void widen_to_f32(DType src_dtype, const void* src, float* dst, std::size_t n, Isa isa = Isa::best);
 // Exact widening of any floating dtype to f64.
 void widen_to_f64(DType src_dtype, const void* src, double* dst, std::size_t n);
 // TF32 rounding of f32 values (mantissa to 10 bits, result stored as f32). In place is fine.

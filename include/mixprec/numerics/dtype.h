@@ -34,8 +34,7 @@ inline constexpr std::array<DTypeInfo, kNumDTypes> kDTypeTable{{
     {DType::f16, "f16", "float16,fp16,half", 2, DTypeKind::floating, &kFormatF16},
     {DType::f8_e4m3fn, "f8_e4m3fn", "e4m3,e4m3fn,float8_e4m3fn,fp8_e4m3", 1, DTypeKind::floating,
      &kFormatE4M3FN},
-    {DType::f8_e5m2, "f8_e5m2", "e5m2,float8_e5m2,fp8_e5m2", 1, DTypeKind::floating,
-     &kFormatE5M2},
+    {DType::f8_e5m2, "f8_e5m2", "e5m2,float8_e5m2,fp8_e5m2", 1, DTypeKind::floating, &kFormatE5M2},
     {DType::i32, "i32", "int32,int", 4, DTypeKind::signed_int, nullptr},
     {DType::i64, "i64", "int64,long", 8, DTypeKind::signed_int, nullptr},
     {DType::u8, "u8", "uint8,byte", 1, DTypeKind::unsigned_int, nullptr},
@@ -50,10 +49,18 @@ constexpr bool table_rows_in_enum_order() {
 static_assert(table_rows_in_enum_order(), "kDTypeTable rows must follow the DType enum order");
 static_assert(static_cast<int>(DType::boolean) + 1 == kNumDTypes, "kNumDTypes out of date");
 
-constexpr const DTypeInfo& info(DType t) { return kDTypeTable[static_cast<int>(t)]; }
-constexpr std::size_t dtype_size(DType t) { return static_cast<std::size_t>(info(t).size); }
-constexpr bool is_floating(DType t) { return info(t).kind == DTypeKind::floating; }
-constexpr const char* dtype_name(DType t) { return info(t).name; }
+constexpr const DTypeInfo& info(DType t) {
+  return kDTypeTable[static_cast<int>(t)];
+}
+constexpr std::size_t dtype_size(DType t) {
+  return static_cast<std::size_t>(info(t).size);
+}
+constexpr bool is_floating(DType t) {
+  return info(t).kind == DTypeKind::floating;
+}
+constexpr const char* dtype_name(DType t) {
+  return info(t).name;
+}
 
 // Parses a canonical name or alias (case-insensitive); throws mixprec::Error listing the
 // valid names otherwise.

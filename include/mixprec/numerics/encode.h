@@ -54,8 +54,9 @@ constexpr uint32_t encode_bits(const FloatFormat& f, UInt bits, Rounding mode, b
   if (exp_field == (1 << S::kExpBits) - 1) {
     if (frac != 0) {  // NaN
       const uint64_t payload =
-          f.nan_keeps_payload ? (static_cast<uint64_t>(frac) >> (S::kMant - f.mant_bits)) & f.mant_mask()
-                              : 0;
+          f.nan_keeps_payload
+              ? (static_cast<uint64_t>(frac) >> (S::kMant - f.mant_bits)) & f.mant_mask()
+              : 0;
       return sign | static_cast<uint32_t>(f.nan_bits() | payload);
     }
     if (saturate) return sign | static_cast<uint32_t>(f.max_finite_bits());
@@ -64,7 +65,7 @@ constexpr uint32_t encode_bits(const FloatFormat& f, UInt bits, Rounding mode, b
   if (a == 0) return sign;
 
   const UInt m = exp_field ? (frac | (UInt{1} << S::kMant)) : frac;
-  const int e_eff = (exp_field ? exp_field : 1) - S::kBias;  // exponent of m's leading slot
+  const int e_eff = (exp_field ? exp_field : 1) - S::kBias;        // exponent of m's leading slot
   const int e_floor = e_eff - S::kMant + (std::bit_width(m) - 1);  // floor(log2 |x|)
   const int e_target = e_floor > f.min_exp() ? e_floor : f.min_exp();
   const int shift = (e_target - f.mant_bits) - (e_eff - S::kMant);  // bits discarded (> 0)
@@ -94,8 +95,8 @@ constexpr uint32_t encode_bits(const FloatFormat& f, UInt bits, Rounding mode, b
   }
   // For a normal result r carries the implicit bit, which bumps the exponent field by one;
   // a carry out of the mantissa on rounding up moves to the next binade the same way.
-  const uint64_t enc = (static_cast<uint64_t>(e_target + f.bias - 1) << f.mant_bits) +
-                       static_cast<uint64_t>(r) + up;
+  const uint64_t enc =
+      (static_cast<uint64_t>(e_target + f.bias - 1) << f.mant_bits) + static_cast<uint64_t>(r) + up;
   if (enc > f.max_finite_bits()) {
     if (saturate || mode == Rounding::toward_zero)
       return sign | static_cast<uint32_t>(f.max_finite_bits());
@@ -131,8 +132,8 @@ constexpr float decode_f32(const FloatFormat& f, uint32_t bits) {
   if (f.exp_bits == 8) return std::bit_cast<float>(bits << (23 - f.mant_bits));
   const uint32_t sign = (bits & f.sign_bit()) ? 0x80000000u : 0u;
   if (f.is_nan(bits)) {
-    const auto payload =
-        static_cast<uint32_t>(f.nan_keeps_payload ? (bits & f.mant_mask()) << (23 - f.mant_bits) : 0);
+    const auto payload = static_cast<uint32_t>(
+        f.nan_keeps_payload ? (bits & f.mant_mask()) << (23 - f.mant_bits) : 0);
     return std::bit_cast<float>(sign | 0x7FC00000u | payload);
   }
   if (f.is_inf(bits)) return std::bit_cast<float>(sign | 0x7F800000u);

@@ -71,9 +71,17 @@ constexpr double decode_finite(const FloatFormat& f, uint64_t bits) {
   return (bits & f.sign_bit()) ? -mag : mag;
 }
 
-constexpr double max_finite(const FloatFormat& f) { return decode_finite(f, f.max_finite_bits()); }
-constexpr double min_normal(const FloatFormat& f) { return pow2(f.min_exp()); }
-constexpr double min_subnormal(const FloatFormat& f) { return pow2(f.min_exp() - f.mant_bits); }
-constexpr double epsilon(const FloatFormat& f) { return pow2(-f.mant_bits); }
+constexpr double max_finite(const FloatFormat& f) {
+  return decode_finite(f, f.max_finite_bits());
+}
+constexpr double min_normal(const FloatFormat& f) {
+  return pow2(f.min_exp());
+}
+constexpr double min_subnormal(const FloatFormat& f) {
+  return pow2(f.min_exp() - f.mant_bits);
+}
+constexpr double epsilon(const FloatFormat& f) {
+  return pow2(-f.mant_bits);
+}
 
 }  // namespace mixprec

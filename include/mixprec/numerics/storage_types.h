@@ -46,8 +46,9 @@ inline float f16::to_float() const {
   // Branch-light exact f16 -> f32 (normal, subnormal via float scaling, inf/NaN).
   const uint32_t sign = static_cast<uint32_t>(bits & 0x8000u) << 16;
   const uint32_t a = bits & 0x7FFFu;
-  if (a >= 0x7C00u) return std::bit_cast<float>(sign | 0x7F800000u | (a & 0x3FFu) << 13 |
-                                                (a > 0x7C00u ? 0x400000u : 0u));
+  if (a >= 0x7C00u)
+    return std::bit_cast<float>(sign | 0x7F800000u | (a & 0x3FFu) << 13 |
+                                (a > 0x7C00u ? 0x400000u : 0u));
   if (a >= 0x0400u) return std::bit_cast<float>(sign | ((a + (112u << 10)) << 13));
   const float mag = static_cast<float>(a) * 0x1p-24f;  // exact: a < 2^10
   return sign ? -mag : mag;
@@ -67,30 +68,90 @@ static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2 && sizeof(f8_e4m3fn) == 1 &&
 // C++ storage type of each dtype, and back.
 template <DType T>
 struct CppType;
-template <> struct CppType<DType::f64> { using type = double; };
-template <> struct CppType<DType::f32> { using type = float; };
-template <> struct CppType<DType::bf16> { using type = bf16; };
-template <> struct CppType<DType::f16> { using type = f16; };
-template <> struct CppType<DType::f8_e4m3fn> { using type = f8_e4m3fn; };
-template <> struct CppType<DType::f8_e5m2> { using type = f8_e5m2; };
-template <> struct CppType<DType::i32> { using type = int32_t; };
-template <> struct CppType<DType::i64> { using type = int64_t; };
-template <> struct CppType<DType::u8> { using type = uint8_t; };
-template <> struct CppType<DType::boolean> { using type = bool; };
+template <>
+struct CppType<DType::f64> {
+  using type = double;
+};
+template <>
+struct CppType<DType::f32> {
+  using type = float;
+};
+template <>
+struct CppType<DType::bf16> {
+  using type = bf16;
+};
+template <>
+struct CppType<DType::f16> {
+  using type = f16;
+};
+template <>
+struct CppType<DType::f8_e4m3fn> {
+  using type = f8_e4m3fn;
+};
+template <>
+struct CppType<DType::f8_e5m2> {
+  using type = f8_e5m2;
+};
+template <>
+struct CppType<DType::i32> {
+  using type = int32_t;
+};
+template <>
+struct CppType<DType::i64> {
+  using type = int64_t;
+};
+template <>
+struct CppType<DType::u8> {
+  using type = uint8_t;
+};
+template <>
+struct CppType<DType::boolean> {
+  using type = bool;
+};
 template <DType T>
 using cpp_type_t = typename CppType<T>::type;
 
 template <class T>
 constexpr DType dtype_of();
-template <> constexpr DType dtype_of<double>() { return DType::f64; }
-template <> constexpr DType dtype_of<float>() { return DType::f32; }
-template <> constexpr DType dtype_of<bf16>() { return DType::bf16; }
-template <> constexpr DType dtype_of<f16>() { return DType::f16; }
-template <> constexpr DType dtype_of<f8_e4m3fn>() { return DType::f8_e4m3fn; }
-template <> constexpr DType dtype_of<f8_e5m2>() { return DType::f8_e5m2; }
-template <> constexpr DType dtype_of<int32_t>() { return DType::i32; }
-template <> constexpr DType dtype_of<int64_t>() { return DType::i64; }
-template <> constexpr DType dtype_of<uint8_t>() { return DType::u8; }
-template <> constexpr DType dtype_of<bool>() { return DType::boolean; }
+template <>
+constexpr DType dtype_of<double>() {
+  return DType::f64;
+}
+template <>
+constexpr DType dtype_of<float>() {
+  return DType::f32;
+}
+template <>
+constexpr DType dtype_of<bf16>() {
+  return DType::bf16;
+}
+template <>
+constexpr DType dtype_of<f16>() {
+  return DType::f16;
+}
+template <>
+constexpr DType dtype_of<f8_e4m3fn>() {
+  return DType::f8_e4m3fn;
+}
+template <>
+constexpr DType dtype_of<f8_e5m2>() {
+  return DType::f8_e5m2;
+}
+template <>
+constexpr DType dtype_of<int32_t>() {
+  return DType::i32;
+}
+template <>
+constexpr DType dtype_of<int64_t>() {
+  return DType::i64;
+}
+template <>
+constexpr DType dtype_of<uint8_t>() {
+  return DType::u8;
+}
+template <>
+constexpr DType dtype_of<bool>() {
+  return DType::boolean;
+}
 
 }  // namespace mixprec

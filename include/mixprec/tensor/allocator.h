@@ -42,8 +42,8 @@ class Allocator {
   void deallocate(void* ptr, std::size_t nbytes, DType dtype);
 
   MemoryStats stats() const;
-  void reset_peak();      // peaks := current
-  void empty_cache();     // give cached blocks back to the system
+  void reset_peak();   // peaks := current
+  void empty_cache();  // give cached blocks back to the system
   // Upper bound on cached bytes; a block freed beyond it goes straight back to the system.
   void set_cache_limit(std::size_t bytes);
 

@@ -12,16 +12,26 @@ namespace mixprec {
 template <class Fn>
 decltype(auto) dispatch(DType dtype, Fn&& fn) {
   switch (dtype) {
-    case DType::f64: return fn.template operator()<double>();
-    case DType::f32: return fn.template operator()<float>();
-    case DType::bf16: return fn.template operator()<bf16>();
-    case DType::f16: return fn.template operator()<f16>();
-    case DType::f8_e4m3fn: return fn.template operator()<f8_e4m3fn>();
-    case DType::f8_e5m2: return fn.template operator()<f8_e5m2>();
-    case DType::i32: return fn.template operator()<int32_t>();
-    case DType::i64: return fn.template operator()<int64_t>();
-    case DType::u8: return fn.template operator()<uint8_t>();
-    case DType::boolean: return fn.template operator()<bool>();
+    case DType::f64:
+      return fn.template operator()<double>();
+    case DType::f32:
+      return fn.template operator()<float>();
+    case DType::bf16:
+      return fn.template operator()<bf16>();
+    case DType::f16:
+      return fn.template operator()<f16>();
+    case DType::f8_e4m3fn:
+      return fn.template operator()<f8_e4m3fn>();
+    case DType::f8_e5m2:
+      return fn.template operator()<f8_e5m2>();
+    case DType::i32:
+      return fn.template operator()<int32_t>();
+    case DType::i64:
+      return fn.template operator()<int64_t>();
+    case DType::u8:
+      return fn.template operator()<uint8_t>();
+    case DType::boolean:
+      return fn.template operator()<bool>();
   }
   throw Error("dispatch", "invalid dtype value " + std::to_string(static_cast<int>(dtype)));
 }
@@ -30,10 +40,14 @@ decltype(auto) dispatch(DType dtype, Fn&& fn) {
 template <class Fn>
 decltype(auto) dispatch_compute(DType dtype, const char* where, Fn&& fn) {
   switch (dtype) {
-    case DType::f64: return fn.template operator()<double>();
-    case DType::f32: return fn.template operator()<float>();
-    case DType::bf16: return fn.template operator()<bf16>();
-    case DType::f16: return fn.template operator()<f16>();
+    case DType::f64:
+      return fn.template operator()<double>();
+    case DType::f32:
+      return fn.template operator()<float>();
+    case DType::bf16:
+      return fn.template operator()<bf16>();
+    case DType::f16:
+      return fn.template operator()<f16>();
     default:
       throw Error(where, std::string("dtype ") + dtype_name(dtype) +
                              " is storage-only here; use f64, f32, bf16 or f16");

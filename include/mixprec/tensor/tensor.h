@@ -141,9 +141,9 @@ T* Tensor::data() const {
 template <class T>
 Tensor Tensor::from_vector(const std::vector<T>& values, Shape shape) {
   if (shape.empty()) shape = {static_cast<int64_t>(values.size())};
-  MIXPREC_CHECK(shape_numel(shape) == static_cast<int64_t>(values.size()), "Tensor::from_vector",
-                std::to_string(values.size()) + " values do not fill shape " +
-                    shape_to_string(shape));
+  MIXPREC_CHECK(
+      shape_numel(shape) == static_cast<int64_t>(values.size()), "Tensor::from_vector",
+      std::to_string(values.size()) + " values do not fill shape " + shape_to_string(shape));
   Tensor t = empty(shape, dtype_of<T>());
   T* out = t.data<T>();
   for (std::size_t i = 0; i < values.size(); ++i) out[i] = values[i];
