@@ -101,54 +101,61 @@ inline __m256i encode8(__m256i bits, const VecFormat& F, __m256i random) {
   return _mm256_or_si256(enc, sign);
 }
 
-// ---- Philox4x32-10 for 8 blocks at once (one block per 32-bit lane) ----------------------
-inline void mulhilo8(__m256i a, __m256i mul, __m256i& hi, __m256i& lo) {
-  const __m256i even = _mm256_mul_epu32(a, mul);                        // lanes 0,2,4,6
-  const __m256i odd = _mm256_mul_epu32(_mm256_srli_epi64(a, 32), mul);  // lanes 1,3,5,7
-  lo = _mm256_blend_epi32(even, _mm256_slli_epi64(odd, 32), 0xAA);
-  hi = _mm256_blend_epi32(_mm256_srli_epi64(even, 32), odd, 0xAA);
-}
-
-// Random words for 32 consecutive elements starting at element 4*block0 (block0 = first
-// Philox block), laid out so out[v] holds elements 8v..8v+7.
-inline void philox32(uint64_t seed, uint64_t stream, uint64_t block0, __m256i out[4]) {
-  const __m256i lane = _mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7);
-  const __m256i lo = _mm256_add_epi32(_mm256_set1_epi32(static_cast<int>(block0)), lane);
-  // carry into the high counter word when the low word wraps inside this group
-  const __m256i wrapped = _mm256_cmpgt_epi32(
-      _mm256_xor_si256(_mm256_set1_epi32(static_cast<int>(block0)), _mm256_set1_epi32(INT32_MIN)),
-      _mm256_xor_si256(lo, _mm256_set1_epi32(INT32_MIN)));
-  __m256i c0 = lo;
-  __m256i c1 = _mm256_sub_epi32(_mm256_set1_epi32(static_cast<int>(block0 >> 32)), wrapped);
-  __m256i c2 = _mm256_set1_epi32(static_cast<int>(stream));
-  __m256i c3 = _mm256_set1_epi32(static_cast<int>(stream >> 32));
+// ---- Philox4x32-10, vectorised -------------------------------------------------------------
+// Random words for 16 * kQuads consecutive elements starting at element 4*block0 (block0 =
+// first Philox block), laid out so out[v] holds elements 8v..8v+7. Each register holds 4
+// blocks, one 32-bit state word in the low half of each 64-bit lane: _mm256_mul_epu32 then
+// yields the full 64-bit product (hi and lo) with no shuffles. The high halves carry junk that
+// the multiplier never reads and the final packing drops.
+template <int kQuads>
+inline void philox_words(uint64_t seed, uint64_t stream, uint64_t block0, __m256i* out) {
+  __m256i c0[kQuads], c1[kQuads], c2[kQuads], c3[kQuads];
+  const __m256i s_lo = _mm256_set1_epi64x(static_cast<int64_t>(stream & 0xFFFFFFFFu));
+  const __m256i s_hi = _mm256_set1_epi64x(static_cast<int64_t>(stream >> 32));
+  for (int q = 0; q < kQuads; ++q) {
+    const auto first = static_cast<int64_t>(block0 + 4 * static_cast<uint64_t>(q));
+    const __m256i block =
+        _mm256_add_epi64(_mm256_set1_epi64x(first), _mm256_setr_epi64x(0, 1, 2, 3));
+    c0[q] = block;
+    c1[q] = _mm256_srli_epi64(block, 32);
+    c2[q] = s_lo;
+    c3[q] = s_hi;
+  }
   uint32_t k0 = static_cast<uint32_t>(seed), k1 = static_cast<uint32_t>(seed >> 32);
-  const __m256i m0 = _mm256_set1_epi32(static_cast<int>(0xD2511F53u));
-  const __m256i m1 = _mm256_set1_epi32(static_cast<int>(0xCD9E8D57u));
+  const __m256i m0 = _mm256_set1_epi64x(0xD2511F53);
+  const __m256i m1 = _mm256_set1_epi64x(0xCD9E8D57);
   for (int round = 0; round < 10; ++round) {
-    __m256i hi0, lo0, hi1, lo1;
-    mulhilo8(c0, m0, hi0, lo0);
-    mulhilo8(c2, m1, hi1, lo1);
-    c0 = _mm256_xor_si256(_mm256_xor_si256(hi1, c1), _mm256_set1_epi32(static_cast<int>(k0)));
-    c1 = lo1;
-    c2 = _mm256_xor_si256(_mm256_xor_si256(hi0, c3), _mm256_set1_epi32(static_cast<int>(k1)));
-    c3 = lo0;
+    const __m256i key0 = _mm256_set1_epi32(static_cast<int>(k0));
+    const __m256i key1 = _mm256_set1_epi32(static_cast<int>(k1));
+    for (int q = 0; q < kQuads; ++q) {
+      const __m256i p0 = _mm256_mul_epu32(c0[q], m0);
+      const __m256i p1 = _mm256_mul_epu32(c2[q], m1);
+      c0[q] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p1, 32), c1[q]), key0);
+      c1[q] = p1;
+      c2[q] = _mm256_xor_si256(_mm256_xor_si256(_mm256_srli_epi64(p0, 32), c3[q]), key1);
+      c3[q] = p0;
+    }
     k0 += 0x9E3779B9u;
     k1 += 0xBB67AE85u;
   }
-  // Transpose: lane b of (c0,c1,c2,c3) is block b's 4 words; element 4b+w = word w of block b.
-  const __m256i t0 = _mm256_unpacklo_epi32(c0, c1);  // b0w0 b0w1 b1w0 b1w1 | b4.. b5..
-  const __m256i t1 = _mm256_unpackhi_epi32(c0, c1);  // b2w0 b2w1 b3w0 b3w1 | b6.. b7..
-  const __m256i t2 = _mm256_unpacklo_epi32(c2, c3);  // b0w2 b0w3 b1w2 b1w3 | ...
-  const __m256i t3 = _mm256_unpackhi_epi32(c2, c3);
-  const __m256i u0 = _mm256_unpacklo_epi64(t0, t2);  // b0 words 0-3 | b4 words 0-3
-  const __m256i u1 = _mm256_unpackhi_epi64(t0, t2);  // b1 | b5
-  const __m256i u2 = _mm256_unpacklo_epi64(t1, t3);  // b2 | b6
-  const __m256i u3 = _mm256_unpackhi_epi64(t1, t3);  // b3 | b7
-  out[0] = _mm256_permute2x128_si256(u0, u1, 0x20);  // b0 b1
-  out[1] = _mm256_permute2x128_si256(u2, u3, 0x20);  // b2 b3
-  out[2] = _mm256_permute2x128_si256(u0, u1, 0x31);  // b4 b5
-  out[3] = _mm256_permute2x128_si256(u2, u3, 0x31);  // b6 b7
+  for (int q = 0; q < kQuads; ++q) {
+    // Lane j (64-bit) of c_w holds word w of block j in its low half.
+    const __m256i t01 = _mm256_blend_epi32(c0[q], _mm256_slli_epi64(c1[q], 32),
+                                           0xAA);  // b0w0 b0w1 b1w0 b1w1 | b2 b3
+    const __m256i t23 =
+        _mm256_blend_epi32(c2[q], _mm256_slli_epi64(c3[q], 32), 0xAA);  // b0w2 b0w3 b1w2 b1w3 | ...
+    const __m256i u0 = _mm256_unpacklo_epi64(t01, t23);        // b0 words 0-3 | b2 words 0-3
+    const __m256i u1 = _mm256_unpackhi_epi64(t01, t23);        // b1 | b3
+    out[2 * q] = _mm256_permute2x128_si256(u0, u1, 0x20);      // b0 b1
+    out[2 * q + 1] = _mm256_permute2x128_si256(u0, u1, 0x31);  // b2 b3
+  }
+}
+
+// Prefetch distance: with two threads streaming, hardware prefetch alone leaves too few
+// loads in flight to reach memcpy bandwidth.
+constexpr std::size_t kPrefetchBytes = 4096;
+inline void prefetch(const void* p) {
+  _mm_prefetch(static_cast<const char*>(p) + kPrefetchBytes, _MM_HINT_T0);
 }
 
 // ---- stores of 32 encoded lanes ------------------------------------------------------------
@@ -177,18 +184,24 @@ std::size_t generic_narrow(const FloatFormat& f, const float* src, void* dst, st
   const VecFormat F(f, kSaturate);
   const int out_bits = tf32 ? 32 : f.total_bits();
   const std::size_t out_bytes = static_cast<std::size_t>(out_bits / 8);
-  const std::size_t done = n / 32 * 32;
-  __m256i random[4] = {};
-  for (std::size_t i = 0; i < done; i += 32) {
+  const std::size_t done = n / 64 * 64;
+  __m256i random[8] = {};
+  for (std::size_t i = 0; i < done; i += 64) {
     if constexpr (kMode == Rounding::stochastic)
-      philox32(o.seed, o.stream, (index0 + i) / 4, random);
-    __m256i v[4];
-    for (int k = 0; k < 4; ++k) {
-      const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 8 * k));
-      v[k] = encode8<kMode, kSaturate>(bits, F, random[k]);
-      if (tf32) v[k] = _mm256_slli_epi32(v[k], 13);
+      philox_words<2>(o.seed, o.stream, (index0 + i) / 4, random);
+    philox_words<2>(o.seed, o.stream, (index0 + i) / 4 + 8, random + 4);
+    for (int half = 0; half < 2; ++half) {
+      const float* s = src + i + 32 * half;
+      prefetch(s);
+      prefetch(s + 16);
+      __m256i v[4];
+      for (int k = 0; k < 4; ++k) {
+        const __m256i bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 8 * k));
+        v[k] = encode8<kMode, kSaturate>(bits, F, random[4 * half + k]);
+        if (tf32) v[k] = _mm256_slli_epi32(v[k], 13);
+      }
+      store32(out_bits, static_cast<char*>(dst) + (i + 32 * half) * out_bytes, v);
     }
-    store32(out_bits, static_cast<char*>(dst) + i * out_bytes, v);
   }
   return done;
 }
@@ -214,31 +227,84 @@ std::size_t generic_dispatch(const FloatFormat& f, const float* src, void* dst, 
 }
 
 // ---- special-purpose fast paths ------------------------------------------------------------
-// bf16, RNE or RTZ: add the rounding bias to the f32 bits and keep the top half; NaN lanes
-// take (bits >> 16) | quiet bit, exactly as encode_bits() does.
-template <bool kNearest>
-std::size_t bf16_fast(const float* src, uint16_t* dst, std::size_t n) {
-  const std::size_t done = n / 16 * 16;
+// bf16 from f32 always discards exactly 16 bits (the formats share the exponent range), so
+// every mode is "add a bias to the f32 bits, keep the top half":
+//   nearest-even: 0x7FFF + lsb;  toward zero: 0;  stochastic: (~random) >> 16, which carries
+//   into the top half iff (random >> 16) < low half, encode_bits()'s rule for 16 bits.
+// NaN lanes take (bits >> 16) | quiet bit, exactly as encode_bits() does.
+template <Rounding kMode>
+std::size_t bf16_fast(const float* src, uint16_t* dst, std::size_t n, const ConvertOptions& o,
+                      uint64_t index0) {
+  const std::size_t done = n / 64 * 64;
   const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF), inf = _mm256_set1_epi32(0x7F800000);
-  auto one = [&](__m256i b) {
+  auto one = [&](__m256i b, __m256i random) {
     const __m256i nan_value = _mm256_or_si256(_mm256_srli_epi32(b, 16), _mm256_set1_epi32(0x40));
-    __m256i rounded;
-    if constexpr (kNearest) {
-      const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(b, 16), ones32());
-      rounded = _mm256_srli_epi32(
-          _mm256_add_epi32(b, _mm256_add_epi32(_mm256_set1_epi32(0x7FFF), lsb)), 16);
-    } else {
-      // toward zero: truncation, but finite values must not reach inf (none can: the largest
-      // finite f32 truncates to 0x7F7F).
-      rounded = _mm256_srli_epi32(b, 16);
-    }
+    __m256i bias = _mm256_setzero_si256();  // toward zero: plain truncation (max stays finite)
+    if constexpr (kMode == Rounding::nearest_even)
+      bias = _mm256_add_epi32(_mm256_set1_epi32(0x7FFF),
+                              _mm256_and_si256(_mm256_srli_epi32(b, 16), ones32()));
+    else if constexpr (kMode == Rounding::stochastic)
+      bias = _mm256_srli_epi32(_mm256_xor_si256(random, _mm256_set1_epi32(-1)), 16);
+    const __m256i rounded = _mm256_srli_epi32(_mm256_add_epi32(b, bias), 16);
     const __m256i is_nan = _mm256_cmpgt_epi32(_mm256_and_si256(b, abs_mask), inf);
     return _mm256_blendv_epi8(rounded, nan_value, is_nan);
   };
-  for (std::size_t i = 0; i < done; i += 16) {
-    const __m256i a = one(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i)));
-    const __m256i b = one(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(src + i + 8)));
-    _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i), pack32to16(a, b));
+  __m256i random[8] = {};
+  for (std::size_t i = 0; i < done; i += 64) {
+    if constexpr (kMode == Rounding::stochastic)
+      philox_words<2>(o.seed, o.stream, (index0 + i) / 4, random);
+    philox_words<2>(o.seed, o.stream, (index0 + i) / 4 + 8, random + 4);
+    for (int k = 0; k < 8; k += 2) {
+      const float* s = src + i + 8 * k;
+      prefetch(s);
+      const __m256i a = one(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s)), random[k]);
+      const __m256i b =
+          one(_mm256_loadu_si256(reinterpret_cast<const __m256i*>(s + 8)), random[k + 1]);
+      _mm256_storeu_si256(reinterpret_cast<__m256i*>(dst + i + 8 * k), pack32to16(a, b));
+    }
+  }
+  return done;
+}
+
+// f16 stochastic: in the f16 normal range the f32 -> f16 step discards exactly 13 bits, so
+// adding (~random) >> 19 to the f32 bits and clearing the low 13 gives encode_bits()'s value,
+// exactly representable in f16; F16C then converts it exactly, and with nearest-even turns a
+// sum >= 2^16 into inf as the encoder does (inf inputs stay inf: their low bits are cleared).
+// NaN lanes convert unchanged, and a vector holding any |x| in (0, 2^-14) (f16 subnormal
+// range, where more bits are discarded) takes the generic encoder.
+std::size_t f16_stochastic(const float* src, uint16_t* dst, std::size_t n, const ConvertOptions& o,
+                           uint64_t index0) {
+  const VecFormat F(kFormatF16, false);
+  const std::size_t done = n / 64 * 64;
+  const __m256i abs_mask = _mm256_set1_epi32(0x7FFFFFFF);
+  const __m256i keep = _mm256_set1_epi32(static_cast<int>(0xFFFFE000u));
+  const __m256i below_min_normal = _mm256_set1_epi32(0x387FFFFE);  // (2^-14 bits) - 2
+  const __m256i f32_inf = _mm256_set1_epi32(0x7F800000);
+  __m256i random[8] = {};
+  for (std::size_t i = 0; i < done; i += 64) {
+    philox_words<2>(o.seed, o.stream, (index0 + i) / 4, random);
+    philox_words<2>(o.seed, o.stream, (index0 + i) / 4 + 8, random + 4);
+    for (int k = 0; k < 8; ++k) {
+      const float* s = src + i + 8 * k;
+      if (k % 2 == 0) prefetch(s);
+      const __m256i b = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(s));
+      const __m256i a = _mm256_and_si256(b, abs_mask);
+      // a - 1 <= 2^-14 bits - 2 (unsigned) picks 0 < |x| < 2^-14; zero wraps to 0xFFFFFFFF
+      const __m256i am1 = _mm256_sub_epi32(a, ones32());
+      const __m256i tiny = _mm256_cmpeq_epi32(_mm256_min_epu32(am1, below_min_normal), am1);
+      __m128i h;
+      if (!_mm256_testz_si256(tiny, tiny)) {
+        h = _mm256_castsi256_si128(pack32to16(encode8<Rounding::stochastic, false>(b, F, random[k]),
+                                              _mm256_setzero_si256()));
+      } else {
+        const __m256i noise =
+            _mm256_srli_epi32(_mm256_xor_si256(random[k], _mm256_set1_epi32(-1)), 19);
+        const __m256i t = _mm256_and_si256(_mm256_add_epi32(b, noise), keep);
+        const __m256i x = _mm256_blendv_epi8(t, b, _mm256_cmpgt_epi32(a, f32_inf));
+        h = _mm256_cvtps_ph(_mm256_castsi256_ps(x), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+      }
+      _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i + 8 * k), h);
+    }
   }
   return done;
 }
@@ -246,10 +312,14 @@ std::size_t bf16_fast(const float* src, uint16_t* dst, std::size_t n) {
 // f16, RNE or RTZ without saturation: the F16C instruction implements exactly these rules.
 template <int kImm>
 std::size_t f16_fast(const float* src, uint16_t* dst, std::size_t n) {
-  const std::size_t done = n / 8 * 8;
-  for (std::size_t i = 0; i < done; i += 8)
+  const std::size_t done = n / 16 * 16;
+  for (std::size_t i = 0; i < done; i += 16) {
+    prefetch(src + i);
     _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i),
                      _mm256_cvtps_ph(_mm256_loadu_ps(src + i), kImm));
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(dst + i + 8),
+                     _mm256_cvtps_ph(_mm256_loadu_ps(src + i + 8), kImm));
+  }
   return done;
 }
 
@@ -258,10 +328,15 @@ std::size_t f16_fast(const float* src, uint16_t* dst, std::size_t n) {
 std::size_t avx2_narrow_f32(const FloatFormat& f, const float* src, void* dst, std::size_t n,
                             const ConvertOptions& o, uint64_t index0) {
   if (&f == &kFormatBF16 && !o.saturate) {
-    if (o.rounding == Rounding::nearest_even)
-      return bf16_fast<true>(src, static_cast<uint16_t*>(dst), n);
-    if (o.rounding == Rounding::toward_zero)
-      return bf16_fast<false>(src, static_cast<uint16_t*>(dst), n);
+    auto* d = static_cast<uint16_t*>(dst);
+    switch (o.rounding) {
+      case Rounding::nearest_even:
+        return bf16_fast<Rounding::nearest_even>(src, d, n, o, index0);
+      case Rounding::toward_zero:
+        return bf16_fast<Rounding::toward_zero>(src, d, n, o, index0);
+      case Rounding::stochastic:
+        return bf16_fast<Rounding::stochastic>(src, d, n, o, index0);
+    }
   }
   if (&f == &kFormatF16 && !o.saturate) {
     if (o.rounding == Rounding::nearest_even)
@@ -269,6 +344,7 @@ std::size_t avx2_narrow_f32(const FloatFormat& f, const float* src, void* dst, s
           src, static_cast<uint16_t*>(dst), n);
     if (o.rounding == Rounding::toward_zero)
       return f16_fast<_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC>(src, static_cast<uint16_t*>(dst), n);
+    return f16_stochastic(src, static_cast<uint16_t*>(dst), n, o, index0);
   }
   return generic_dispatch(f, src, dst, n, o, index0, false);
 }

@@ -3,7 +3,10 @@
 #pragma once
 
 #include <bit>
+#include <cstddef>
 #include <cstdint>
+#include <tuple>
+#include <type_traits>
 
 #include "mixprec/numerics/dtype.h"
 #include "mixprec/numerics/encode.h"
@@ -65,93 +68,31 @@ inline float f8_e5m2::to_float() const {
 static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2 && sizeof(f8_e4m3fn) == 1 &&
               sizeof(f8_e5m2) == 1);
 
-// C++ storage type of each dtype, and back.
+// C++ storage type of each dtype, in DType enum order: one list read in both directions.
+using StorageTypes = std::tuple<double, float, bf16, f16, f8_e4m3fn, f8_e5m2, int32_t, int64_t,
+                                uint8_t, bool>;
+static_assert(std::tuple_size_v<StorageTypes> == kNumDTypes);
+
 template <DType T>
-struct CppType;
-template <>
-struct CppType<DType::f64> {
-  using type = double;
-};
-template <>
-struct CppType<DType::f32> {
-  using type = float;
-};
-template <>
-struct CppType<DType::bf16> {
-  using type = bf16;
-};
-template <>
-struct CppType<DType::f16> {
-  using type = f16;
-};
-template <>
-struct CppType<DType::f8_e4m3fn> {
-  using type = f8_e4m3fn;
-};
-template <>
-struct CppType<DType::f8_e5m2> {
-  using type = f8_e5m2;
-};
-template <>
-struct CppType<DType::i32> {
-  using type = int32_t;
-};
-template <>
-struct CppType<DType::i64> {
-  using type = int64_t;
-};
-template <>
-struct CppType<DType::u8> {
-  using type = uint8_t;
-};
-template <>
-struct CppType<DType::boolean> {
-  using type = bool;
-};
-template <DType T>
-using cpp_type_t = typename CppType<T>::type;
+using cpp_type_t = std::tuple_element_t<static_cast<std::size_t>(T), StorageTypes>;
+
+namespace detail {
+template <class T, std::size_t I = 0>
+constexpr std::size_t storage_index() {
+  static_assert(I < std::tuple_size_v<StorageTypes>, "not a mixprec storage type");
+  if constexpr (std::is_same_v<T, std::tuple_element_t<I, StorageTypes>>)
+    return I;
+  else
+    return storage_index<T, I + 1>();
+}
+}  // namespace detail
 
 template <class T>
-constexpr DType dtype_of();
-template <>
-constexpr DType dtype_of<double>() {
-  return DType::f64;
+constexpr DType dtype_of() {
+  return static_cast<DType>(detail::storage_index<T>());
 }
-template <>
-constexpr DType dtype_of<float>() {
-  return DType::f32;
-}
-template <>
-constexpr DType dtype_of<bf16>() {
-  return DType::bf16;
-}
-template <>
-constexpr DType dtype_of<f16>() {
-  return DType::f16;
-}
-template <>
-constexpr DType dtype_of<f8_e4m3fn>() {
-  return DType::f8_e4m3fn;
-}
-template <>
-constexpr DType dtype_of<f8_e5m2>() {
-  return DType::f8_e5m2;
-}
-template <>
-constexpr DType dtype_of<int32_t>() {
-  return DType::i32;
-}
-template <>
-constexpr DType dtype_of<int64_t>() {
-  return DType::i64;
-}
-template <>
-constexpr DType dtype_of<uint8_t>() {
-  return DType::u8;
-}
-template <>
-constexpr DType dtype_of<bool>() {
-  return DType::boolean;
-}
+
+static_assert(dtype_of<bf16>() == DType::bf16 && dtype_of<bool>() == DType::boolean);
+static_assert(std::is_same_v<cpp_type_t<DType::f8_e5m2>, f8_e5m2>);
 
 }  // namespace mixprec
