@@ -69,8 +69,8 @@ static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2 && sizeof(f8_e4m3fn) == 1 &&
               sizeof(f8_e5m2) == 1);
 
 // C++ storage type of each dtype, in DType enum order: one list read in both directions.
-using StorageTypes = std::tuple<double, float, bf16, f16, f8_e4m3fn, f8_e5m2, int32_t, int64_t,
-                                uint8_t, bool>;
+using StorageTypes =
+    std::tuple<double, float, bf16, f16, f8_e4m3fn, f8_e5m2, int32_t, int64_t, uint8_t, bool>;
 static_assert(std::tuple_size_v<StorageTypes> == kNumDTypes);
 
 template <DType T>
