@@ -7,6 +7,7 @@ PACKAGES=(
   libgtest-dev libgmock-dev          # tests
   libbenchmark-dev                   # bench/
   libcli11-dev libfmt-dev            # the mixprec command
+  nlohmann-json3-dev                 # safetensors headers
   clang-format                       # style check in CI
 )
 

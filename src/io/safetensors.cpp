@@ -1,0 +1,216 @@
+#include "mixprec/io/safetensors.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
+
+#include "mixprec/error.h"
+
+namespace mixprec::io {
+namespace {
+
+using nlohmann::json;
+
+struct DTypeName {
+  DType dtype;
+  const char* name;
+};
+constexpr DTypeName kNames[] = {
+    {DType::f64, "F64"},     {DType::f32, "F32"},           {DType::bf16, "BF16"},
+    {DType::f16, "F16"},     {DType::f8_e4m3fn, "F8_E4M3"}, {DType::f8_e5m2, "F8_E5M2"},
+    {DType::i32, "I32"},     {DType::i64, "I64"},           {DType::u8, "U8"},
+    {DType::boolean, "BOOL"}};
+static_assert(std::size(kNames) == kNumDTypes, "every dtype needs a safetensors name");
+
+// The header may not exceed this (the reference implementation's limit is 100 MB).
+constexpr uint64_t kMaxHeader = 100'000'000;
+
+[[noreturn]] void fail(const std::string& path, const std::string& what) {
+  throw Error("safetensors " + path, what);
+}
+
+void write_all(int fd, const void* data, std::size_t n, const std::string& path) {
+  const char* p = static_cast<const char*>(data);
+  while (n > 0) {
+    const ssize_t w = ::write(fd, p, n);
+    if (w < 0 && errno == EINTR) continue;
+    if (w <= 0) fail(path, std::string("write failed: ") + std::strerror(errno));
+    p += w;
+    n -= static_cast<std::size_t>(w);
+  }
+}
+
+}  // namespace
+
+const char* safetensors_dtype_name(DType dtype) {
+  return kNames[static_cast<int>(dtype)].name;
+}
+
+DType parse_safetensors_dtype(const std::string& name) {
+  for (const DTypeName& d : kNames)
+    if (name == d.name) return d.dtype;
+  throw Error("safetensors", "unsupported dtype '" + name + "'");
+}
+
+const Tensor& SafetensorsFile::at(const std::string& name) const {
+  const auto it = tensors.find(name);
+  if (it == tensors.end()) fail(path, "no tensor named '" + name + "'");
+  return it->second;
+}
+
+void save_safetensors(const std::string& path, const TensorList& tensors,
+                      const Metadata& metadata) {
+  json header = json::object();
+  if (!metadata.empty()) header["__metadata__"] = metadata;
+  uint64_t offset = 0;
+  for (const auto& [name, t] : tensors) {
+    if (name == "__metadata__") fail(path, "'__metadata__' is reserved, not a tensor name");
+    if (header.contains(name)) fail(path, "tensor name '" + name + "' appears twice");
+    if (t.is_meta()) fail(path, "tensor '" + name + "' is on the meta device: nothing to save");
+    const uint64_t bytes = t.nbytes();
+    header[name] = {{"dtype", safetensors_dtype_name(t.dtype())},
+                    {"shape", t.shape()},
+                    {"data_offsets", {offset, offset + bytes}}};
+    offset += bytes;
+  }
+  std::string text = header.dump();
+  text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
+
+  namespace fs = std::filesystem;
+  const fs::path target(path);
+  const fs::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
+  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
+  if (fd < 0) fail(path, "cannot create " + tmp.string() + ": " + std::strerror(errno));
+  try {
+    const uint64_t header_len = text.size();  // little-endian on every supported target
+    write_all(fd, &header_len, sizeof header_len, path);
+    write_all(fd, text.data(), text.size(), path);
+    for (const auto& [name, t] : tensors) {
+      const Tensor c = t.contiguous();
+      write_all(fd, c.raw_data(), c.nbytes(), path);
+    }
+    if (::fsync(fd) != 0) fail(path, std::string("fsync failed: ") + std::strerror(errno));
+  } catch (...) {
+    ::close(fd);
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    throw;
+  }
+  ::close(fd);
+  std::error_code ec;
+  fs::rename(tmp, target, ec);
+  if (ec) {
+    fs::remove(tmp, ec);
+    fail(path, "cannot rename the temporary file into place: " + ec.message());
+  }
+  // Make the rename itself durable.
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (dfd >= 0) {
+    ::fsync(dfd);
+    ::close(dfd);
+  }
+}
+
+SafetensorsFile load_safetensors(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  in.seekg(0, std::ios::end);
+  const auto file_size = static_cast<uint64_t>(in.tellg());
+  in.seekg(0);
+  if (file_size < 8) fail(path, "file is " + std::to_string(file_size) + " bytes: no header");
+  uint64_t header_len = 0;
+  in.read(reinterpret_cast<char*>(&header_len), 8);
+  if (header_len > kMaxHeader || header_len > file_size - 8)
+    fail(path, "header length " + std::to_string(header_len) + " does not fit a " +
+                   std::to_string(file_size) + "-byte file");
+  std::string text(header_len, '\0');
+  in.read(text.data(), static_cast<std::streamsize>(header_len));
+  const uint64_t data_start = 8 + header_len;
+  const uint64_t data_size = file_size - data_start;
+
+  json header;
+  try {
+    header = json::parse(text);
+  } catch (const json::exception& e) {
+    fail(path, std::string("header is not valid JSON: ") + e.what());
+  }
+  if (!header.is_object()) fail(path, "header is not a JSON object");
+
+  SafetensorsFile out;
+  out.path = path;
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const auto& [name, entry] : header.items()) {
+    if (name == "__metadata__") {
+      if (!entry.is_object()) fail(path, "__metadata__ is not an object of strings");
+      for (const auto& [k, v] : entry.items()) {
+        if (!v.is_string()) fail(path, "__metadata__ key '" + k + "' is not a string");
+        out.metadata[k] = v.get<std::string>();
+      }
+      continue;
+    }
+    const std::string where = "tensor '" + name + "': ";
+    if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
+        !entry.contains("data_offsets"))
+      fail(path, where + "needs dtype, shape and data_offsets");
+    DType dtype;
+    Shape shape;
+    uint64_t begin = 0, end = 0;
+    try {
+      dtype = parse_safetensors_dtype(entry.at("dtype").get<std::string>());
+      shape = entry.at("shape").get<Shape>();
+      const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
+      if (offsets.size() != 2) fail(path, where + "data_offsets must be [begin, end]");
+      begin = offsets[0];
+      end = offsets[1];
+    } catch (const json::exception& e) {
+      fail(path, where + e.what());
+    } catch (const Error& e) {
+      fail(path, where + e.what());
+    }
+    int64_t numel = 0;
+    try {
+      numel = shape_numel(shape);
+    } catch (const Error& e) {
+      fail(path, where + e.what());
+    }
+    if (begin > end || end > data_size)
+      fail(path, where + "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+                     "] outside the " + std::to_string(data_size) + "-byte data section");
+    if (end - begin != static_cast<uint64_t>(numel) * dtype_size(dtype))
+      fail(path, where + std::to_string(end - begin) + " bytes for shape " +
+                     shape_to_string(shape) + " of " + dtype_name(dtype));
+    Tensor t = Tensor::empty(shape, dtype);
+    in.seekg(static_cast<std::streamoff>(data_start + begin));
+    in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(end - begin));
+    if (!in) fail(path, where + "file ended early");
+    if (dtype == DType::boolean) {  // any other byte would be an invalid C++ bool
+      const auto* b = static_cast<const uint8_t*>(t.raw_data());
+      if (std::any_of(b, b + numel, [](uint8_t v) { return v > 1; }))
+        fail(path, where + "BOOL data holds a byte other than 0 or 1");
+    }
+    ranges.emplace_back(begin, end);
+    out.tensors.emplace(name, std::move(t));
+  }
+  // The data section must be covered exactly once (the format forbids holes and overlaps).
+  std::sort(ranges.begin(), ranges.end());
+  uint64_t covered = 0;
+  for (const auto& [b, e] : ranges) {
+    if (b != covered)
+      fail(path, b < covered ? "tensors overlap at byte " + std::to_string(b)
+                             : "unreferenced bytes at " + std::to_string(covered));
+    covered = e;
+  }
+  if (covered != data_size)
+    fail(path, std::to_string(data_size - covered) + " trailing bytes not used by any tensor");
+  return out;
+}
+
+}  // namespace mixprec::io
