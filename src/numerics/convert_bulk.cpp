@@ -28,6 +28,23 @@ bool use_avx2(Isa isa) {
   return cpu_has_avx2_f16c();
 }
 
+// Converts one chunk of `len` elements whose first has global index index0: the AVX2 kernel
+// takes what it can (after a scalar head that aligns stochastic rounding's index to a whole
+// Philox block) and the scalar kernel finishes. Kernels are called as
+// kernel(offset, count, index_of_first) and the AVX2 one returns how many it did.
+template <class Avx2Kernel, class ScalarKernel>
+void run_chunk(bool avx2, std::size_t len, uint64_t index0, const ConvertOptions& opts,
+               Avx2Kernel&& vector_kernel, ScalarKernel&& scalar_kernel) {
+  std::size_t done = 0;
+  if (avx2) {
+    std::size_t head = opts.rounding == Rounding::stochastic ? (4 - index0 % 4) % 4 : 0;
+    if (head > len) head = len;
+    scalar_kernel(std::size_t{0}, head, index0);
+    done = head + vector_kernel(head, len - head, index0 + head);
+  }
+  scalar_kernel(done, len - done, index0 + done);
+}
+
 }  // namespace
 
 void convert_from_f32(const float* src, DType dst_dtype, void* dst, std::size_t n,
@@ -42,20 +59,16 @@ void convert_from_f32(const float* src, DType dst_dtype, void* dst, std::size_t 
   const std::size_t out_size = dtype_size(dst_dtype);
   parallel_for(static_cast<int64_t>(n), kGrain, [&](int64_t begin, int64_t end) {
     const float* s = src + begin;
-    void* d = static_cast<char*>(dst) + begin * out_size;
-    std::size_t len = static_cast<std::size_t>(end - begin);
-    uint64_t index0 = opts.index_base + static_cast<uint64_t>(begin);
-    std::size_t done = 0;
-    if (avx2) {
-      // The vector Philox draws whole blocks of 4: align the first element to one.
-      std::size_t head = opts.rounding == Rounding::stochastic ? (4 - index0 % 4) % 4 : 0;
-      if (head > len) head = len;
-      kernels::scalar_narrow_f32(f, s, d, head, opts, index0);
-      done = head + kernels::avx2_narrow_f32(f, s + head, static_cast<char*>(d) + head * out_size,
-                                             len - head, opts, index0 + head);
-    }
-    kernels::scalar_narrow_f32(f, s + done, static_cast<char*>(d) + done * out_size, len - done,
-                               opts, index0 + done);
+    char* d = static_cast<char*>(dst) + begin * static_cast<int64_t>(out_size);
+    run_chunk(
+        avx2, static_cast<std::size_t>(end - begin), opts.index_base + static_cast<uint64_t>(begin),
+        opts,
+        [&](std::size_t off, std::size_t count, uint64_t index) {
+          return kernels::avx2_narrow_f32(f, s + off, d + off * out_size, count, opts, index);
+        },
+        [&](std::size_t off, std::size_t count, uint64_t index) {
+          kernels::scalar_narrow_f32(f, s + off, d + off * out_size, count, opts, index);
+        });
   });
 }
 
@@ -112,17 +125,17 @@ void round_to_tf32(const float* src, float* dst, std::size_t n, const ConvertOpt
                    Isa isa) {
   const bool avx2 = use_avx2(isa);
   parallel_for(static_cast<int64_t>(n), kGrain, [&](int64_t begin, int64_t end) {
-    std::size_t len = static_cast<std::size_t>(end - begin);
-    uint64_t index0 = opts.index_base + static_cast<uint64_t>(begin);
-    std::size_t done = 0;
-    if (avx2) {
-      std::size_t head = opts.rounding == Rounding::stochastic ? (4 - index0 % 4) % 4 : 0;
-      if (head > len) head = len;
-      kernels::scalar_tf32(src + begin, dst + begin, head, opts, index0);
-      done = head + kernels::avx2_tf32(src + begin + head, dst + begin + head, len - head, opts,
-                                       index0 + head);
-    }
-    kernels::scalar_tf32(src + begin + done, dst + begin + done, len - done, opts, index0 + done);
+    const float* s = src + begin;
+    float* d = dst + begin;
+    run_chunk(
+        avx2, static_cast<std::size_t>(end - begin), opts.index_base + static_cast<uint64_t>(begin),
+        opts,
+        [&](std::size_t off, std::size_t count, uint64_t index) {
+          return kernels::avx2_tf32(s + off, d + off, count, opts, index);
+        },
+        [&](std::size_t off, std::size_t count, uint64_t index) {
+          kernels::scalar_tf32(s + off, d + off, count, opts, index);
+        });
   });
 }
 
