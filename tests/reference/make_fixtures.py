@@ -1,0 +1,796 @@
+#!/usr/bin/python3
+"""PyTorch reference fixtures for mixprec's ops (forward and backward).
+
+Regenerate with (Debian 12 packages python3-torch python3-numpy libopenblas0-pthread):
+
+    /usr/bin/python3 tests/reference/make_fixtures.py
+
+Writes tests/reference/fixtures/<op>_<dtype>.safetensors for dtype in {f32, bf16}. Each file
+holds the op's inputs (by name), the forward output `out` (or `out_values`/`out_indices` for
+ops with several outputs), a fixed random upstream gradient `grad_out` (`grad_out_values`)
+and the autograd gradient `grad_<name>` of every differentiable input. The `__metadata__`
+records torch_version, op, dtype, compute, semantics and each op argument as a JSON string.
+
+Both dtypes of an op share the same random draws: the bf16 file's float tensors are the f32
+file's tensors rounded to bf16 (round-to-nearest-even), then the op runs in bf16 the way
+PyTorch CPU runs it (except `attention`, which is f32 math on bf16-rounded inputs).
+
+The script also prints, for every bf16 fixture, how far PyTorch's bf16 result lies from the
+f32 result on the same bf16-rounded inputs (the tolerance table in README.md). With
+--update-readme it rewrites that table in README.md; with --check it regenerates in memory
+and fails if any fixture file on disk differs.
+
+The safetensors writer is self-contained (no `safetensors` package): 8-byte little-endian
+header length, compact JSON header with "__metadata__" first, then tensors in header order,
+header padded with spaces to a multiple of 8 bytes.
+"""
+
+import argparse
+import json
+import math
+import os
+import struct
+import sys
+import zlib
+
+import numpy as np
+import torch
+import torch.nn.functional as F
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIXTURES = os.path.join(HERE, "fixtures")
+README = os.path.join(HERE, "README.md")
+TABLE_BEGIN = "<!-- tolerance-table:begin (written by make_fixtures.py --update-readme) -->"
+TABLE_END = "<!-- tolerance-table:end -->"
+
+# One intra-op thread: reduction order (and so rounding) does not depend on the machine's cores.
+torch.set_num_threads(1)
+torch.use_deterministic_algorithms(True)
+
+# ---------------------------------------------------------------------------------------------
+# safetensors writer
+# ---------------------------------------------------------------------------------------------
+
+_ST_DTYPE = {
+    torch.float64: ("F64", "<f8"),
+    torch.float32: ("F32", "<f4"),
+    torch.bfloat16: ("BF16", None),  # raw bits via .view(torch.int16)
+    torch.float16: ("F16", "<f2"),
+    torch.int32: ("I32", "<i4"),
+    torch.int64: ("I64", "<i8"),
+    torch.uint8: ("U8", "u1"),
+    torch.bool: ("BOOL", "u1"),
+}
+
+
+def tensor_bytes(t):
+    t = t.detach().cpu().contiguous()
+    name, np_dtype = _ST_DTYPE[t.dtype]
+    if t.dtype == torch.bfloat16:
+        return t.view(torch.int16).numpy().astype("<i2").tobytes()
+    if t.dtype == torch.bool:
+        return t.to(torch.uint8).numpy().tobytes()
+    return t.numpy().astype(np_dtype).tobytes()
+
+
+def safetensors_bytes(tensors, metadata):
+    """tensors: list of (name, torch.Tensor); metadata: dict str -> str."""
+    header = {}
+    if metadata:
+        assert all(isinstance(k, str) and isinstance(v, str) for k, v in metadata.items())
+        header["__metadata__"] = dict(metadata)
+    blobs = []
+    offset = 0
+    for name, t in tensors:
+        assert name != "__metadata__" and name not in header, name
+        data = tensor_bytes(t)
+        header[name] = {
+            "dtype": _ST_DTYPE[t.dtype][0],
+            "shape": list(t.shape),
+            "data_offsets": [offset, offset + len(data)],
+        }
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":"), ensure_ascii=True).encode("ascii")
+    text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
+def read_safetensors(path):
+    """Minimal reader, used to self-check written files (same checks as the C++ loader)."""
+    with open(path, "rb") as f:
+        raw = f.read()
+    (n,) = struct.unpack("<Q", raw[:8])
+    header = json.loads(raw[8 : 8 + n])
+    data = raw[8 + n :]
+    ranges = sorted(tuple(v["data_offsets"]) for k, v in header.items() if k != "__metadata__")
+    pos = 0
+    for b, e in ranges:
+        assert b == pos, (path, "hole/overlap")
+        pos = e
+    assert pos == len(data), (path, "trailing bytes")
+    return header
+
+
+# ---------------------------------------------------------------------------------------------
+# op registry
+# ---------------------------------------------------------------------------------------------
+#
+# Each op builder runs after torch.manual_seed(seed(op)) and returns a dict:
+#   inputs: list of (name, f32-or-integer tensor, differentiable: bool)
+#   fn(t, dtype) -> dict of outputs ("out", or "out_values"/"out_indices"); `t` maps input
+#       names to tensors already converted to the fixture dtype (integer tensors unchanged);
+#       `dtype` is torch.float32 or torch.bfloat16.
+#   args: op arguments recorded in the metadata (each as a JSON string)
+#   doc: one-line semantics recorded in the metadata
+#   compute_bf16: optional override of the metadata `compute` for the bf16 file
+
+OPS = {}
+
+
+def op(name):
+    def register(builder):
+        assert name not in OPS
+        OPS[name] = builder
+        return builder
+
+    return register
+
+
+def seed_of(name):
+    return zlib.crc32(name.encode()) & 0x7FFFFFFF
+
+
+def randn(*shape, scale=1.0):
+    # Drawn in f64 and rounded to f32: torch's f32 randn takes a vectorized Box-Muller path
+    # whose bits depend on the CPU capability (AVX2 vs default), the f64 path does not.
+    return (torch.randn(*shape, dtype=torch.float64) * scale).float()
+
+
+# --- linear algebra --------------------------------------------------------------------------
+
+
+@op("linear")
+def _linear():
+    # x [B,T,Din]=[2,3,13], weight [Dout,Din]=[11,13], bias [Dout]=[11]
+    # out[b,t,o] = sum_i x[b,t,i] * weight[o,i] + bias[o]   -> [2,3,11]  (F.linear)
+    x, w, b = randn(2, 3, 13), randn(11, 13, scale=0.3), randn(11, scale=0.5)
+    return dict(
+        inputs=[("x", x, True), ("weight", w, True), ("bias", b, True)],
+        fn=lambda t, dt: {"out": F.linear(t["x"], t["weight"], t["bias"])},
+        args={},
+        doc="out = x @ weight^T + bias; x [B,T,Din], weight [Dout,Din], bias [Dout]",
+    )
+
+
+@op("matmul")
+def _matmul():
+    # a [M,K]=[5,13], b [K,N]=[13,7] -> out [5,7] = a @ b
+    a, b = randn(5, 13), randn(13, 7)
+    return dict(
+        inputs=[("a", a, True), ("b", b, True)],
+        fn=lambda t, dt: {"out": torch.matmul(t["a"], t["b"])},
+        args={},
+        doc="out = a @ b; a [M,K], b [K,N]",
+    )
+
+
+@op("bmm")
+def _bmm():
+    # a [Bt,M,K]=[3,5,11], b [Bt,K,N]=[3,11,7] -> out [3,5,7], out[i] = a[i] @ b[i]
+    a, b = randn(3, 5, 11), randn(3, 11, 7)
+    return dict(
+        inputs=[("a", a, True), ("b", b, True)],
+        fn=lambda t, dt: {"out": torch.bmm(t["a"], t["b"])},
+        args={},
+        doc="out[i] = a[i] @ b[i]; a [Bt,M,K], b [Bt,K,N]",
+    )
+
+
+# --- broadcasting elementwise binary ops ------------------------------------------------------
+# a [4,1,5], b [3,1] broadcast to out [4,3,5] (b is aligned to the trailing dims: [1,3,1]).
+# grad_a / grad_b are the broadcast gradients summed back to each input's shape.
+
+
+def _binary(name, f, doc, b_away_from_zero=False):
+    @op(name)
+    def _b():
+        a, b = randn(4, 1, 5), randn(3, 1)
+        if b_away_from_zero:  # keep the divisor in [0.5, 2] in magnitude
+            b = torch.sign(b) * (0.5 + 1.5 * torch.rand(3, 1))
+        return dict(
+            inputs=[("a", a, True), ("b", b, True)],
+            fn=lambda t, dt: {"out": f(t["a"], t["b"])},
+            args={},
+            doc=doc + "; a [4,1,5], b [3,1] broadcast to out [4,3,5]",
+        )
+
+
+_binary("add", torch.add, "out = a + b")
+_binary("sub", torch.sub, "out = a - b")
+_binary("mul", torch.mul, "out = a * b")
+_binary("div", torch.div, "out = a / b", b_away_from_zero=True)
+
+
+@op("scale")
+def _scale():
+    # x [3,7,5]; out = x * 0.37 (Python scalar; note: a bf16 tensor times a Python scalar
+    # multiplies by the scalar rounded to bf16, 0.369140625 — see README)
+    x = randn(3, 7, 5)
+    return dict(
+        inputs=[("x", x, True)],
+        fn=lambda t, dt: {"out": t["x"] * 0.37},
+        args={"scale": 0.37},
+        doc="out = x * scale (Python scalar); x [3,7,5]",
+    )
+
+
+# --- activations ------------------------------------------------------------------------------
+
+
+@op("gelu")
+def _gelu():
+    # x [3,7,5] (scaled by 3 to reach the tails); out = x * Phi(x) (erf form)
+    x = randn(3, 7, 5, scale=3.0)
+    return dict(
+        inputs=[("x", x, True)],
+        fn=lambda t, dt: {"out": F.gelu(t["x"], approximate="none")},
+        args={"approximate": "none"},
+        doc="out = 0.5*x*(1+erf(x/sqrt(2))); x [3,7,5]",
+    )
+
+
+@op("gelu_tanh")
+def _gelu_tanh():
+    # x [3,7,5]; out = 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3)))
+    x = randn(3, 7, 5, scale=3.0)
+    return dict(
+        inputs=[("x", x, True)],
+        fn=lambda t, dt: {"out": F.gelu(t["x"], approximate="tanh")},
+        args={"approximate": "tanh"},
+        doc="out = 0.5*x*(1+tanh(sqrt(2/pi)*(x+0.044715*x^3))); x [3,7,5]",
+    )
+
+
+@op("silu")
+def _silu():
+    # x [3,7,5]; out = x * sigmoid(x)
+    x = randn(3, 7, 5, scale=3.0)
+    return dict(
+        inputs=[("x", x, True)],
+        fn=lambda t, dt: {"out": F.silu(t["x"])},
+        args={},
+        doc="out = x * sigmoid(x); x [3,7,5]",
+    )
+
+
+@op("swiglu")
+def _swiglu():
+    # x [B,T,D]=[2,3,13], w1 [F,D]=[11,13], w3 [F,D]=[11,13]
+    # out = silu(x @ w1^T) * (x @ w3^T) -> [2,3,11]  (before the down projection)
+    x, w1, w3 = randn(2, 3, 13), randn(11, 13, scale=0.4), randn(11, 13, scale=0.4)
+    return dict(
+        inputs=[("x", x, True), ("w1", w1, True), ("w3", w3, True)],
+        fn=lambda t, dt: {"out": F.silu(F.linear(t["x"], t["w1"])) * F.linear(t["x"], t["w3"])},
+        args={},
+        doc="out = silu(x @ w1^T) * (x @ w3^T); x [B,T,D], w1,w3 [F,D]",
+    )
+
+
+# --- normalization ----------------------------------------------------------------------------
+
+
+@op("rmsnorm")
+def _rmsnorm():
+    # x [2,3,13], weight [13]; out = x / sqrt(mean(x^2, -1, keepdim) + eps) * weight, eps=1e-5.
+    # Written in torch ops (torch 1.13 has no RMSNorm); in bf16 every op runs in bf16.
+    eps = 1e-5
+    x, w = randn(2, 3, 13, scale=2.0), 1.0 + randn(13, scale=0.2)
+
+    def fn(t, dt):
+        x = t["x"]
+        return {"out": x / torch.sqrt(x.pow(2).mean(-1, keepdim=True) + eps) * t["weight"]}
+
+    return dict(
+        inputs=[("x", x, True), ("weight", w, True)],
+        fn=fn,
+        args={"eps": eps},
+        doc="out = x / sqrt(mean(x^2, -1) + eps) * weight; x [2,3,13], weight [13]",
+    )
+
+
+@op("layernorm")
+def _layernorm():
+    # x [2,3,13], weight [13], bias [13]; F.layer_norm over the last dim, eps=1e-5
+    # out = (x - mean) / sqrt(var_biased + eps) * weight + bias
+    eps = 1e-5
+    x = randn(2, 3, 13, scale=2.0) + 0.5
+    w, b = 1.0 + randn(13, scale=0.2), randn(13, scale=0.2)
+    return dict(
+        inputs=[("x", x, True), ("weight", w, True), ("bias", b, True)],
+        fn=lambda t, dt: {"out": F.layer_norm(t["x"], (13,), t["weight"], t["bias"], eps)},
+        args={"eps": eps, "normalized_shape": [13]},
+        doc="out = (x-mean)/sqrt(var+eps)*weight+bias over the last dim (biased var); "
+        "x [2,3,13], weight,bias [13]",
+    )
+
+
+# --- softmax family ---------------------------------------------------------------------------
+
+
+def _logits_with_extremes():
+    # [6,13]: rows 0-3 ordinary (randn*2); row 4 mixes logits near +80 and near -80;
+    # row 5 sits around +100 (exp overflows f32 without the max subtraction).
+    x = randn(6, 13, scale=2.0)
+    row4 = torch.where(torch.arange(13) % 2 == 0, torch.tensor(80.0), torch.tensor(-80.0))
+    x[4] = row4 + randn(13, scale=1.0)
+    x[5] = 100.0 + randn(13, scale=1.0)
+    return x
+
+
+@op("softmax")
+def _softmax():
+    # x [6,13] (with +-80 and ~100 rows); out = softmax(x, dim=-1)
+    x = _logits_with_extremes()
+    return dict(
+        inputs=[("x", x, True)],
+        fn=lambda t, dt: {"out": torch.softmax(t["x"], dim=-1)},
+        args={"dim": -1},
+        doc="out = exp(x - max) / sum(exp(x - max)) over the last dim; x [6,13]",
+    )
+
+
+@op("log_softmax")
+def _log_softmax():
+    # x [6,13] (with +-80 and ~100 rows); out = log_softmax(x, dim=-1)
+    x = _logits_with_extremes()
+    return dict(
+        inputs=[("x", x, True)],
+        fn=lambda t, dt: {"out": torch.log_softmax(t["x"], dim=-1)},
+        args={"dim": -1},
+        doc="out = x - max - log(sum(exp(x - max))) over the last dim; x [6,13]",
+    )
+
+
+# --- attention and rope -----------------------------------------------------------------------
+
+
+@op("attention")
+def _attention():
+    # q,k,v [B,H,T,Dh]=[2,3,7,5]; causal scaled-dot-product attention:
+    #   s = q @ k^T * (1/sqrt(Dh)); s[i,j] = -inf for j > i; p = softmax(s, -1); out = p @ v
+    # Always f32 math; the bf16 file's inputs are bf16, widened to f32, and out is rounded to
+    # bf16 (autograd rounds grad_q/k/v back to bf16 through the casts).
+    B, H, T, Dh = 2, 3, 7, 5
+    q, k, v = randn(B, H, T, Dh), randn(B, H, T, Dh), randn(B, H, T, Dh)
+    scale = 1.0 / math.sqrt(Dh)
+
+    def fn(t, dt):
+        q, k, v = t["q"].float(), t["k"].float(), t["v"].float()
+        s = torch.matmul(q, k.transpose(-2, -1)) * scale
+        mask = torch.ones(T, T, dtype=torch.bool).tril()
+        s = s.masked_fill(~mask, float("-inf"))
+        out = torch.matmul(torch.softmax(s, dim=-1), v)
+        return {"out": out.to(dt)}
+
+    return dict(
+        inputs=[("q", q, True), ("k", k, True), ("v", v, True)],
+        fn=fn,
+        args={"causal": True, "scale": scale},
+        doc="out = softmax(mask_causal(q @ k^T * scale)) @ v; q,k,v [B,H,T,Dh], scale=1/sqrt(Dh)",
+        compute_bf16="f32 math on bf16-rounded inputs",
+    )
+
+
+@op("rope")
+def _rope():
+    # x [B,H,T,Dh]=[2,3,7,10]; rotate-half RoPE (GPT-NeoX / LLaMA-HF), base theta=10000,
+    # positions 0..T-1:
+    #   inv_freq[i] = theta^(-2i/Dh), i < Dh/2;  ang[p,i] = p * inv_freq[i]
+    #   cos = cat(cos(ang), cos(ang)) [T,Dh]; sin likewise  (computed in f64, stored in the
+    #   fixture dtype; not differentiable)
+    #   rotate_half(x) = cat(-x[..., Dh/2:], x[..., :Dh/2])
+    #   out = x * cos + rotate_half(x) * sin
+    B, H, T, Dh, theta = 2, 3, 7, 10, 10000.0
+    x = randn(B, H, T, Dh)
+    inv_freq = 1.0 / (theta ** (torch.arange(0, Dh, 2, dtype=torch.float64) / Dh))
+    ang = torch.outer(torch.arange(T, dtype=torch.float64), inv_freq)
+    emb = torch.cat([ang, ang], dim=-1)
+    cos, sin = emb.cos().float(), emb.sin().float()
+
+    def fn(t, dt):
+        x = t["x"]
+        half = x.shape[-1] // 2
+        rot = torch.cat([-x[..., half:], x[..., :half]], dim=-1)
+        return {"out": x * t["cos"] + rot * t["sin"]}
+
+    return dict(
+        inputs=[("x", x, True), ("cos", cos, False), ("sin", sin, False)],
+        fn=fn,
+        args={"theta": theta, "convention": "rotate_half", "positions": "0..T-1"},
+        doc="out = x*cos + rotate_half(x)*sin; x [B,H,T,Dh], cos,sin [T,Dh]",
+    )
+
+
+# --- embedding and loss -----------------------------------------------------------------------
+
+
+@op("embedding")
+def _embedding():
+    # ids i64 [B,T]=[3,5] in [0,V) with repeats; weight [V,D]=[11,7]; out [3,5,7] = weight[ids]
+    # grad_weight[v] = sum of grad_out rows whose id is v (zero rows for unused ids)
+    ids = torch.randint(0, 11, (3, 5), dtype=torch.int64)
+    ids[0, 0] = ids[2, 4] = ids[1, 2]  # guarantee a repeated id
+    w = randn(11, 7)
+    return dict(
+        inputs=[("ids", ids, False), ("weight", w, True)],
+        fn=lambda t, dt: {"out": F.embedding(t["ids"], t["weight"])},
+        args={},
+        doc="out[b,t] = weight[ids[b,t]]; ids i64 [B,T], weight [V,D]",
+    )
+
+
+def _cross_entropy(name, n_valid):
+    @op(name)
+    def _ce():
+        # logits [N,V]=[7,13] (row 3 has +-80-scale logits), targets i64 [N] with
+        # ignore_index=-100 entries; out = scalar mean over non-ignored rows of
+        # -log_softmax(logits)[n, target[n]]; grad_out is a scalar
+        N, V = 7, 13
+        logits = randn(N, V, scale=2.0)
+        logits[3] = randn(V, scale=40.0)
+        targets = torch.randint(0, V, (N,), dtype=torch.int64)
+        keep = torch.randperm(N)[:n_valid]
+        ignored = torch.ones(N, dtype=torch.bool)
+        ignored[keep] = False
+        targets[ignored] = -100
+        return dict(
+            inputs=[("logits", logits, True), ("targets", targets, False)],
+            fn=lambda t, dt: {
+                "out": F.cross_entropy(t["logits"], t["targets"], ignore_index=-100,
+                                       reduction="mean")
+            },
+            args={"ignore_index": -100, "reduction": "mean", "valid_targets": n_valid},
+            doc="out = mean over n with targets[n] != -100 of -log_softmax(logits[n])[targets[n]]; "
+            "logits [N,V], targets i64 [N]",
+        )
+
+
+_cross_entropy("cross_entropy", n_valid=5)
+_cross_entropy("cross_entropy_one_valid", n_valid=1)
+
+
+# --- reductions (over all elements -> scalar, and over dim=1 of [3,7,5] -> [3,5]) -------------
+
+
+def _distinct(*shape):
+    # Distinct values k/16 (exact in bf16) in random order: no ties for max/topk.
+    n = int(np.prod(shape))
+    return (torch.randperm(n).float() - n // 2).reshape(shape) / 16.0
+
+
+def _reduction(name, f, doc, distinct=False, multi=False, args=None):
+    @op(name)
+    def _r():
+        x = _distinct(3, 7, 5) if distinct else randn(3, 7, 5)
+        return dict(
+            inputs=[("x", x, True)],
+            fn=f,
+            args=args or {},
+            doc=doc + "; x [3,7,5]",
+        )
+
+
+_reduction("sum_all", lambda t, dt: {"out": t["x"].sum()}, "out = sum of all elements (scalar)")
+_reduction("sum_dim1", lambda t, dt: {"out": t["x"].sum(dim=1)}, "out = x.sum(dim=1) [3,5]",
+           args={"dim": 1})
+_reduction("mean_all", lambda t, dt: {"out": t["x"].mean()}, "out = mean of all elements (scalar)")
+_reduction("mean_dim1", lambda t, dt: {"out": t["x"].mean(dim=1)}, "out = x.mean(dim=1) [3,5]",
+           args={"dim": 1})
+_reduction("max_all", lambda t, dt: {"out": t["x"].max()},
+           "out = max of all elements (scalar); gradient goes to the (unique) argmax",
+           distinct=True)
+
+
+def _max_dim1(t, dt):
+    v, i = t["x"].max(dim=1)
+    return {"out_values": v, "out_indices": i}
+
+
+_reduction("max_dim1", _max_dim1,
+           "out_values, out_indices (i64) = x.max(dim=1) [3,5]; gradient goes to the argmax",
+           distinct=True, args={"dim": 1})
+_reduction("norm_all", lambda t, dt: {"out": torch.linalg.vector_norm(t["x"], 2)},
+           "out = sqrt(sum of x^2) over all elements (scalar)", args={"ord": 2})
+_reduction("norm_dim1", lambda t, dt: {"out": torch.linalg.vector_norm(t["x"], 2, dim=1)},
+           "out = sqrt(sum(x^2, dim=1)) [3,5]", args={"ord": 2, "dim": 1})
+
+
+@op("topk")
+def _topk():
+    # x [3,5,7] (distinct values); out_values, out_indices (i64) = topk(x, k=2, dim=-1,
+    # largest=True, sorted=True) -> [3,5,2]; grad_x scatters grad_out_values to the indices
+    x = _distinct(3, 5, 7)
+
+    def fn(t, dt):
+        v, i = torch.topk(t["x"], 2, dim=-1, largest=True, sorted=True)
+        return {"out_values": v, "out_indices": i}
+
+    return dict(
+        inputs=[("x", x, True)],
+        fn=fn,
+        args={"k": 2, "dim": -1, "largest": True, "sorted": True},
+        doc="out_values, out_indices = topk(x, 2, dim=-1); x [3,5,7]",
+    )
+
+
+# --- indexing and data movement ---------------------------------------------------------------
+
+
+@op("gather")
+def _gather():
+    # x [5,7], index i64 [5,4] in [0,7) with repeats in a row; out[i,j] = x[i, index[i,j]]
+    # -> [5,4]; grad_x accumulates repeats (scatter_add of grad_out)
+    x = randn(5, 7)
+    index = torch.randint(0, 7, (5, 4), dtype=torch.int64)
+    index[0, 1] = index[0, 0]
+    return dict(
+        inputs=[("x", x, True), ("index", index, False)],
+        fn=lambda t, dt: {"out": torch.gather(t["x"], 1, t["index"])},
+        args={"dim": 1},
+        doc="out[i,j] = x[i, index[i,j]]; x [5,7], index i64 [5,4]",
+    )
+
+
+@op("scatter_add")
+def _scatter_add():
+    # x [5,7], index i64 [3,7] in [0,5), src [3,7]
+    # out = x.scatter_add(0, index, src): out[index[i,j], j] += src[i,j]  -> [5,7]
+    # grad_x = grad_out; grad_src[i,j] = grad_out[index[i,j], j]
+    x, src = randn(5, 7), randn(3, 7)
+    index = torch.randint(0, 5, (3, 7), dtype=torch.int64)
+    index[1, 2] = index[0, 2]  # guarantee a collision
+    return dict(
+        inputs=[("x", x, True), ("index", index, False), ("src", src, True)],
+        fn=lambda t, dt: {"out": torch.scatter_add(t["x"], 0, t["index"], t["src"])},
+        args={"dim": 0},
+        doc="out = x; out[index[i,j], j] += src[i,j]; x [5,7], index i64 [3,7], src [3,7]",
+    )
+
+
+@op("index_add")
+def _index_add():
+    # x [6,5], index i64 [4] (with a duplicate), source [4,5]
+    # out = x.index_add(0, index, source): out[index[i], :] += source[i, :]  -> [6,5]
+    x, source = randn(6, 5), randn(4, 5)
+    index = torch.tensor([4, 0, 4, 2], dtype=torch.int64)
+    return dict(
+        inputs=[("x", x, True), ("index", index, False), ("source", source, True)],
+        fn=lambda t, dt: {"out": torch.index_add(t["x"], 0, t["index"], t["source"])},
+        args={"dim": 0, "alpha": 1},
+        doc="out = x; out[index[i]] += source[i]; x [6,5], index i64 [4], source [4,5]",
+    )
+
+
+@op("concat")
+def _concat():
+    # a [2,3,5], b [2,1,5], c [2,4,5]; out = cat([a,b,c], dim=1) -> [2,8,5]
+    a, b, c = randn(2, 3, 5), randn(2, 1, 5), randn(2, 4, 5)
+    return dict(
+        inputs=[("a", a, True), ("b", b, True), ("c", c, True)],
+        fn=lambda t, dt: {"out": torch.cat([t["a"], t["b"], t["c"]], dim=1)},
+        args={"dim": 1},
+        doc="out = cat([a,b,c], dim=1); a [2,3,5], b [2,1,5], c [2,4,5]",
+    )
+
+
+@op("slice")
+def _slice():
+    # x [3,7,5]; out = x[:, 1:6:2, :] -> [3,3,5] (stored contiguous); grad_x zero elsewhere
+    x = randn(3, 7, 5)
+    return dict(
+        inputs=[("x", x, True)],
+        fn=lambda t, dt: {"out": t["x"][:, 1:6:2, :]},
+        args={"dim": 1, "start": 1, "stop": 6, "step": 2},
+        doc="out = x[:, 1:6:2]; x [3,7,5]",
+    )
+
+
+@op("reshape")
+def _reshape():
+    # x [3,7,5]; out = x.reshape(15,7) (row-major order kept)
+    x = randn(3, 7, 5)
+    return dict(
+        inputs=[("x", x, True)],
+        fn=lambda t, dt: {"out": t["x"].reshape(15, 7)},
+        args={"shape": [15, 7]},
+        doc="out = x.reshape(15,7); x [3,7,5]",
+    )
+
+
+@op("transpose")
+def _transpose():
+    # x [3,7,5]; out = x.transpose(1,2) -> [3,5,7] (stored contiguous)
+    x = randn(3, 7, 5)
+    return dict(
+        inputs=[("x", x, True)],
+        fn=lambda t, dt: {"out": t["x"].transpose(1, 2)},
+        args={"dim0": 1, "dim1": 2},
+        doc="out = x.transpose(1,2); x [3,7,5]",
+    )
+
+
+# dropout: deliberately no fixture (PyTorch's RNG stream cannot be reproduced); see README.
+
+# ---------------------------------------------------------------------------------------------
+# running an op
+# ---------------------------------------------------------------------------------------------
+
+DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
+
+
+def build(name):
+    torch.manual_seed(seed_of(name))
+    spec = OPS[name]()
+    # Upstream gradients come from their own fixed seed (shape known only after the forward).
+    spec["grad_seed"] = seed_of(name + "/grad_out")
+    return spec
+
+
+def run(spec, dtype, widen_from=None):
+    """Runs forward + backward. dtype: compute/storage dtype of the float tensors.
+    widen_from: if set (bf16), float inputs and grad_out are first rounded to that dtype and
+    then widened to `dtype` (the f32 reference on bf16-rounded inputs).
+    Returns (inputs, outputs, grad_outs, grads) as ordered lists of (name, tensor)."""
+
+    def conv(x):
+        if not x.is_floating_point():
+            return x.clone()
+        if widen_from is not None:
+            x = x.to(widen_from)
+        return x.to(dtype)
+
+    leaves = {}
+    inputs = []
+    for name, x, diff in spec["inputs"]:
+        t = conv(x).detach()
+        if diff:
+            t.requires_grad_(True)
+        leaves[name] = t
+        inputs.append((name, t))
+    outs = spec["fn"](leaves, dtype)
+    gen = torch.Generator().manual_seed(spec["grad_seed"])
+    outputs, grad_outs, diff_outs, diff_grads = [], [], [], []
+    for oname, o in outs.items():
+        outputs.append((oname, o))
+        if o.is_floating_point():
+            g = conv(torch.randn(o.shape, generator=gen, dtype=torch.float64).float())
+            gname = "grad_out" if oname == "out" else "grad_" + oname
+            grad_outs.append((gname, g))
+            diff_outs.append(o)
+            diff_grads.append(g)
+    torch.autograd.backward(diff_outs, diff_grads)
+    grads = [("grad_" + n, leaves[n].grad) for n, _, d in spec["inputs"] if d]
+    for n, g in grads:
+        assert g is not None, n
+    return inputs, outputs, grad_outs, grads
+
+
+def fixture(name, dtype_name):
+    spec = build(name)
+    dtype = DTYPES[dtype_name]
+    inputs, outputs, grad_outs, grads = run(spec, dtype)
+    if dtype_name == "f32":
+        compute = "f32"
+    else:
+        compute = spec.get("compute_bf16", "pytorch cpu bf16 ops")
+    meta = {
+        "torch_version": torch.__version__,
+        "op": name,
+        "dtype": dtype_name,
+        "compute": compute,
+        "semantics": spec["doc"],
+    }
+    for k, v in spec["args"].items():
+        meta[k] = json.dumps(v)
+    tensors = [(n, t.detach()) for n, t in inputs + outputs + grad_outs + grads]
+    return safetensors_bytes(tensors, meta), spec
+
+
+# ---------------------------------------------------------------------------------------------
+# bf16 vs f32 comparison (tolerance guidance)
+# ---------------------------------------------------------------------------------------------
+
+
+def compare(name):
+    """bf16 PyTorch result vs the f32 result on the same bf16-rounded inputs/grad_out.
+    Returns rows (op, tensor, max_abs, max_rel, ref_scale, eq_pct)."""
+    spec = build(name)
+    _, out_b, _, grads_b = run(spec, torch.bfloat16)
+    spec = build(name)
+    _, out_f, _, grads_f = run(spec, torch.float32, widen_from=torch.bfloat16)
+    rows = []
+    for (n, b), (_, f) in zip(out_b + grads_b, out_f + grads_f):
+        b, f = b.detach(), f.detach()
+        if not b.is_floating_point():
+            rows.append((name, n, None, None, None, 100.0 * (b == f).float().mean().item()))
+            continue
+        bd, fd = b.double(), f.double()
+        d = (bd - fd).abs()
+        scale = fd.abs().max().item()
+        floor = max(scale * 1e-2, 1e-30)
+        rel = (d / fd.abs().clamp_min(floor)).max().item()
+        eq = 100.0 * (b == f.to(torch.bfloat16)).float().mean().item()
+        rows.append((name, n, d.max().item(), rel, scale, eq))
+    return rows
+
+
+def format_table(rows):
+    lines = [
+        "| op | tensor | max abs diff | max rel diff | max abs(ref) | % == bf16(ref) |",
+        "|---|---|---:|---:|---:|---:|",
+    ]
+    for op_name, n, a, r, s, eq in rows:
+        if a is None:
+            lines.append(f"| {op_name} | {n} | (integer) | | | {eq:.1f} |")
+        else:
+            lines.append(f"| {op_name} | {n} | {a:.3g} | {r:.3g} | {s:.3g} | {eq:.1f} |")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("--check", action="store_true",
+                    help="regenerate in memory; fail if a file on disk differs (writes nothing)")
+    ap.add_argument("--update-readme", action="store_true",
+                    help="rewrite the tolerance table in README.md")
+    ap.add_argument("--only", nargs="*", help="op names to generate (default: all)")
+    args = ap.parse_args()
+
+    names = args.only or list(OPS)
+    for n in names:
+        if n not in OPS:
+            sys.exit(f"unknown op {n!r}; known: {', '.join(OPS)}")
+    os.makedirs(FIXTURES, exist_ok=True)
+    total, bad = 0, []
+    for name in names:
+        for dn in DTYPES:
+            data, _ = fixture(name, dn)
+            path = os.path.join(FIXTURES, f"{name}_{dn}.safetensors")
+            total += len(data)
+            if args.check:
+                old = open(path, "rb").read() if os.path.exists(path) else None
+                if old != data:
+                    bad.append(path)
+                continue
+            tmp = path + ".tmp"
+            with open(tmp, "wb") as f:
+                f.write(data)
+            os.replace(tmp, path)
+            read_safetensors(path)
+    print(f"{len(names) * len(DTYPES)} fixtures, {total} bytes ({total / 1024:.1f} KiB)")
+    if args.check:
+        if bad:
+            print("differ from regenerated:\n  " + "\n  ".join(bad))
+            sys.exit(1)
+        print("all fixtures match")
+        return
+
+    rows = [r for name in names for r in compare(name)]
+    table = format_table(rows)
+    print()
+    print(f"bf16 (torch {torch.__version__} CPU) vs f32 on the same bf16-rounded inputs:")
+    print(table)
+    if args.update_readme:
+        text = open(README).read()
+        b, e = text.index(TABLE_BEGIN), text.index(TABLE_END)
+        text = text[: b + len(TABLE_BEGIN)] + "\n" + table + "\n" + text[e:]
+        with open(README, "w") as f:
+            f.write(text)
+
+
+if __name__ == "__main__":
+    main()
