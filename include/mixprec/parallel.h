@@ -14,7 +14,8 @@ void set_num_threads(int n);
 
 // Runs fn(begin, end) over [0, n) in chunks of `grain` elements, in parallel when n is
 // large enough to pay for it. Chunk boundaries are multiples of `grain` whatever the
-// thread count, so a deterministic fn gives deterministic results.
+// thread count, so a deterministic fn gives deterministic results. If fn throws, the first
+// exception is rethrown once every chunk has run or thrown.
 void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, int64_t)>& fn);
 
 }  // namespace mixprec

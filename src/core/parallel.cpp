@@ -3,6 +3,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <exception>
 
 #include "mixprec/error.h"
 
@@ -22,11 +23,20 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   grain = std::max<int64_t>(grain, 1);
   const int64_t chunks = (n + grain - 1) / grain;
   // The same chunks on one thread as on many: fn may rely on end - begin <= grain.
+  // An exception must not leave an OpenMP region (that terminates): the first one is kept
+  // and rethrown after it.
+  std::exception_ptr error;
 #pragma omp parallel for schedule(static) if (chunks > 1 && num_threads() > 1)
   for (int64_t c = 0; c < chunks; ++c) {
-    const int64_t begin = c * grain;
-    fn(begin, std::min(n, begin + grain));
+    try {
+      const int64_t begin = c * grain;
+      fn(begin, std::min(n, begin + grain));
+    } catch (...) {
+#pragma omp critical(mixprec_parallel_for_error)
+      if (!error) error = std::current_exception();
+    }
   }
+  if (error) std::rethrow_exception(error);
 }
 
 }  // namespace mixprec

@@ -1,6 +1,7 @@
 #include "mixprec/io/safetensors.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -73,6 +74,7 @@ void save_safetensors(const std::string& path, const TensorList& tensors,
   for (const auto& [name, t] : tensors) {
     if (name == "__metadata__") fail(path, "'__metadata__' is reserved, not a tensor name");
     if (header.contains(name)) fail(path, "tensor name '" + name + "' appears twice");
+    if (!t.defined()) fail(path, "tensor '" + name + "' is undefined");
     if (t.is_meta()) fail(path, "tensor '" + name + "' is on the meta device: nothing to save");
     const uint64_t bytes = t.nbytes();
     header[name] = {{"dtype", safetensors_dtype_name(t.dtype())},
@@ -85,9 +87,12 @@ void save_safetensors(const std::string& path, const TensorList& tensors,
 
   namespace fs = std::filesystem;
   const fs::path target(path);
-  const fs::path tmp = target.string() + ".tmp." + std::to_string(::getpid());
-  const int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) fail(path, "cannot create " + tmp.string() + ": " + std::strerror(errno));
+  // A unique temporary (mkstemp: O_EXCL, random suffix), so concurrent saves never share one.
+  std::string tmp_name = target.string() + ".tmp.XXXXXX";
+  const int fd = ::mkstemp(tmp_name.data());
+  if (fd < 0) fail(path, "cannot create " + tmp_name + ": " + std::strerror(errno));
+  ::fchmod(fd, 0644);  // mkstemp creates 0600; a checkpoint is an ordinary file
+  const fs::path tmp(tmp_name);
   try {
     const uint64_t header_len = text.size();  // little-endian on every supported target
     write_all(fd, &header_len, sizeof header_len, path);
@@ -104,11 +109,12 @@ void save_safetensors(const std::string& path, const TensorList& tensors,
     throw;
   }
   ::close(fd);
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    fs::remove(tmp, ec);
-    fail(path, "cannot rename the temporary file into place: " + ec.message());
+  std::error_code rename_error;
+  fs::rename(tmp, target, rename_error);
+  if (rename_error) {
+    std::error_code ignored;
+    fs::remove(tmp, ignored);
+    fail(path, "cannot rename the temporary file into place: " + rename_error.message());
   }
   // Make the rename itself durable.
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
@@ -120,6 +126,7 @@ void save_safetensors(const std::string& path, const TensorList& tensors,
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {
+  if (std::filesystem::is_directory(path)) fail(path, "is a directory, not a file");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
   in.seekg(0, std::ios::end);
@@ -146,7 +153,13 @@ SafetensorsFile load_safetensors(const std::string& path) {
 
   SafetensorsFile out;
   out.path = path;
-  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  struct Entry {
+    std::string name;
+    DType dtype;
+    Shape shape;
+    uint64_t begin, end;
+  };
+  std::vector<Entry> entries;
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
       if (!entry.is_object()) fail(path, "__metadata__ is not an object of strings");
@@ -160,46 +173,39 @@ SafetensorsFile load_safetensors(const std::string& path) {
     if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
         !entry.contains("data_offsets"))
       fail(path, where + "needs dtype, shape and data_offsets");
-    DType dtype;
-    Shape shape;
-    uint64_t begin = 0, end = 0;
+    Entry e{name, DType::f32, {}, 0, 0};
     try {
-      dtype = parse_safetensors_dtype(entry.at("dtype").get<std::string>());
-      shape = entry.at("shape").get<Shape>();
+      e.dtype = parse_safetensors_dtype(entry.at("dtype").get<std::string>());
+      e.shape = entry.at("shape").get<Shape>();
       const auto offsets = entry.at("data_offsets").get<std::vector<uint64_t>>();
       if (offsets.size() != 2) fail(path, where + "data_offsets must be [begin, end]");
-      begin = offsets[0];
-      end = offsets[1];
-    } catch (const json::exception& e) {
-      fail(path, where + e.what());
-    } catch (const Error& e) {
-      fail(path, where + e.what());
+      e.begin = offsets[0];
+      e.end = offsets[1];
+    } catch (const json::exception& ex) {
+      fail(path, where + ex.what());
+    } catch (const Error& ex) {
+      fail(path, where + ex.what());
     }
     int64_t numel = 0;
     try {
-      numel = shape_numel(shape);
-    } catch (const Error& e) {
-      fail(path, where + e.what());
+      numel = shape_numel(e.shape);
+    } catch (const Error& ex) {
+      fail(path, where + ex.what());
     }
-    if (begin > end || end > data_size)
-      fail(path, where + "data_offsets [" + std::to_string(begin) + ", " + std::to_string(end) +
+    if (e.begin > e.end || e.end > data_size)
+      fail(path, where + "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
                      "] outside the " + std::to_string(data_size) + "-byte data section");
-    if (end - begin != static_cast<uint64_t>(numel) * dtype_size(dtype))
-      fail(path, where + std::to_string(end - begin) + " bytes for shape " +
-                     shape_to_string(shape) + " of " + dtype_name(dtype));
-    Tensor t = Tensor::empty(shape, dtype);
-    in.seekg(static_cast<std::streamoff>(data_start + begin));
-    in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(end - begin));
-    if (!in) fail(path, where + "file ended early");
-    if (dtype == DType::boolean) {  // any other byte would be an invalid C++ bool
-      const auto* b = static_cast<const uint8_t*>(t.raw_data());
-      if (std::any_of(b, b + numel, [](uint8_t v) { return v > 1; }))
-        fail(path, where + "BOOL data holds a byte other than 0 or 1");
-    }
-    ranges.emplace_back(begin, end);
-    out.tensors.emplace(name, std::move(t));
+    // Compared by division: numel * size could wrap for a hostile shape.
+    const uint64_t bytes = e.end - e.begin, esz = dtype_size(e.dtype);
+    if (bytes % esz != 0 || bytes / esz != static_cast<uint64_t>(numel))
+      fail(path, where + std::to_string(bytes) + " bytes for shape " + shape_to_string(e.shape) +
+                     " of " + dtype_name(e.dtype));
+    entries.push_back(std::move(e));
   }
-  // The data section must be covered exactly once (the format forbids holes and overlaps).
+  // The data section must be covered exactly once (the format forbids holes and overlaps);
+  // checked before anything is allocated, so a hostile header cannot make us allocate much.
+  std::vector<std::pair<uint64_t, uint64_t>> ranges;
+  for (const Entry& e : entries) ranges.emplace_back(e.begin, e.end);
   std::sort(ranges.begin(), ranges.end());
   uint64_t covered = 0;
   for (const auto& [b, e] : ranges) {
@@ -210,6 +216,19 @@ SafetensorsFile load_safetensors(const std::string& path) {
   }
   if (covered != data_size)
     fail(path, std::to_string(data_size - covered) + " trailing bytes not used by any tensor");
+
+  for (const Entry& e : entries) {
+    Tensor t = Tensor::empty(e.shape, e.dtype);
+    in.seekg(static_cast<std::streamoff>(data_start + e.begin));
+    in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(e.end - e.begin));
+    if (!in) fail(path, "tensor '" + e.name + "': file ended early");
+    if (e.dtype == DType::boolean) {  // any other byte would be an invalid C++ bool
+      const auto* b = static_cast<const uint8_t*>(t.raw_data());
+      if (std::any_of(b, b + t.numel(), [](uint8_t v) { return v > 1; }))
+        fail(path, "tensor '" + e.name + "': BOOL data holds a byte other than 0 or 1");
+    }
+    out.tensors.emplace(e.name, std::move(t));
+  }
   return out;
 }
 

@@ -1,6 +1,7 @@
 // AVX2/F16C conversion kernels. This file alone is compiled with -mavx2 -mfma -mf16c and is
-// only entered after cpu_has_avx2_f16c(); it includes no inline code shared with other files,
-// so no AVX2 instruction can leak into the portable path through a merged inline function.
+// only entered after cpu_has_avx2_f16c(). It calls no inline code of other files at run time
+// (scalar tails are left to the caller); the constexpr FloatFormat helpers it includes are
+// folded into constants at -O2 and above.
 //
 // The generic kernel is the reference encoder (encode.h) transcribed lane by lane in integer
 // arithmetic, so it gives the same bits for every format and rounding mode. bf16 and f16 with
@@ -187,9 +188,10 @@ std::size_t generic_narrow(const FloatFormat& f, const float* src, void* dst, st
   const std::size_t done = n / 64 * 64;
   __m256i random[8] = {};
   for (std::size_t i = 0; i < done; i += 64) {
-    if constexpr (kMode == Rounding::stochastic)
+    if constexpr (kMode == Rounding::stochastic) {
       philox_words<2>(o.seed, o.stream, (index0 + i) / 4, random);
-    philox_words<2>(o.seed, o.stream, (index0 + i) / 4 + 8, random + 4);
+      philox_words<2>(o.seed, o.stream, (index0 + i) / 4 + 8, random + 4);
+    }
     for (int half = 0; half < 2; ++half) {
       const float* s = src + i + 32 * half;
       prefetch(s);
@@ -251,9 +253,10 @@ std::size_t bf16_fast(const float* src, uint16_t* dst, std::size_t n, const Conv
   };
   __m256i random[8] = {};
   for (std::size_t i = 0; i < done; i += 64) {
-    if constexpr (kMode == Rounding::stochastic)
+    if constexpr (kMode == Rounding::stochastic) {
       philox_words<2>(o.seed, o.stream, (index0 + i) / 4, random);
-    philox_words<2>(o.seed, o.stream, (index0 + i) / 4 + 8, random + 4);
+      philox_words<2>(o.seed, o.stream, (index0 + i) / 4 + 8, random + 4);
+    }
     for (int k = 0; k < 8; k += 2) {
       const float* s = src + i + 8 * k;
       prefetch(s);

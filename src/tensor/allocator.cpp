@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <bit>
+#include <cstdint>
 #include <cstdlib>
 #include <new>
 
@@ -21,6 +22,7 @@ std::size_t Allocator::block_size(std::size_t nbytes) {
   // Four classes per power of two: 1, 1.25, 1.5, 1.75 times 2^k.
   const std::size_t pow = std::bit_floor(nbytes);
   const std::size_t step = std::max<std::size_t>(pow / 4, kAlignment);
+  if (nbytes > SIZE_MAX - step) throw std::bad_alloc();
   return (nbytes + step - 1) / step * step;
 }
 
@@ -94,6 +96,14 @@ void Allocator::empty_cache() {
 void Allocator::set_cache_limit(std::size_t bytes) {
   std::lock_guard<std::mutex> lock(mutex_);
   cache_limit_ = bytes;
+  for (auto& [size, blocks] : free_blocks_) {  // trim what is cached beyond the new limit
+    while (stats_.cached_bytes > cache_limit_ && !blocks.empty()) {
+      std::free(blocks.back());
+      blocks.pop_back();
+      stats_.cached_bytes -= size;
+      stats_.reserved_bytes -= size;
+    }
+  }
 }
 
 }  // namespace mixprec

@@ -68,6 +68,9 @@ Tensor Tensor::arange(double start, double end, double step, DType dtype) {
   MIXPREC_CHECK(step != 0.0 && std::isfinite(step) && std::isfinite(start) && std::isfinite(end),
                 "Tensor::arange", "needs finite start/end and a finite non-zero step");
   const double count = std::ceil((end - start) / step);
+  MIXPREC_CHECK(std::isfinite(count) && count < 0x1p62, "Tensor::arange",
+                "arange(" + std::to_string(start) + ", " + std::to_string(end) + ", " +
+                    std::to_string(step) + ") has too many elements");
   auto n = static_cast<int64_t>(count > 0 ? count : 0);
   // ceil() of an inexact quotient can admit `end` itself (arange(1, 1.3, 0.1)): drop it.
   while (n > 0 && (step > 0 ? start + static_cast<double>(n - 1) * step >= end
@@ -80,7 +83,8 @@ Tensor Tensor::arange(double start, double end, double step, DType dtype) {
 
 Tensor Tensor::uniform(const Shape& shape, double low, double high, Generator& gen, DType dtype) {
   require_floating(dtype, "Tensor::uniform");
-  MIXPREC_CHECK(low <= high, "Tensor::uniform", "low > high");
+  MIXPREC_CHECK(low <= high, "Tensor::uniform",
+                "low " + std::to_string(low) + " > high " + std::to_string(high));
   Tensor t = empty(shape, dtype);
   const uint64_t seed = gen.seed(), stream = gen.next_stream();
   fill_from_f64(t, [&](int64_t i) {
@@ -91,7 +95,7 @@ Tensor Tensor::uniform(const Shape& shape, double low, double high, Generator& g
 
 Tensor Tensor::normal(const Shape& shape, double mean, double std, Generator& gen, DType dtype) {
   require_floating(dtype, "Tensor::normal");
-  MIXPREC_CHECK(std >= 0.0, "Tensor::normal", "std must be >= 0");
+  MIXPREC_CHECK(std >= 0.0, "Tensor::normal", "std must be >= 0, got " + std::to_string(std));
   Tensor t = empty(shape, dtype);
   const uint64_t seed = gen.seed(), stream = gen.next_stream();
   fill_from_f64(t, [&](int64_t i) {

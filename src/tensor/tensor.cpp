@@ -2,6 +2,7 @@
 #include "mixprec/tensor/tensor.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <cstdio>
 
 #include "mixprec/tensor/allocator.h"
@@ -34,6 +35,9 @@ const TensorImpl& Tensor::impl() const {
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
   const int64_t n = shape_numel(shape);
+  MIXPREC_CHECK(static_cast<uint64_t>(n) <= SIZE_MAX / dtype_size(dtype), "Tensor::empty",
+                "shape " + shape_to_string(shape) + " of " + dtype_name(dtype) +
+                    " needs more bytes than size_t holds");
   auto storage =
       std::make_shared<Storage>(static_cast<std::size_t>(n) * dtype_size(dtype), dtype, device);
   return Tensor(std::make_shared<TensorImpl>(
@@ -120,7 +124,7 @@ Tensor Tensor::slice(int64_t dim, int64_t start, int64_t end, int64_t step) cons
   end = std::max(clamp(end), start);
   Shape sh = shape(), st = strides();
   sh[d] = end > start ? 1 + (end - start - 1) / step : 0;  // no overflow for a huge step
-  st[d] = strides()[d] * step;
+  if (sh[d] > 1) st[d] = strides()[d] * step;  // bounded by the storage when > 1 element
   return make_view(*this, std::move(sh), std::move(st), offset() + start * strides()[d]);
 }
 

@@ -143,8 +143,8 @@ int run_cast(const CastOptions& o) {
     const auto v = parse_value(token);
     if (!v)
       throw UsageError("bad value '" + token +
-                       "': expected a decimal, a hex float (0x1.8p-3), inf, nan, or "
-                       "bits:0xXXXXXXXX (raw f32 bits)");
+                       "': expected a decimal within f64's range, a hex float (0x1.8p-3), inf, "
+                       "nan, or bits:0xXXXXXXXX (raw f32 bits)");
     values.push_back(*v);
   }
   const std::vector<CastTarget> targets = parse_targets(o.to);

@@ -40,6 +40,7 @@ std::optional<ParsedValue> parse_value(const std::string& token) {
   char* end = nullptr;
   const double v = std::strtod(text.c_str(), &end);
   if (end != text.c_str() + text.size()) return std::nullopt;
+  if (errno == ERANGE) return std::nullopt;  // beyond f64's range: not silently 0 or inf
   return ParsedValue{v, false, 0};
 }
 

@@ -1,7 +1,7 @@
 // The scalar reference encoder: one rounding from f32 or f64 into any FloatFormat, and exact
 // decoding back. Every bulk and SIMD path must give these bits; tests enforce it.
 //
-// Rules (see docs/numerics.md in the README):
+// Rules (README.md, "Numerics: what the conversions promise"):
 // - round to nearest even / toward zero / stochastic, with subnormals produced, never flushed;
 // - stochastic: with `random` a uniform 32-bit word, round away from zero iff
 //   random < floor(discarded_fraction * 2^32); the probability equals the discarded fraction
@@ -76,7 +76,7 @@ constexpr uint32_t encode_bits(const FloatFormat& f, UInt bits, Rounding mode, b
   uint64_t up = 0;
   switch (mode) {
     case Rounding::nearest_even:
-      if (shift <= kWidth) {
+      if (shift >= 1 && shift <= kWidth) {  // shift == 0 (f32 -> f32): nothing to round
         const UInt half = UInt{1} << (shift - 1);
         up = rem > half || (rem == half && (r & 1));
       }
@@ -126,8 +126,8 @@ constexpr double decode_f64(const FloatFormat& f, uint64_t bits) {
 }
 
 // Exact widening to f32 (every format here except f64 fits in f32). Formats with f32's
-// exponent field (bf16, tf32) widen by a plain shift, NaN bits and all; the others give a
-// quiet NaN with the payload kept (as F16C's VCVTPH2PS does).
+// exponent field (bf16, tf32) widen by a plain shift, NaN bits and all; f16 gives a quiet NaN
+// with the payload kept (as F16C's VCVTPH2PS does); fp8 NaNs give the canonical quiet NaN.
 constexpr float decode_f32(const FloatFormat& f, uint32_t bits) {
   if (f.exp_bits == 8) return std::bit_cast<float>(bits << (23 - f.mant_bits));
   const uint32_t sign = (bits & f.sign_bit()) ? 0x80000000u : 0u;

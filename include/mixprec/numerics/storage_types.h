@@ -31,7 +31,9 @@ struct NarrowFloat {
   NarrowFloat() = default;
   // Implicit from float with round-to-nearest-even, so kernels can write `out[i] = acc;`.
   NarrowFloat(float x) : bits(static_cast<Bits>(encode_f32(Format, x))) {}  // NOLINT
-  operator float() const { return to_float(); }                             // NOLINT
+  // From f64 the rounding is done once, never f64 -> f32 -> narrow.
+  NarrowFloat(double x) : bits(static_cast<Bits>(encode_f64(Format, x))) {}  // NOLINT
+  operator float() const { return to_float(); }                              // NOLINT
   float to_float() const;
 };
 

@@ -47,7 +47,8 @@ class Allocator {
   // Upper bound on cached bytes; a block freed beyond it goes straight back to the system.
   void set_cache_limit(std::size_t bytes);
 
-  // The size class a request is served from (>= nbytes, at most 25% larger).
+  // The size class a request is served from: >= nbytes, at most 25% larger above 512 bytes
+  // (smaller requests share the 512-byte class). Throws std::bad_alloc for impossible sizes.
   static std::size_t block_size(std::size_t nbytes);
 
  private:

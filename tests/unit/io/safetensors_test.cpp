@@ -145,6 +145,11 @@ TEST_F(Safetensors, RejectsMalformedFilesNamingFileAndKey) {
   expect_error(raw("bool", R"({"a":{"dtype":"BOOL","shape":[2],"data_offsets":[0,2]}})",
                    std::string("\x01\x02", 2)),
                "BOOL data");
+  // A shape whose byte count wraps around 2^64 must not pass as 0 bytes.
+  expect_error(
+      raw("wrap", R"({"a":{"dtype":"F32","shape":[4611686018427387904],"data_offsets":[0,0]}})",
+          ""),
+      "tensor 'a'");
   expect_error(file("does_not_exist"), "cannot open");
   const SafetensorsFile f = load_safetensors(raw("fine", "{" + ok_entry + "}", eight));
   try {

@@ -10,6 +10,7 @@
 
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/encode.h"
+#include "mixprec/numerics/storage_types.h"
 
 namespace mixprec {
 namespace {
@@ -220,6 +221,22 @@ TEST(EdgeCases, StochasticRoundingRandomWordExtremes) {
   EXPECT_EQ(encode_bits<uint32_t>(kFormatF16, 0x477FF000, Rounding::stochastic, true, 0), 0x7BFFu);
   EXPECT_EQ(encode_bits<uint32_t>(kFormatE4M3FN, 0x43E80000, Rounding::stochastic, false, 0),
             0x7Fu);
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+// Regressions from review: nothing to discard (f32 -> f32) must not shift by -1, and the
+// storage types' double constructor rounds once.
+TEST(EdgeCases, F32ToF32IsIdentityAndStorageTypesRoundDoublesOnce) {
+  EXPECT_EQ(encode_bits<uint32_t>(kFormatF32, 0x3F800001u, RNE, false, 0), 0x3F800001u);
+  EXPECT_EQ(encode_bits<uint32_t>(kFormatF32, 0x3F800001u, Rounding::stochastic, false, 0),
+            0x3F800001u);
+  const bf16 b = 1.00390625 + 0x1p-30;  // just above a bf16 tie; via f32 it would be the tie
+  EXPECT_EQ(b.bits, 0x3F81);
 }
 
 }  // namespace

@@ -148,3 +148,23 @@ TEST(InferShape, ThrowsWhenAFullShapeHoldsTheWrongCount) {
 
 }  // namespace
 }  // namespace mixprec
+
+#include "mixprec/parallel.h"
+#include "mixprec/tensor/tensor.h"
+
+namespace mixprec {
+namespace {
+
+// Regressions from review: byte counts that overflow size_t, and exceptions inside
+// parallel_for, are errors instead of heap overflows or std::terminate.
+TEST(SizeLimits, HugeTensorIsAnErrorAndParallelForRethrows) {
+  EXPECT_THROW(Tensor::empty({int64_t{1} << 62}, DType::f32), Error);
+  EXPECT_THROW(Tensor::arange(0, 1e19), Error);
+  EXPECT_THROW(parallel_for(1 << 20, 1024,
+                            [](int64_t b, int64_t) { MIXPREC_CHECK(b < 4096, "fn", "boom"); }),
+               Error);
+  EXPECT_EQ(Tensor::zeros({10, 10}).slice(0, 0, 10, INT64_MAX).shape(), (Shape{1, 10}));
+}
+
+}  // namespace
+}  // namespace mixprec
