@@ -139,4 +139,29 @@ void round_to_tf32(const float* src, float* dst, std::size_t n, const ConvertOpt
   });
 }
 
+void widen_row_f32(DType src_dtype, const void* src, float* dst, std::size_t n) {
+  if (src_dtype == DType::f32) {
+    if (src != static_cast<const void*>(dst)) std::memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  const FloatFormat& f = narrow_format(src_dtype, "widen_row_f32");
+  const std::size_t done = cpu_has_avx2_f16c() ? kernels::avx2_widen_f32(f, src, dst, n) : 0;
+  kernels::scalar_widen_f32(f, static_cast<const char*>(src) + done * dtype_size(src_dtype),
+                            dst + done, n - done);
+}
+
+void narrow_row_f32(const float* src, DType dst_dtype, void* dst, std::size_t n) {
+  if (dst_dtype == DType::f32) {
+    if (static_cast<const void*>(src) != dst) std::memcpy(dst, src, n * sizeof(float));
+    return;
+  }
+  const FloatFormat& f = narrow_format(dst_dtype, "narrow_row_f32");
+  const ConvertOptions opts{};
+  const std::size_t out_size = dtype_size(dst_dtype);
+  const std::size_t done =
+      cpu_has_avx2_f16c() ? kernels::avx2_narrow_f32(f, src, dst, n, opts, 0) : 0;
+  kernels::scalar_narrow_f32(f, src + done, static_cast<char*>(dst) + done * out_size, n - done,
+                             opts, done);
+}
+
 }  // namespace mixprec

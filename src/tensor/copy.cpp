@@ -8,6 +8,8 @@
 #include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 #include "mixprec/tensor/tensor.h"
+#include "mixprec/autograd/grad_mode.h"
+#include "mixprec/autograd/record_tensor_ops.h"
 
 namespace mixprec {
 namespace {
@@ -163,14 +165,13 @@ void gather_contiguous(const Tensor& src, void* dst) {
 
 Tensor Tensor::contiguous() const {
   if (is_contiguous()) return *this;
-  Tensor out = empty(shape(), dtype(), device());
-  if (!is_meta()) gather_contiguous(*this, out.raw_data());
-  return out;
+  return clone();
 }
 
 Tensor Tensor::clone() const {
   Tensor out = empty(shape(), dtype(), device());
   if (!is_meta()) gather_contiguous(*this, out.raw_data());
+  record_copy(*this, out);
   return out;
 }
 
@@ -181,6 +182,7 @@ Tensor Tensor::to(DType target, const ConvertOptions& opts) const {
   const Tensor src = contiguous();
   convert_buffer(dtype(), src.raw_data(), target, out.raw_data(), static_cast<std::size_t>(numel()),
                  opts);
+  record_cast(*this, out);
   return out;
 }
 
@@ -190,6 +192,10 @@ void Tensor::copy_from(const Tensor& src, const ConvertOptions& opts) {
   MIXPREC_CHECK(src.is_meta() == is_meta(), "Tensor::copy_from",
                 std::string("cannot copy between devices ") + device_name(src.device()) + " and " +
                     device_name(device()));
+  MIXPREC_CHECK(!GradMode::is_enabled() || (!requires_grad() && !src.requires_grad()),
+                "Tensor::copy_from",
+                "copy_from records no history: copy into or from a tensor that requires grad "
+                "inside a NoGradGuard, or use detach()");
   if (is_meta()) return;
   // An overlapping source is read in full before any element is written.
   const Tensor safe_src = src.shares_storage_with(*this) ? src.clone() : src;

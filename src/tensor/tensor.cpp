@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstdio>
 
+#include "mixprec/autograd/record_tensor_ops.h"
 #include "mixprec/tensor/allocator.h"
 
 namespace mixprec {
@@ -72,8 +73,10 @@ void* Tensor::raw_data() const {
 namespace {
 
 Tensor make_view(const Tensor& base, Shape shape, Shape strides, int64_t offset) {
-  return Tensor(std::make_shared<TensorImpl>(TensorImpl{
+  Tensor view(std::make_shared<TensorImpl>(TensorImpl{
       base.storage(), std::move(shape), std::move(strides), offset, base.dtype(), base.device()}));
+  record_view(base, view);
+  return view;
 }
 
 }  // namespace
@@ -157,6 +160,28 @@ Tensor Tensor::squeeze(int64_t dim) const {
   sh.erase(sh.begin() + static_cast<int64_t>(d));
   st.erase(st.begin() + static_cast<int64_t>(d));
   return make_view(*this, std::move(sh), std::move(st), offset());
+}
+
+Tensor Tensor::as_strided(Shape shape, Shape strides, int64_t offset) const {
+  MIXPREC_CHECK(shape.size() == strides.size(), "Tensor::as_strided",
+                "shape " + shape_to_string(shape) + " and strides " + shape_to_string(strides) +
+                    " differ in rank");
+  const int64_t start = this->offset() + offset;
+  int64_t last = start;
+  bool empty = false;
+  for (size_t i = 0; i < shape.size(); ++i) {
+    MIXPREC_CHECK(shape[i] >= 0 && strides[i] >= 0, "Tensor::as_strided",
+                  "negative size or stride in " + shape_to_string(shape) + " / " +
+                      shape_to_string(strides));
+    if (shape[i] == 0) empty = true;
+    else last += (shape[i] - 1) * strides[i];
+  }
+  const int64_t capacity = static_cast<int64_t>(storage()->nbytes() / element_size());
+  MIXPREC_CHECK(empty || (start >= 0 && (is_meta() || last < capacity)), "Tensor::as_strided",
+                "geometry " + shape_to_string(shape) + " / " + shape_to_string(strides) +
+                    " at offset " + std::to_string(start) + " leaves the storage of " +
+                    std::to_string(capacity) + " elements");
+  return make_view(*this, std::move(shape), std::move(strides), start);
 }
 
 double Tensor::item() const {

@@ -32,4 +32,9 @@ void widen_to_f64(DType src_dtype, const void* src, double* dst, std::size_t n);
 void round_to_tf32(const float* src, float* dst, std::size_t n, const ConvertOptions& opts = {},
                    Isa isa = Isa::best);
 
+// Serial, round-to-nearest-even versions for kernels that convert one row at a time inside
+// their own parallel loop (no thread fan-out, no option checks beyond the dtype).
+void widen_row_f32(DType src_dtype, const void* src, float* dst, std::size_t n);
+void narrow_row_f32(const float* src, DType dst_dtype, void* dst, std::size_t n);
+
 }  // namespace mixprec

@@ -20,6 +20,8 @@
 namespace mixprec {
 
 enum class Device : uint8_t { cpu, meta };
+struct AutogradMeta;  // mixprec/autograd/node.h
+class Node;
 const char* device_name(Device d);
 Device parse_device(const std::string& name);
 
@@ -49,6 +51,7 @@ struct TensorImpl {
   int64_t offset;  // in elements, into storage
   DType dtype;
   Device device;
+  std::shared_ptr<AutogradMeta> autograd = nullptr;  // null: no grad, no history
 };
 
 class Tensor {
@@ -109,6 +112,10 @@ class Tensor {
   Tensor select(int64_t dim, int64_t index) const;  // drops dim
   Tensor unsqueeze(int64_t dim) const;
   Tensor squeeze(int64_t dim) const;
+  // Any geometry inside this tensor's storage (offset relative to this tensor's offset);
+  // throws when an element would fall outside the storage. Views must not overlap for
+  // their gradients to be right.
+  Tensor as_strided(Shape shape, Shape strides, int64_t offset) const;
 
   // ---- copies ----
   Tensor reshape(Shape shape) const;  // a view when contiguous, else a copy
@@ -120,6 +127,23 @@ class Tensor {
   // Writes src (same shape, any dtype) into this tensor's elements, converting with `opts`.
   void copy_from(const Tensor& src, const ConvertOptions& opts = {});
 
+  // ---- autograd ----
+  // Views, reshape, contiguous, clone and to() record history like any op; copy_from does not.
+  bool requires_grad() const;
+  // Leaves only: gradients reaching this tensor accumulate in `grad_dtype` (f32 by default,
+  // so bf16/f16 activations still give f32 weight gradients).
+  Tensor& set_requires_grad(bool enabled = true, DType grad_dtype = DType::f32);
+  bool is_leaf() const;                  // no grad_fn: made by the user, not by an op
+  Tensor grad() const;                   // undefined until a backward reached this leaf
+  void set_grad(const Tensor& grad);     // replaces .grad (undefined clears it)
+  std::shared_ptr<Node> grad_fn() const;
+  Tensor detach() const;                 // same storage and geometry, no history
+  // Reverse pass from this tensor; `grad` defaults to 1 for a one-element tensor.
+  void backward(const Tensor& grad = {}, bool retain_graph = false) const;
+  // Internal: the autograd state (null when none), created on demand by the mutable form.
+  AutogradMeta* autograd_meta() const { return impl().autograd.get(); }
+  std::shared_ptr<AutogradMeta>& mutable_autograd_meta();
+
   // ---- element access (tests, printing, small tensors) ----
   std::vector<double> to_doubles() const;
   double item() const;  // the single element of a one-element tensor
@@ -127,6 +151,7 @@ class Tensor {
 
  private:
   const TensorImpl& impl() const;
+  TensorImpl& impl();
   std::shared_ptr<TensorImpl> impl_;
 };
 

@@ -1,0 +1,44 @@
+// Row-major GEMM over storage dtypes, accumulating in f32 (f64 for f64):
+//   C[b] = alpha * op(A[b]) · op(B[b]) + beta * C[b],   op(X) = X or Xᵀ,  b < batch
+// op(A) is m×k, op(B) is k×n, C is m×n. A and B may each be f32, bf16 or f16 and C any of
+// those (all three f64 for checking). The f32 work is OpenBLAS sgemm, run single-threaded
+// inside mixprec's own OpenMP loop over a grid of C tiles that depends on the shape only,
+// so the bits never depend on the thread count. Narrow operands are widened to f32 in
+// cache-sized K-blocks of the tile being computed (the operand all tiles share is widened
+// once); a narrow C is accumulated in an f32 tile and rounded once (nearest even).
+#pragma once
+
+#include <cstdint>
+
+#include "mixprec/numerics/dtype.h"
+
+namespace mixprec::cpu {
+
+struct GemmOperand {
+  DType dtype;
+  const void* data;
+  int64_t ld;                // elements between rows as stored
+  bool trans = false;        // stored as op(X)ᵀ
+  int64_t batch_stride = 0;  // elements between consecutive matrices of a batch
+};
+
+struct GemmOutput {
+  DType dtype;
+  void* data;
+  int64_t ld;
+  int64_t batch_stride = 0;
+};
+
+// beta == 0 never reads C (NaN there is ignored).
+void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a,
+          const GemmOperand& b, float beta, const GemmOutput& c, int64_t batch = 1);
+
+// How the work is split; exposed for tests and benchmarks.
+struct GemmGrid {
+  int64_t pieces;  // C split into this many row (split_m) or column blocks
+  bool split_m;
+  int64_t piece;   // rows or columns per piece (multiple of 16 but the last)
+};
+GemmGrid gemm_grid(int64_t m, int64_t n, int64_t k, int64_t batch);
+
+}  // namespace mixprec::cpu

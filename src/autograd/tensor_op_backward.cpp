@@ -1,0 +1,86 @@
+// Backward rules for Tensor's own view, copy and cast members.
+#include <algorithm>
+
+#include "mixprec/autograd/function.h"
+#include "mixprec/autograd/record_tensor_ops.h"
+
+namespace mixprec {
+namespace {
+
+struct Geometry {
+  Shape shape, strides;
+  int64_t offset;
+};
+
+// Elements of storage a view can reach, counted from its own offset.
+int64_t extent(const Geometry& g) {
+  int64_t e = 1;
+  for (size_t i = 0; i < g.shape.size(); ++i) {
+    if (g.shape[i] == 0) return 0;
+    e += (g.shape[i] - 1) * g.strides[i];
+  }
+  return e;
+}
+
+// One rule for every strided view: scatter the view's gradient into a zero buffer laid out
+// like the source's storage, then read the source's elements back from it.
+class ViewBackward final : public Node {
+ public:
+  ViewBackward(Geometry src, Geometry view) : src_(std::move(src)), view_(std::move(view)) {}
+  const char* name() const override { return "ViewBackward"; }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    const Tensor& g = grads[0];
+    const int64_t n = extent(src_);
+    Tensor buffer = Tensor::zeros({std::max<int64_t>(n, 1)}, g.dtype());
+    if (n > 0 && g.numel() > 0)
+      buffer.as_strided(view_.shape, view_.strides, view_.offset - src_.offset).copy_from(g);
+    return {buffer.as_strided(src_.shape, src_.strides, 0).contiguous()};
+  }
+
+ private:
+  Geometry src_, view_;
+};
+
+class CopyBackward final : public Node {
+ public:
+  const char* name() const override { return "CopyBackward"; }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override { return {grads[0]}; }
+};
+
+class CastBackward final : public Node {
+ public:
+  explicit CastBackward(DType src_dtype) : src_dtype_(src_dtype) {}
+  const char* name() const override { return "CastBackward"; }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    return {grads[0].to(src_dtype_)};
+  }
+
+ private:
+  DType src_dtype_;
+};
+
+void record(const Tensor& src, Tensor& out, std::shared_ptr<Node> node) {
+  connect(*node, {src});
+  set_history(out, node);
+}
+
+}  // namespace
+
+void record_view(const Tensor& src, Tensor& view) {
+  if (!any_requires_grad({&src})) return;
+  record(src, view,
+         std::make_shared<ViewBackward>(Geometry{src.shape(), src.strides(), src.offset()},
+                                        Geometry{view.shape(), view.strides(), view.offset()}));
+}
+
+void record_copy(const Tensor& src, Tensor& copy) {
+  if (!any_requires_grad({&src})) return;
+  record(src, copy, std::make_shared<CopyBackward>());
+}
+
+void record_cast(const Tensor& src, Tensor& cast) {
+  if (!any_requires_grad({&src})) return;
+  record(src, cast, std::make_shared<CastBackward>(src.dtype()));
+}
+
+}  // namespace mixprec
