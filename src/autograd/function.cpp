@@ -26,8 +26,8 @@ Edge gradient_edge(const Tensor& t) {
   std::shared_ptr<Node> acc = meta->grad_accumulator.lock();
   if (!acc) {
     // The accumulator holds the leaf's meta (not the tensor), so no cycle is formed.
-    acc = std::make_shared<AccumulateGrad>(const_cast<Tensor&>(t).mutable_autograd_meta(),
-                                           t.shape());
+    acc =
+        std::make_shared<AccumulateGrad>(const_cast<Tensor&>(t).mutable_autograd_meta(), t.shape());
     meta->grad_accumulator = acc;
   }
   return {acc, 0};

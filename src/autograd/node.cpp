@@ -23,8 +23,10 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>& grads) {
                 "gradient of shape " + shape_to_string(g.shape()) + " for a leaf of shape " +
                     shape_to_string(shape_));
   if (!leaf_->grad.defined()) {
-    // A fresh tensor the leaf owns: later accumulation writes into it in place.
-    Tensor owned = g.dtype() == leaf_->grad_dtype ? g.clone() : g.to(leaf_->grad_dtype);
+    // The leaf must own its gradient (later accumulation writes into it in place): a fresh
+    // gradient nobody else holds is taken as is, anything else is copied.
+    const bool sole = g.is_sole_owner() && g.dtype() == leaf_->grad_dtype && g.is_contiguous();
+    Tensor owned = sole ? g : g.dtype() == leaf_->grad_dtype ? g.clone() : g.to(leaf_->grad_dtype);
     leaf_->grad = owned.contiguous();
   } else {
     cpu::accumulate_into(leaf_->grad, g);

@@ -17,8 +17,9 @@
 namespace mixprec::cpu {
 namespace {
 
-constexpr int64_t kBlockK = 256;          // K-block of a widened operand: stays in L2
-constexpr int64_t kMinSplitFlops = 1 << 22;   // below this one tile is faster than two
+constexpr int64_t kBlockK = 256;                  // K-block of a widened operand: stays in L2
+constexpr int64_t kMaxAccTile = 1 << 21;          // f32 elements of a narrow C's accumulator tile
+constexpr int64_t kMinSplitFlops = 1 << 22;       // below this one tile is faster than two
 constexpr int64_t kMinBatchSplitFlops = 1 << 26;  // batched: split a matrix only when huge
 
 // OpenBLAS's own threads would fight mixprec's OpenMP threads for the cores.
@@ -120,6 +121,20 @@ struct Problem {
 void run_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
               F32Block shared_a, F32Block shared_b) {
   const int64_t mw = m1 - m0, nw = n1 - n0, K = p.k;
+  if (p.c.dtype != DType::f32 && mw * nw > kMaxAccTile) {
+    // Bound the f32 accumulator (an lm_head tile can be hundreds of MB): halve the tile's
+    // longer side. The halves depend on the tile only, so the bits stay fixed.
+    if (mw >= nw) {
+      const int64_t half = std::min(mw - 1, ((mw + 1) / 2 + 15) / 16 * 16);
+      run_tile(p, bi, m0, m0 + half, n0, n1, shared_a, shared_b);
+      run_tile(p, bi, m0 + half, m1, n0, n1, shared_a, shared_b);
+    } else {
+      const int64_t half = std::min(nw - 1, ((nw + 1) / 2 + 15) / 16 * 16);
+      run_tile(p, bi, m0, m1, n0, n0 + half, shared_a, shared_b);
+      run_tile(p, bi, m0, m1, n0 + half, n1, shared_a, shared_b);
+    }
+    return;
+  }
   const void* abase = at(p.a.data, p.a.dtype, bi * p.a.batch_stride);
   const void* bbase = at(p.b.data, p.b.dtype, bi * p.b.batch_stride);
   char* cbase = static_cast<char*>(p.c.data) +
@@ -152,14 +167,16 @@ void run_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, 
     const int64_t k1 = std::min(K, k0 + kc);
     const F32Block ab = shared_a.data ? sub_block(shared_a, p.a.trans, m0, k0)
                                       : widen_block(p.a, abase, m0, m1, k0, k1, abuf);
-    const F32Block bb = shared_b.data ? sub_block(shared_b, !p.b.trans, n0, k0)
-                                      : widen_block(outer_inner_b(p.b), bbase, n0, n1, k0, k1, bbuf);
+    const F32Block bb = shared_b.data
+                            ? sub_block(shared_b, !p.b.trans, n0, k0)
+                            : widen_block(outer_inner_b(p.b), bbase, n0, n1, k0, k1, bbuf);
     sgemm(p.a.trans, p.b.trans, mw, nw, k1 - k0, p.alpha, ab, bb, k0 == 0 ? p.beta : 1.0f, acc,
           ldacc);
   }
   if (p.c.dtype != DType::f32)
     for (int64_t i = 0; i < mw; ++i)
-      narrow_row_f32(acc + i * nw, p.c.dtype, const_cast<char*>(at(cbase, p.c.dtype, (m0 + i) * p.c.ld + n0)),
+      narrow_row_f32(acc + i * nw, p.c.dtype,
+                     const_cast<char*>(at(cbase, p.c.dtype, (m0 + i) * p.c.ld + n0)),
                      static_cast<size_t>(nw));
 }
 
@@ -214,8 +231,8 @@ GemmGrid gemm_grid(int64_t m, int64_t n, int64_t k, int64_t batch) {
   return {(dim + piece - 1) / piece, split_m, piece};
 }
 
-void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a,
-          const GemmOperand& b, float beta, const GemmOutput& c, int64_t batch) {
+void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a, const GemmOperand& b,
+          float beta, const GemmOutput& c, int64_t batch) {
   MIXPREC_CHECK(m >= 0 && n >= 0 && k >= 0 && batch >= 0, "gemm",
                 "negative size m=" + std::to_string(m) + " n=" + std::to_string(n) +
                     " k=" + std::to_string(k) + " batch=" + std::to_string(batch));
@@ -247,8 +264,8 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a,
   for (int64_t bi = 0; bi < batch; ++bi) {
     F32Block shared_a{}, shared_b{};
     if (!grid.split_m && a.dtype != DType::f32)
-      shared_a = widen_whole(a, at(a.data, a.dtype, bi * a.batch_stride), m, k,
-                             scratch_floats(3, m * k));
+      shared_a =
+          widen_whole(a, at(a.data, a.dtype, bi * a.batch_stride), m, k, scratch_floats(3, m * k));
     if (grid.split_m && b.dtype != DType::f32)
       shared_b = widen_whole(outer_inner_b(b), at(b.data, b.dtype, bi * b.batch_stride), n, k,
                              scratch_floats(4, n * k));

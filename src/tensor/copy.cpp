@@ -4,12 +4,12 @@
 #include <cstring>
 #include <limits>
 
+#include "mixprec/autograd/grad_mode.h"
+#include "mixprec/autograd/record_tensor_ops.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 #include "mixprec/tensor/tensor.h"
-#include "mixprec/autograd/grad_mode.h"
-#include "mixprec/autograd/record_tensor_ops.h"
 
 namespace mixprec {
 namespace {
@@ -128,6 +128,7 @@ void convert_via_f64(DType src_dtype, const void* src, DType dst_dtype, void* ds
 
 void convert_buffer(DType src_dtype, const void* src, DType dst_dtype, void* dst, std::size_t n,
                     const ConvertOptions& opts) {
+  if (n == 0) return;  // empty tensors may have null data
   if (src_dtype == dst_dtype) {
     if (src != dst) std::memcpy(dst, src, n * dtype_size(src_dtype));
     return;

@@ -65,6 +65,10 @@ bool Tensor::shares_storage_with(const Tensor& other) const {
   return defined() && other.defined() && storage() == other.storage();
 }
 
+bool Tensor::is_sole_owner() const {
+  return impl_ && impl_.use_count() == 1 && storage().use_count() == 1;
+}
+
 void* Tensor::raw_data() const {
   MIXPREC_CHECK(!is_meta(), "Tensor::data", "a meta tensor has no data");
   return static_cast<char*>(storage()->data()) + offset() * static_cast<int64_t>(element_size());
@@ -170,11 +174,13 @@ Tensor Tensor::as_strided(Shape shape, Shape strides, int64_t offset) const {
   int64_t last = start;
   bool empty = false;
   for (size_t i = 0; i < shape.size(); ++i) {
-    MIXPREC_CHECK(shape[i] >= 0 && strides[i] >= 0, "Tensor::as_strided",
-                  "negative size or stride in " + shape_to_string(shape) + " / " +
-                      shape_to_string(strides));
-    if (shape[i] == 0) empty = true;
-    else last += (shape[i] - 1) * strides[i];
+    MIXPREC_CHECK(
+        shape[i] >= 0 && strides[i] >= 0, "Tensor::as_strided",
+        "negative size or stride in " + shape_to_string(shape) + " / " + shape_to_string(strides));
+    if (shape[i] == 0)
+      empty = true;
+    else
+      last += (shape[i] - 1) * strides[i];
   }
   const int64_t capacity = static_cast<int64_t>(storage()->nbytes() / element_size());
   MIXPREC_CHECK(empty || (start >= 0 && (is_meta() || last < capacity)), "Tensor::as_strided",

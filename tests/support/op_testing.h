@@ -71,17 +71,18 @@ inline void expect_close(const Tensor& a, const Tensor& b, double atol, double r
       worst = i;
     }
   }
-  if (!x.empty())
+  if (!x.empty()) {
     EXPECT_LE(worst_excess, 0.0) << what << ": element " << worst << " got " << x[worst]
                                  << " expected " << y[worst] << " (atol " << atol << ", rtol "
                                  << rtol << ")";
+  }
 }
 
 // f64 gradient check of fn at `inputs` (f64 tensors; those with requires_grad are checked):
 // analytic d<out, R>/dx from backward(R) vs central differences, R a fixed random tensor.
 inline void expect_gradcheck(const std::function<Tensor(const std::vector<Tensor>&)>& fn,
-                             std::vector<Tensor> inputs, const std::string& what,
-                             double eps = 1e-6, double atol = 1e-7, double rtol = 1e-5) {
+                             std::vector<Tensor> inputs, const std::string& what, double eps = 1e-6,
+                             double atol = 1e-7, double rtol = 1e-5) {
   for (Tensor& t : inputs) {
     if (t.requires_grad()) {
       ASSERT_EQ(t.dtype(), DType::f64) << what << ": gradcheck needs f64 inputs";

@@ -30,14 +30,14 @@ struct GemmOutput {
 };
 
 // beta == 0 never reads C (NaN there is ignored).
-void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a,
-          const GemmOperand& b, float beta, const GemmOutput& c, int64_t batch = 1);
+void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a, const GemmOperand& b,
+          float beta, const GemmOutput& c, int64_t batch = 1);
 
 // How the work is split; exposed for tests and benchmarks.
 struct GemmGrid {
   int64_t pieces;  // C split into this many row (split_m) or column blocks
   bool split_m;
-  int64_t piece;   // rows or columns per piece (multiple of 16 but the last)
+  int64_t piece;  // rows or columns per piece (multiple of 16 but the last)
 };
 GemmGrid gemm_grid(int64_t m, int64_t n, int64_t k, int64_t batch);
 

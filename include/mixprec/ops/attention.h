@@ -8,12 +8,17 @@
 namespace mixprec {
 
 // q, k, v [B, H, T, Dh] -> [B, H, T, Dh]: softmax(q·kᵀ·scale, causal mask) · v per head.
-// scale <= 0 means 1/sqrt(Dh). Saves only the output and one f32 log-sum-exp per row for
-// backward (no T×T tensor); backward recomputes the probabilities block by block.
+// scale <= 0 means 1/sqrt(Dh). Causal: query i attends to keys 0..i. q, k, v share one shape
+// and one dtype (f64, f32, bf16, f16; math in f32, f64 for f64; outputs rounded once).
+// Fused (flash-style): saves only q, k, v, the output (for bf16/f16 inputs its unrounded f32
+// value, so the gradients see one rounding, not several) and one f32 log-sum-exp per row
+// for backward (no T×T tensor); backward recomputes the probabilities block by block.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = true, double scale = 0.0);
 // Rotate-half RoPE (GPT-NeoX / LLaMA): x [B, H, T, Dh] (Dh even), positions
-// position_offset .. position_offset+T-1, inv_freq[i] = theta^(-2i/Dh); angles in f64.
+// position_offset .. position_offset+T-1 (offset >= 0), inv_freq[i] = theta^(-2i/Dh):
+//   out[i] = x[i]·cos - x[i+Dh/2]·sin,  out[i+Dh/2] = x[i+Dh/2]·cos + x[i]·sin  (i < Dh/2).
+// Angles and cos/sin in f64, applied in f32 (f64 for f64); backward is the inverse rotation.
 Tensor rope(const Tensor& x, double theta = 10000.0, int64_t position_offset = 0);
 
 }  // namespace mixprec

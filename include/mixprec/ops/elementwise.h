@@ -1,6 +1,9 @@
 // Elementwise arithmetic with NumPy broadcasting (shapes aligned at the trailing dims). The
-// result dtype is promote(a, b) (mixprec/numerics/dtype.h); each element is computed in f32
-// (f64 for f64) and rounded once. Gradients of broadcast inputs are summed back to their shape.
+// result dtype is promote(a, b) (mixprec/numerics/dtype.h), which must be f64, f32, bf16 or
+// f16 (integer operands join as that dtype; integer-only or FP8-only arithmetic is an
+// Error); each element is computed in f32 (f64 for f64) and rounded once. Gradients come
+// back in each input's dtype and shape: a broadcast input's gradient terms are formed in f32
+// and summed with f32 accumulation (sum_to_shape) before one rounding.
 #pragma once
 
 #include "mixprec/tensor/tensor.h"
@@ -11,7 +14,9 @@ Tensor add(const Tensor& a, const Tensor& b);
 Tensor sub(const Tensor& a, const Tensor& b);
 Tensor mul(const Tensor& a, const Tensor& b);
 Tensor div(const Tensor& a, const Tensor& b);
-// x * s, s taken as f32 (f64 for f64 tensors).
+// x * s, s taken as f32 (f64 for f64 tensors), x floating. Unlike PyTorch, which rounds a
+// Python scalar to the tensor's dtype first (bf16 x * 0.37 multiplies by 0.369140625), a
+// bf16/f16 x is multiplied by the f32 value of s and the product rounded once.
 Tensor scale(const Tensor& x, double s);
 
 // The shape a and b broadcast to; throws naming both shapes when they do not.

@@ -1,4 +1,7 @@
 // Normalisation over the last dim, statistics in f32 (f64 for f64) whatever the storage.
+// Backward reuses the per-row mean/rstd saved by the forward pass; x's gradient has x's
+// dtype, weight and bias gradients are f32 sums over rows (fixed order, whatever the thread
+// count) rounded once into the weight's dtype.
 #pragma once
 
 #include "mixprec/tensor/tensor.h"

@@ -95,6 +95,8 @@ class Tensor {
   std::size_t nbytes() const { return static_cast<std::size_t>(numel()) * element_size(); }
   bool is_contiguous() const;
   bool shares_storage_with(const Tensor& other) const;
+  // No other handle, view or tensor uses this tensor's storage.
+  bool is_sole_owner() const;
   const std::shared_ptr<Storage>& storage() const { return impl().storage; }
 
   // Pointer to element 0 (after offset); throws on meta tensors or a dtype mismatch.
@@ -133,11 +135,11 @@ class Tensor {
   // Leaves only: gradients reaching this tensor accumulate in `grad_dtype` (f32 by default,
   // so bf16/f16 activations still give f32 weight gradients).
   Tensor& set_requires_grad(bool enabled = true, DType grad_dtype = DType::f32);
-  bool is_leaf() const;                  // no grad_fn: made by the user, not by an op
-  Tensor grad() const;                   // undefined until a backward reached this leaf
-  void set_grad(const Tensor& grad);     // replaces .grad (undefined clears it)
+  bool is_leaf() const;               // no grad_fn: made by the user, not by an op
+  Tensor grad() const;                // undefined until a backward reached this leaf
+  void set_grad(const Tensor& grad);  // replaces .grad (undefined clears it)
   std::shared_ptr<Node> grad_fn() const;
-  Tensor detach() const;                 // same storage and geometry, no history
+  Tensor detach() const;  // same storage and geometry, no history
   // Reverse pass from this tensor; `grad` defaults to 1 for a one-element tensor.
   void backward(const Tensor& grad = {}, bool retain_graph = false) const;
   // Internal: the autograd state (null when none), created on demand by the mutable form.

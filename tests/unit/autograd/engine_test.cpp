@@ -33,7 +33,8 @@ class WeightedSum final : public Node {
   Tensor w_;
 };
 
-Tensor weighted_sum(const Tensor& x, const Tensor& w, std::shared_ptr<WeightedSum>* node_out = nullptr) {
+Tensor weighted_sum(const Tensor& x, const Tensor& w,
+                    std::shared_ptr<WeightedSum>* node_out = nullptr) {
   const std::vector<double> a = x.to_doubles(), b = w.to_doubles();
   double s = 0;
   for (size_t i = 0; i < a.size(); ++i) s += a[i] * b[i];
@@ -117,6 +118,16 @@ TEST(Autograd, LowPrecisionPathsGiveF32LeafGradients) {
   EXPECT_EQ(y.grad().dtype(), DType::f64);
 }
 
+TEST(Autograd, LeafGradientNeverAliasesTheCallersTensor) {
+  Tensor x = iota({3}).set_requires_grad();
+  Tensor g = Tensor::full({3}, 2.0);
+  x.backward(g);  // a leaf as the root: its gradient is the caller's tensor, so it is copied
+  x.backward(g);
+  EXPECT_EQ(x.grad().to_doubles(), (std::vector<double>{4, 4, 4}));
+  EXPECT_EQ(g.to_doubles(), (std::vector<double>{2, 2, 2}));
+  EXPECT_FALSE(x.grad().shares_storage_with(g));
+}
+
 TEST(Autograd, SavedTensorsFreedAfterBackwardUnlessRetained) {
   Tensor x = iota({3}).set_requires_grad();
   std::shared_ptr<WeightedSum> node;
@@ -133,9 +144,7 @@ TEST(Autograd, NoGradGuardRecordsNothingAndNests) {
   Tensor x = iota({3}).set_requires_grad();
   {
     NoGradGuard outer;
-    {
-      NoGradGuard inner;
-    }
+    { NoGradGuard inner; }
     EXPECT_FALSE(GradMode::is_enabled());
     Tensor v = x.view({3, 1});
     EXPECT_FALSE(v.requires_grad());

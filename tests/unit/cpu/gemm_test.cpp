@@ -28,8 +28,7 @@ Tensor random_matrix(int64_t batch, int64_t rows, int64_t cols, int64_t pad, DTy
   return Tensor::uniform({batch, rows, cols + pad}, -1.0, 1.0, gen, dtype);
 }
 
-double at(const std::vector<double>& v, int64_t b, int64_t r, int64_t c, int64_t rows,
-          int64_t ld) {
+double at(const std::vector<double>& v, int64_t b, int64_t r, int64_t c, int64_t rows, int64_t ld) {
   return v[static_cast<size_t>(b * rows * ld + r * ld + c)];
 }
 
@@ -46,8 +45,10 @@ void run_case(const Case& c, DType ab, DType cd) {
        c.batch);
   const std::vector<double> got = C.to_doubles();
   // f32 accumulation of k products of values in [-1, 1], then one rounding into C.
-  const double unit = cd == DType::f64 ? 0x1p-52 : cd == DType::f32 ? 0x1p-23
-                      : cd == DType::bf16 ? 0x1p-8 : 0x1p-11;
+  const double unit = cd == DType::f64    ? 0x1p-52
+                      : cd == DType::f32  ? 0x1p-23
+                      : cd == DType::bf16 ? 0x1p-8
+                                          : 0x1p-11;
   const double accum = ab == DType::f64 ? 0x1p-50 : 0x1p-22;
   for (int64_t bi = 0; bi < c.batch; ++bi)
     for (int64_t i = 0; i < c.m; ++i)
@@ -77,10 +78,14 @@ void run_case(const Case& c, DType ab, DType cd) {
 
 TEST(Gemm, MatchesNaiveF64ForEveryDtypeTransposeAndScale) {
   const std::vector<Case> cases = {
-      {1, 1, 1, 1, false, false, 1.0f, 0.0f, 0},     {7, 5, 3, 1, false, false, 1.0f, 0.0f, 0},
-      {7, 5, 300, 1, true, false, 0.5f, 0.0f, 2},    {33, 17, 513, 2, false, true, 1.0f, 1.0f, 1},
-      {64, 300, 40, 3, true, true, -2.0f, 0.5f, 3},  {200, 96, 260, 1, false, false, 1.0f, 2.0f, 0},
-      {5, 6, 0, 2, false, false, 1.0f, 3.0f, 0},     {300, 80, 520, 1, true, true, 1.0f, 0.0f, 0},
+      {1, 1, 1, 1, false, false, 1.0f, 0.0f, 0},
+      {7, 5, 3, 1, false, false, 1.0f, 0.0f, 0},
+      {7, 5, 300, 1, true, false, 0.5f, 0.0f, 2},
+      {33, 17, 513, 2, false, true, 1.0f, 1.0f, 1},
+      {64, 300, 40, 3, true, true, -2.0f, 0.5f, 3},
+      {200, 96, 260, 1, false, false, 1.0f, 2.0f, 0},
+      {5, 6, 0, 2, false, false, 1.0f, 3.0f, 0},
+      {300, 80, 520, 1, true, true, 1.0f, 0.0f, 0},
       {96, 260, 300, 1, false, true, 1.0f, -1.0f, 5},
   };
   const std::vector<std::pair<DType, DType>> dtypes = {
@@ -95,12 +100,13 @@ TEST(Gemm, LargeSplitShapesMatchNaive) {
   // Large enough that the grid splits C (by rows, then by columns).
   ASSERT_GT(gemm_grid(512, 128, 256, 1).pieces, 1);
   ASSERT_FALSE(gemm_grid(64, 600, 300, 1).split_m);
-  for (auto [ab, cd] : std::vector<std::pair<DType, DType>>{{DType::bf16, DType::bf16},
-                                                            {DType::f32, DType::f32},
-                                                            {DType::f16, DType::f32}}) {
+  for (auto [ab, cd] : std::vector<std::pair<DType, DType>>{
+           {DType::bf16, DType::bf16}, {DType::f32, DType::f32}, {DType::f16, DType::f32}}) {
     run_case({512, 128, 256, 1, false, true, 1.0f, 0.0f, 0}, ab, cd);
     run_case({64, 600, 300, 1, true, false, 1.0f, 1.0f, 0}, ab, cd);
   }
+  // A narrow C whose f32 accumulator would exceed the tile bound is computed in sub-tiles.
+  run_case({2100, 1100, 16, 1, false, true, 1.0f, 0.5f, 0}, DType::bf16, DType::bf16);
 }
 
 TEST(Gemm, BetaZeroIgnoresNaNInC) {

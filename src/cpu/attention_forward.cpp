@@ -1,0 +1,116 @@
+// Attention forward: per (head, chunk of query rows), keys/values widened once, then for each
+// block of query rows the key blocks in order: S = Q·Kᵀ (GEMM), online softmax (running max m
+// and sum l), O += P·V (GEMM). O / l is stored, and lse = m + log(l) kept for backward.
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+#include "mixprec/cpu/attention.h"
+#include "mixprec/cpu/gemm.h"
+#include "mixprec/parallel.h"
+#include "mixprec/tensor/dispatch.h"
+
+namespace mixprec::cpu {
+namespace {
+
+using attention_detail::acc_dtype;
+using attention_detail::scratch;
+using attention_detail::widened;
+
+constexpr int64_t kBr = 64;      // query rows per block
+constexpr int64_t kBc = 64;      // keys per block
+constexpr int64_t kChunk = 256;  // query rows per work item (K/V widened once per item)
+
+// One block of query rows [r0, r0 + rows) of one head against keys [0, kend).
+// q [rows, Dh], k/v [kend, Dh] (acc type); writes out [rows, Dh] (storage) and lse [rows].
+template <class T>
+void query_block(const acc_t<T>* q, const acc_t<T>* k, const acc_t<T>* v, int64_t r0, int64_t rows,
+                 int64_t kend, int64_t dh, bool causal, acc_t<T> scale, T* out, acc_t<T>* lse,
+                 acc_t<T>* out_acc) {
+  using A = acc_t<T>;
+  constexpr DType ad = acc_dtype<A>();
+  A* s = scratch<A>(2, kBr * kBc);  // scores, then probabilities [rows, kBc]
+  A* o = scratch<A>(3, kBr * dh);   // unnormalised output [rows, Dh]
+  A* m = scratch<A>(4, kBr);        // running max of scaled scores [rows]
+  A* l = scratch<A>(5, kBr);        // running sum of exp(score - m) [rows]
+  std::fill(o, o + rows * dh, A(0));
+  std::fill(m, m + rows, -std::numeric_limits<A>::infinity());
+  std::fill(l, l + rows, A(0));
+  for (int64_t c0 = 0; c0 < kend; c0 += kBc) {
+    const int64_t cols = std::min(kBc, kend - c0);
+    gemm(rows, cols, dh, 1.0f, {ad, q, dh}, {ad, k + c0 * dh, dh, true}, 0.0f, {ad, s, kBc});
+    for (int64_t r = 0; r < rows; ++r) {
+      A* sr = s + r * kBc;
+      // Causal: query r0 + r sees keys up to itself.
+      const int64_t valid = causal ? std::clamp<int64_t>(r0 + r + 1 - c0, 0, cols) : cols;
+      std::fill(sr + valid, sr + cols, A(0));
+      if (valid == 0) continue;
+      const A m_new = std::max(m[r], row_max(sr, valid) * scale);
+      const A correction = std::exp(m[r] - m_new);  // 0 on the first block (m = -inf)
+      l[r] = l[r] * correction + exp_scaled_sum(sr, scale, m_new, valid);
+      m[r] = m_new;
+      if (correction != A(1)) {
+        A* orow = o + r * dh;
+        for (int64_t d = 0; d < dh; ++d) orow[d] *= correction;
+      }
+    }
+    gemm(rows, dh, cols, 1.0f, {ad, s, kBc}, {ad, v + c0 * dh, dh}, 1.0f, {ad, o, dh});
+  }
+  for (int64_t r = 0; r < rows; ++r) {
+    A* orow = o + r * dh;
+    for (int64_t d = 0; d < dh; ++d) orow[d] /= l[r];
+    lse[r] = m[r] + std::log(l[r]);
+  }
+  store_row(o, out, rows * dh);
+  if (out_acc) std::copy(o, o + rows * dh, out_acc);
+}
+
+template <class T>
+void forward(const T* q, const T* k, const T* v, T* out, acc_t<T>* lse, acc_t<T>* out_acc,
+             int64_t heads, int64_t t, int64_t dh, bool causal, acc_t<T> scale) {
+  const int64_t chunks = (t + kChunk - 1) / kChunk;
+  // Items are independent (each writes its own rows), so the grain only keeps tiny problems
+  // out of a parallel region: about 2^20 multiply-adds per chunk at least.
+  const int64_t item_work = std::min(t, kChunk) * t * std::max<int64_t>(dh, 1) * 2;
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(item_work, 1));
+  parallel_for(heads * chunks, grain, [&](int64_t w0, int64_t w1) {
+    for (int64_t w = w0; w < w1; ++w) {
+      const int64_t h = w / chunks, q0 = (w % chunks) * kChunk, q1 = std::min(t, q0 + kChunk);
+      const int64_t kend = causal ? q1 : t;  // keys any row of the chunk sees
+      const int64_t base = h * t * dh;
+      const acc_t<T>* kh = widened(k + base, kend * dh, 0);  // [kend, Dh]
+      const acc_t<T>* vh = widened(v + base, kend * dh, 1);  // [kend, Dh]
+      for (int64_t r0 = q0; r0 < q1; r0 += kBr) {
+        const int64_t rows = std::min(kBr, q1 - r0);
+        const acc_t<T>* qb = widened(q + base + r0 * dh, rows * dh, 6);  // [rows, Dh]
+        query_block<T>(qb, kh, vh, r0, rows, causal ? r0 + rows : t, dh, causal, scale,
+                       out + base + r0 * dh, lse + h * t + r0,
+                       out_acc ? out_acc + base + r0 * dh : nullptr);
+      }
+    }
+  });
+}
+
+}  // namespace
+
+AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                                   double scale, bool keep_acc_out) {
+  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), dh = q.size(3);
+  AttentionForward r;
+  r.out = Tensor::empty(q.shape(), q.dtype());
+  r.lse = Tensor::empty({b, h, t}, q.dtype() == DType::f64 ? DType::f64 : DType::f32);
+  if (r.out.numel() == 0) {  // nothing to attend to or with (T or Dh is 0)
+    r.lse = Tensor::zeros({b, h, t}, r.lse.dtype());
+    return r;
+  }
+  const bool narrow = q.dtype() == DType::bf16 || q.dtype() == DType::f16;
+  if (keep_acc_out && narrow) r.out_acc = Tensor::empty(q.shape(), DType::f32);
+  dispatch_compute(q.dtype(), "scaled_dot_product_attention", [&]<class T>() {
+    acc_t<T>* acc = r.out_acc.defined() ? r.out_acc.data<acc_t<T>>() : nullptr;
+    forward<T>(q.data<T>(), k.data<T>(), v.data<T>(), r.out.data<T>(), r.lse.data<acc_t<T>>(), acc,
+               b * h, t, dh, causal, static_cast<acc_t<T>>(scale));
+  });
+  return r;
+}
+
+}  // namespace mixprec::cpu

@@ -1,0 +1,70 @@
+// Row kernels on f32 (or f64) buffers, shared by the softmax, cross-entropy, normalisation and
+// embedding kernels: those load a row of any storage dtype into a buffer, call one of these
+// for the math, and store the row back. Written once over a SIMD vector type
+// (softmax_row_impl.h) and compiled per ISA; row_ops<S>() picks the best for this CPU.
+// Every reduction sums in a fixed lane order that depends only on n, so results never depend
+// on the thread count (they may differ in the last bits between ISAs).
+#pragma once
+
+#include <cstdint>
+
+namespace mixprec::cpu {
+
+template <class S>
+struct RowOps {
+  S (*max)(const S* x, int64_t n);  // NaN elements are skipped
+  S (*sum)(const S* x, int64_t n);
+  S (*dot)(const S* a, const S* b, int64_t n);
+  // out[i] = exp(x[i] - shift) (out may be x); returns the sum of out.
+  S (*exp_shifted_sum)(const S* x, S shift, S* out, int64_t n);
+  // out[i] = exp(x[i]) (out may be x). f32: a polynomial, relative error < 2^-23 on
+  // [-87, 88]; below -87.3 it returns 0 or a value under 2^-126, NaN stays NaN.
+  void (*exp)(const S* x, S* out, int64_t n);
+  void (*add)(S* out, const S* x, int64_t n);  // out += x
+
+  // v <- softmax(v) or log_softmax(v); sets the row max and log(sum(exp(v - max))) (what
+  // the backward pass needs besides the input).
+  void (*softmax)(S* v, int64_t n, S* max, S* log_sum);
+  void (*log_softmax)(S* v, int64_t n, S* max, S* log_sum);
+  // x <- dx from the input row x, its max and log_sum, and g = dy, with p = exp((x - max) -
+  // log_sum) recomputed in full precision: softmax dx = p * (g - <g, p>), log-softmax
+  // dx = g - p * sum(g).
+  void (*softmax_backward)(S* x, const S* g, int64_t n, S max, S log_sum);
+  void (*log_softmax_backward)(S* x, const S* g, int64_t n, S max, S log_sum);
+
+  // v <- (v - mean) * rstd * w + b, with mean = 0 unless `center`; w, b may be null.
+  // rstd = 1 / sqrt(mean((v - mean)^2) + eps).
+  void (*norm_forward)(S* v, const S* w, const S* b, int64_t n, S eps, bool center, S* mean,
+                       S* rstd);
+  // x, g: one row of the input and of dy; w may be null. Adds dy * xhat to dw and dy to db
+  // (either may be null); when need_dx, x <- dx = rstd * (g*w - mean(g*w) - xhat *
+  // mean(g*w * xhat)) (no mean(g*w) term unless `center`). g is clobbered.
+  void (*norm_backward)(S* x, S* g, const S* w, S mean, S rstd, int64_t n, bool center, S* dw,
+                        S* db, bool need_dx);
+
+  // Cross-entropy of one row of logits: sets the row max and log(sum(exp(v - max))) and
+  // returns (max - v[target]) + log_sum. v is left unchanged.
+  S (*ce_forward)(const S* v, int64_t n, int64_t target, S* max, S* log_sum);
+  // v <- (exp((v - max) - log_sum) - onehot(target)) * scale.
+  void (*ce_backward)(S* v, int64_t n, int64_t target, S max, S log_sum, S scale);
+};
+
+// The best row kernels for this CPU (f32: AVX-512, else AVX2+FMA, else portable).
+template <class S>
+const RowOps<S>& row_ops();
+template <>
+const RowOps<float>& row_ops<float>();
+template <>
+const RowOps<double>& row_ops<double>();
+
+// Each ISA's f32 kernels, for tests that compare them. `portable` is plain C++ vectors (SSE2
+// on x86-64); the others are compiled with target attributes and need CPU support.
+enum class RowIsa { portable, avx2, avx512 };
+bool row_isa_supported(RowIsa isa);
+const char* row_isa_name(RowIsa isa);
+const RowOps<float>& row_ops_f32(RowIsa isa);  // Error when unsupported
+// The builds in softmax_row_ops_avx2.cpp and softmax_row_ops_avx512.cpp.
+const RowOps<float>& avx2_row_ops_f32();
+const RowOps<float>& avx512_row_ops_f32();
+
+}  // namespace mixprec::cpu

@@ -1,0 +1,131 @@
+// gelu, gelu_tanh, silu, swiglu and dropout with their backward rules (kernels in
+// src/cpu/activation*.cpp). Activations save their input; dropout saves only (p, seed,
+// stream) and regenerates its mask.
+#include "mixprec/ops/activation.h"
+
+#include <string>
+
+#include "mixprec/autograd/function.h"
+#include "mixprec/cpu/activation.h"
+#include "mixprec/cpu/elementwise.h"
+
+namespace mixprec {
+namespace {
+
+class ActivationBackward final : public Node {
+ public:
+  ActivationBackward(cpu::Activation act, Tensor x) : act_(act), x_(std::move(x)) {}
+  const char* name() const override {
+    switch (act_) {
+      case cpu::Activation::gelu:
+        return "GeluBackward";
+      case cpu::Activation::gelu_tanh:
+        return "GeluTanhBackward";
+      case cpu::Activation::silu:
+        return "SiluBackward";
+    }
+    return "ActivationBackward";
+  }
+  void release_saved() override { x_ = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor()};
+    return {cpu::activation_backward(act_, x_, grads[0])};
+  }
+
+ private:
+  cpu::Activation act_;
+  Tensor x_;  // detached input
+};
+
+Tensor activation(cpu::Activation act, const char* name, const Tensor& x) {
+  cpu::check_floating(name, x, "input");
+  cpu::check_compute_dtype(name, x.dtype());
+  const Tensor xd = x.detach();
+  Tensor y = cpu::activation_forward(act, xd);
+  if (any_requires_grad({&x})) {
+    auto node = std::make_shared<ActivationBackward>(act, xd);
+    connect(*node, {x});
+    set_history(y, node);
+  }
+  return y;
+}
+
+class SwigluBackward final : public Node {
+ public:
+  SwigluBackward(Tensor gate, Tensor up) : gate_(std::move(gate)), up_(std::move(up)) {}
+  const char* name() const override { return "SwigluBackward"; }
+  void release_saved() override { gate_ = up_ = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor(), Tensor()};
+    const auto& edges = next_edges();
+    auto [dgate, dup] = cpu::swiglu_backward(gate_, up_, grads[0], edges[0].node != nullptr,
+                                             edges[1].node != nullptr);
+    return {dgate, dup};
+  }
+
+ private:
+  Tensor gate_, up_;  // detached inputs
+};
+
+class DropoutBackward final : public Node {
+ public:
+  DropoutBackward(double p, uint64_t seed, uint64_t stream, DType x_dtype)
+      : p_(p), seed_(seed), stream_(stream), x_dtype_(x_dtype) {}
+  const char* name() const override { return "DropoutBackward"; }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor()};
+    return {cpu::dropout_backward(grads[0], p_, seed_, stream_, x_dtype_)};
+  }
+
+ private:
+  double p_;
+  uint64_t seed_, stream_;
+  DType x_dtype_;
+};
+
+}  // namespace
+
+Tensor gelu(const Tensor& x) {
+  return activation(cpu::Activation::gelu, "gelu", x);
+}
+Tensor gelu_tanh(const Tensor& x) {
+  return activation(cpu::Activation::gelu_tanh, "gelu_tanh", x);
+}
+Tensor silu(const Tensor& x) {
+  return activation(cpu::Activation::silu, "silu", x);
+}
+
+Tensor swiglu(const Tensor& gate, const Tensor& up) {
+  cpu::check_floating("swiglu", gate, "gate");
+  cpu::check_floating("swiglu", up, "up");
+  MIXPREC_CHECK(gate.dtype() == up.dtype(), "swiglu",
+                std::string("gate and up must share a dtype, got ") + dtype_name(gate.dtype()) +
+                    " and " + dtype_name(up.dtype()) + " (cast one, or use autocast)");
+  MIXPREC_CHECK(gate.shape() == up.shape(), "swiglu",
+                "gate " + shape_to_string(gate.shape()) + " and up " + shape_to_string(up.shape()) +
+                    " must have the same shape");
+  const Tensor gd = gate.detach(), ud = up.detach();
+  Tensor y = cpu::swiglu_forward(gd, ud);
+  if (any_requires_grad({&gate, &up})) {
+    auto node = std::make_shared<SwigluBackward>(gd, ud);
+    connect(*node, {gate, up});
+    set_history(y, node);
+  }
+  return y;
+}
+
+Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream) {
+  MIXPREC_CHECK(p >= 0.0 && p < 1.0, "dropout", "p must be in [0, 1), got " + std::to_string(p));
+  cpu::check_floating("dropout", x, "input");
+  cpu::check_compute_dtype("dropout", x.dtype());
+  if (p == 0.0) return x;
+  Tensor y = cpu::dropout_forward(x.detach(), p, seed, stream);
+  if (any_requires_grad({&x})) {
+    auto node = std::make_shared<DropoutBackward>(p, seed, stream, x.dtype());
+    connect(*node, {x});
+    set_history(y, node);
+  }
+  return y;
+}
+
+}  // namespace mixprec

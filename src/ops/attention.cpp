@@ -1,0 +1,125 @@
+// scaled_dot_product_attention and rope: input checks and autograd wiring around the fused
+// kernels in cpu/attention.h and cpu/rope.h.
+#include "mixprec/ops/attention.h"
+
+#include <cmath>
+#include <string>
+
+#include "mixprec/autograd/function.h"
+#include "mixprec/cpu/attention.h"
+#include "mixprec/cpu/rope.h"
+
+namespace mixprec {
+namespace {
+
+constexpr const char* kSdpa = "scaled_dot_product_attention";
+
+bool is_compute_float(DType t) {
+  return t == DType::f64 || t == DType::f32 || t == DType::bf16 || t == DType::f16;
+}
+
+// A gradient in the kernel's terms: the input dtype, or f32 beside f32/bf16/f16 inputs.
+Tensor as_kernel_grad(const Tensor& g, DType input_dtype) {
+  if (g.dtype() == input_dtype) return g.contiguous();
+  return g.to(input_dtype == DType::f64 ? DType::f64 : DType::f32).contiguous();
+}
+
+class AttentionBackward final : public Node {
+ public:
+  AttentionBackward(Tensor q, Tensor k, Tensor v, Tensor out, Tensor lse, bool causal, double scale)
+      : q_(std::move(q)),
+        k_(std::move(k)),
+        v_(std::move(v)),
+        out_(std::move(out)),
+        lse_(std::move(lse)),
+        causal_(causal),
+        scale_(scale) {}
+  const char* name() const override { return "AttentionBackward"; }
+  void release_saved() override { q_ = k_ = v_ = out_ = lse_ = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
+    const Tensor g = as_kernel_grad(grads[0], q_.dtype());
+    cpu::AttentionGrads r = cpu::attention_backward(q_, k_, v_, out_, lse_, g, causal_, scale_);
+    return {r.dq, r.dk, r.dv};
+  }
+
+ private:
+  Tensor q_, k_, v_, out_, lse_;
+  bool causal_;
+  double scale_;
+};
+
+class RopeBackward final : public Node {
+ public:
+  RopeBackward(DType dtype, double theta, int64_t offset)
+      : dtype_(dtype), theta_(theta), offset_(offset) {}
+  const char* name() const override { return "RopeBackward"; }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor()};
+    // The transpose of a rotation is the rotation by minus the angle.
+    return {cpu::rope_rotate(as_kernel_grad(grads[0], dtype_), theta_, offset_, true, dtype_)};
+  }
+
+ private:
+  DType dtype_;
+  double theta_;
+  int64_t offset_;
+};
+
+}  // namespace
+
+Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
+                                    double scale) {
+  MIXPREC_CHECK(q.defined() && k.defined() && v.defined(), kSdpa, "undefined input");
+  MIXPREC_CHECK(q.ndim() == 4, kSdpa,
+                "expects q, k, v [B, H, T, Dh], got q " + shape_to_string(q.shape()));
+  MIXPREC_CHECK(k.shape() == q.shape() && v.shape() == q.shape(), kSdpa,
+                "q, k, v must share one shape [B, H, T, Dh], got q " + shape_to_string(q.shape()) +
+                    ", k " + shape_to_string(k.shape()) + ", v " + shape_to_string(v.shape()));
+  MIXPREC_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), kSdpa,
+                std::string("q, k, v must share a dtype, got ") + dtype_name(q.dtype()) + ", " +
+                    dtype_name(k.dtype()) + ", " + dtype_name(v.dtype()) +
+                    " (cast, or use autocast)");
+  MIXPREC_CHECK(
+      is_compute_float(q.dtype()), kSdpa,
+      std::string("unsupported dtype ") + dtype_name(q.dtype()) + "; use f64, f32, bf16 or f16");
+  MIXPREC_CHECK(!q.is_meta() && !k.is_meta() && !v.is_meta(), kSdpa, "meta tensors have no data");
+  MIXPREC_CHECK(std::isfinite(scale), kSdpa, "scale must be finite, got " + std::to_string(scale));
+  const int64_t dh = q.size(3);
+  if (scale <= 0.0) scale = dh > 0 ? 1.0 / std::sqrt(static_cast<double>(dh)) : 1.0;
+  const Tensor qc = q.detach().contiguous(), kc = k.detach().contiguous(),
+               vc = v.detach().contiguous();
+  const bool needs_grad = any_requires_grad({&q, &k, &v});
+  cpu::AttentionForward f = cpu::attention_forward(qc, kc, vc, causal, scale, needs_grad);
+  Tensor out = f.out;
+  if (needs_grad) {
+    const Tensor saved_out = f.out_acc.defined() ? f.out_acc : out.detach();
+    auto node = std::make_shared<AttentionBackward>(qc, kc, vc, saved_out, f.lse, causal, scale);
+    connect(*node, {q, k, v});
+    set_history(out, node);
+  }
+  return out;
+}
+
+Tensor rope(const Tensor& x, double theta, int64_t position_offset) {
+  MIXPREC_CHECK(x.defined(), "rope", "undefined input");
+  MIXPREC_CHECK(x.ndim() == 4 && x.size(3) % 2 == 0, "rope",
+                "expects x [B, H, T, Dh] with Dh even, got " + shape_to_string(x.shape()));
+  MIXPREC_CHECK(
+      is_compute_float(x.dtype()), "rope",
+      std::string("unsupported dtype ") + dtype_name(x.dtype()) + "; use f64, f32, bf16 or f16");
+  MIXPREC_CHECK(!x.is_meta(), "rope", "meta tensors have no data");
+  MIXPREC_CHECK(std::isfinite(theta) && theta > 0.0, "rope",
+                "theta must be positive and finite, got " + std::to_string(theta));
+  MIXPREC_CHECK(position_offset >= 0, "rope",
+                "position_offset must be >= 0, got " + std::to_string(position_offset));
+  Tensor out = cpu::rope_rotate(x.detach().contiguous(), theta, position_offset, false, x.dtype());
+  if (any_requires_grad({&x})) {
+    auto node = std::make_shared<RopeBackward>(x.dtype(), theta, position_offset);
+    connect(*node, {x});
+    set_history(out, node);
+  }
+  return out;
+}
+
+}  // namespace mixprec

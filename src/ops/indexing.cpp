@@ -1,0 +1,360 @@
+// topk, gather, scatter_add, index_add and concat with their backward rules.
+#include "mixprec/ops/indexing.h"
+
+#include "mixprec/autograd/function.h"
+#include "mixprec/cpu/indexing.h"
+
+namespace mixprec {
+namespace {
+
+DType acc_dtype(DType t) {
+  return cpu::reduce_acc_dtype(t);
+}
+
+void check_tensor(const Tensor& x, const char* op, const char* what) {
+  MIXPREC_CHECK(x.defined(), op, std::string(what) + " is undefined");
+  MIXPREC_CHECK(!x.is_meta(), op, std::string(what) + " is a meta tensor (no data)");
+}
+
+void check_float(const Tensor& x, const char* op, const char* what) {
+  check_tensor(x, op, what);
+  const DType d = x.dtype();
+  MIXPREC_CHECK(d == DType::f64 || d == DType::f32 || d == DType::bf16 || d == DType::f16, op,
+                std::string(what) + " has unsupported dtype " + dtype_name(d) +
+                    " (use f64, f32, bf16 or f16)");
+}
+
+void check_same_dtype(const Tensor& a, const Tensor& b, const char* op) {
+  MIXPREC_CHECK(a.dtype() == b.dtype(), op,
+                std::string("x and source must share a dtype, got ") + dtype_name(a.dtype()) +
+                    " and " + dtype_name(b.dtype()) + " (cast one, or use autocast)");
+}
+
+void check_index(const Tensor& index, const char* op) {
+  check_tensor(index, op, "index");
+  MIXPREC_CHECK(index.dtype() == DType::i32 || index.dtype() == DType::i64, op,
+                std::string("index must be i32 or i64, got ") + dtype_name(index.dtype()));
+}
+
+int checked_dim(const Tensor& x, int64_t dim, const char* op) {
+  MIXPREC_CHECK(x.ndim() >= 1, op, "needs a tensor of at least 1 dim, got a 0-d tensor");
+  return normalize_dim(dim, x.ndim(), op);
+}
+
+// gather / scatter_add: index has the rank of `other`; index.size(e) <= other.size(e) for
+// every dim e (but `dim` itself when skip_dim).
+void check_index_fits(const Tensor& index, const Tensor& other, int dim, bool skip_dim,
+                      const char* op, const char* what) {
+  bool ok = index.ndim() == other.ndim();
+  for (int e = 0; ok && e < index.ndim(); ++e)
+    ok = (skip_dim && e == dim) || index.size(e) <= other.size(e);
+  MIXPREC_CHECK(ok, op,
+                "index " + shape_to_string(index.shape()) + " does not fit " + what + " " +
+                    shape_to_string(other.shape()) + " (same rank; no index dim larger" +
+                    (skip_dim ? " except dim " + std::to_string(dim) : std::string()) + ")");
+}
+
+// A scatter of whole rows into a tensor without leading dims (the MoE combine: token rows
+// added by a broadcast row index) is an index_add. Its kernel (one pass: each output row
+// widened once, its sources added in index order, rounded once) gives the scatter kernel's
+// bits with fewer passes over memory. Returns the 1-d index then, else an undefined tensor.
+Tensor row_scatter_index(const cpu::IndexView& index, const Shape& x_shape, const Shape& src_shape,
+                         int dim) {
+  if (!index.rows || cpu::reduce_geometry(x_shape, dim).outer != 1 ||
+      cpu::reduce_geometry(index.shape, dim).outer != 1)
+    return {};
+  const auto tail = [&](const Shape& s) { return Shape(s.begin() + dim + 1, s.end()); };
+  if (tail(index.shape) != tail(x_shape) || tail(src_shape) != tail(x_shape)) return {};
+  return index.data.view({index.shape[static_cast<size_t>(dim)]});
+}
+
+// Gradient rounded into `dtype`, contiguous.
+Tensor grad_as(const Tensor& g, DType dtype) {
+  return g.to(dtype).contiguous();
+}
+
+// ---------------------------------------------------------------------------------------------
+
+class TopkBackward final : public Node {
+ public:
+  TopkBackward(Tensor indices, cpu::ReduceGeometry g, int64_t k, Shape x_shape, DType dtype)
+      : indices_(std::move(indices)), g_(g), k_(k), x_shape_(std::move(x_shape)), dtype_(dtype) {}
+  const char* name() const override { return "TopkBackward"; }
+  void release_saved() override { indices_ = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor()};
+    return {cpu::topk_backward(grads[0], indices_, g_, k_, dtype_).view(x_shape_)};
+  }
+
+ private:
+  Tensor indices_;  // i64 [outer, k, inner]
+  cpu::ReduceGeometry g_;
+  int64_t k_;
+  Shape x_shape_;
+  DType dtype_;
+};
+
+// gather's gradient: scatter_add of grad into zeros, in f32 (f64), rounded once.
+class GatherBackward final : public Node {
+ public:
+  GatherBackward(cpu::IndexView index, int dim, Shape x_shape, DType dtype)
+      : index_(std::move(index)), dim_(dim), x_shape_(std::move(x_shape)), dtype_(dtype) {}
+  const char* name() const override { return "GatherBackward"; }
+  void release_saved() override { index_.data = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor(), Tensor()};
+    // The saved index may share the caller's storage: recheck it before writing through it.
+    cpu::check_index_range(index_.data, x_shape_[static_cast<size_t>(dim_)], "gather backward");
+    const Shape& is = index_.shape;
+    if (const Tensor rows = row_scatter_index(index_, x_shape_, is, dim_); rows.defined()) {
+      // Accumulate in the gradient's dtype when it is x's, else in f32 (f64 if either is).
+      const DType g = grads[0].dtype();
+      const DType work = g == dtype_                               ? g
+                         : g == DType::f64 || dtype_ == DType::f64 ? DType::f64
+                                                                   : DType::f32;
+      const Tensor gx =
+          cpu::index_add(Tensor::zeros(x_shape_, work), cpu::reduce_geometry(x_shape_, dim_), rows,
+                         grads[0].to(work).contiguous(), 1.0);
+      return {gx.to(dtype_), Tensor()};
+    }
+    const Tensor acc = Tensor::zeros(x_shape_, acc_dtype(dtype_));
+    cpu::scatter_add_into(acc, cpu::index_placement(is, x_shape_, dim_), index_, dim_,
+                          grad_as(grads[0], acc.dtype()), cpu::index_placement(is, is, dim_));
+    return {acc.to(dtype_), Tensor()};
+  }
+
+ private:
+  cpu::IndexView index_;
+  int dim_;
+  Shape x_shape_;
+  DType dtype_;
+};
+
+// grad_x = grad; grad_src = grad gathered at the index (zeros where src lies beyond index).
+class ScatterAddBackward final : public Node {
+ public:
+  ScatterAddBackward(cpu::IndexView index, int dim, Shape x_shape, Shape src_shape, DType dtype)
+      : index_(std::move(index)),
+        dim_(dim),
+        x_shape_(std::move(x_shape)),
+        src_shape_(std::move(src_shape)),
+        dtype_(dtype) {}
+  const char* name() const override { return "ScatterAddBackward"; }
+  void release_saved() override { index_.data = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
+    const Tensor g = grad_as(grads[0], dtype_);
+    Tensor gsrc;
+    if (next_edges()[2].node) {
+      cpu::check_index_range(index_.data, x_shape_[static_cast<size_t>(dim_)],
+                             "scatter_add backward");
+      const Shape& is = index_.shape;
+      gsrc =
+          is == src_shape_ ? Tensor::empty(src_shape_, dtype_) : Tensor::zeros(src_shape_, dtype_);
+      cpu::gather_into(g, cpu::index_placement(is, x_shape_, dim_), index_, dim_, gsrc,
+                       cpu::index_placement(is, src_shape_, dim_));
+    }
+    return {g, Tensor(), gsrc};
+  }
+
+ private:
+  cpu::IndexView index_;
+  int dim_;
+  Shape x_shape_, src_shape_;
+  DType dtype_;
+};
+
+// grad_x = grad; grad_source = alpha * index_select(grad, dim, index).
+class IndexAddBackward final : public Node {
+ public:
+  IndexAddBackward(Tensor index, cpu::ReduceGeometry g, double alpha, Shape source_shape,
+                   DType dtype)
+      : index_(std::move(index)),
+        g_(g),
+        alpha_(alpha),
+        source_shape_(std::move(source_shape)),
+        dtype_(dtype) {}
+  const char* name() const override { return "IndexAddBackward"; }
+  void release_saved() override { index_ = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
+    Tensor gx, gsrc;
+    if (next_edges()[0].node) gx = grad_as(grads[0], dtype_);
+    if (next_edges()[2].node) {
+      cpu::check_index_range(index_, g_.n, "index_add backward");
+      gsrc = cpu::index_select_scaled(grads[0], g_, index_, alpha_, dtype_).view(source_shape_);
+    }
+    return {gx, Tensor(), gsrc};
+  }
+
+ private:
+  Tensor index_;  // contiguous 1-d
+  cpu::ReduceGeometry g_;
+  double alpha_;
+  Shape source_shape_;
+  DType dtype_;
+};
+
+// Each input's gradient is its slice of the output gradient.
+class ConcatBackward final : public Node {
+ public:
+  ConcatBackward(int dim, std::vector<int64_t> sizes, DType dtype)
+      : dim_(dim), sizes_(std::move(sizes)), dtype_(dtype) {}
+  const char* name() const override { return "ConcatBackward"; }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    std::vector<Tensor> out(sizes_.size());
+    if (!grads[0].defined()) return out;
+    int64_t at = 0;
+    for (size_t t = 0; t < sizes_.size(); ++t) {
+      if (next_edges()[t].node) out[t] = grad_as(grads[0].slice(dim_, at, at + sizes_[t]), dtype_);
+      at += sizes_[t];
+    }
+    return out;
+  }
+
+ private:
+  int dim_;
+  std::vector<int64_t> sizes_;
+  DType dtype_;
+};
+
+}  // namespace
+
+std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
+  check_float(x, "topk", "x");
+  const int d = checked_dim(x, dim, "topk");
+  const int64_t n = x.size(d);
+  MIXPREC_CHECK(k >= 0 && k <= n, "topk",
+                "k = " + std::to_string(k) + " is out of range [0, " + std::to_string(n) +
+                    "] for dim " + std::to_string(d) + " of " + shape_to_string(x.shape()));
+  const cpu::ReduceGeometry g = cpu::reduce_geometry(x.shape(), d);
+  auto [values, indices] = cpu::topk(x.detach().contiguous(), g, k, largest);
+  Shape shape = x.shape();
+  shape[static_cast<size_t>(d)] = k;
+  values = values.view(shape);
+  indices = indices.view(shape);
+  if (any_requires_grad({&x})) {
+    // A private copy: the caller may overwrite the returned indices before backward.
+    auto node = std::make_shared<TopkBackward>(indices.clone(), g, k, x.shape(), x.dtype());
+    connect(*node, {x});
+    set_history(values, node);
+  }
+  return {values, indices};
+}
+
+Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+  check_tensor(x, "gather", "x");
+  check_index(index, "gather");
+  const int d = checked_dim(x, dim, "gather");
+  check_index_fits(index, x, d, true, "gather", "x");
+  const Tensor xc = x.detach().contiguous();
+  const cpu::IndexView ic = cpu::index_view(index, d);
+  cpu::check_index_range(ic.data, x.size(d), "gather");
+  Tensor out = Tensor::empty(index.shape(), x.dtype());
+  const Shape& is = index.shape();
+  cpu::gather_into(xc, cpu::index_placement(is, x.shape(), d), ic, d, out,
+                   cpu::index_placement(is, is, d));
+  if (any_requires_grad({&x, &index})) {
+    check_float(x, "gather", "x");
+    auto node = std::make_shared<GatherBackward>(ic, d, x.shape(), x.dtype());
+    connect(*node, {x, index});
+    set_history(out, node);
+  }
+  return out;
+}
+
+Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+  check_float(x, "scatter_add", "x");
+  check_float(src, "scatter_add", "src");
+  check_same_dtype(x, src, "scatter_add");
+  check_index(index, "scatter_add");
+  const int d = checked_dim(x, dim, "scatter_add");
+  check_index_fits(index, x, d, true, "scatter_add", "x");
+  check_index_fits(index, src, d, false, "scatter_add", "src");
+  const cpu::IndexView ic = cpu::index_view(index, d);
+  cpu::check_index_range(ic.data, x.size(d), "scatter_add");
+  const DType acc_t = acc_dtype(x.dtype());
+  const Tensor xc = x.detach().contiguous();
+  const Shape& is = index.shape();
+  Tensor out;
+  if (const Tensor rows = row_scatter_index(ic, x.shape(), src.shape(), d); rows.defined()) {
+    const Tensor src_rows = src.detach().slice(d, 0, is[static_cast<size_t>(d)]).contiguous();
+    out = cpu::index_add(xc, cpu::reduce_geometry(x.shape(), d), rows, src_rows, 1.0);
+  } else {
+    const Tensor acc = xc.dtype() == acc_t ? xc.clone() : xc.to(acc_t);  // a fresh buffer
+    cpu::scatter_add_into(acc, cpu::index_placement(is, x.shape(), d), ic, d,
+                          src.detach().contiguous().to(acc_t).contiguous(),
+                          cpu::index_placement(is, src.shape(), d));
+    out = acc.to(x.dtype());
+  }
+  if (any_requires_grad({&x, &index, &src})) {
+    auto node = std::make_shared<ScatterAddBackward>(ic, d, x.shape(), src.shape(), x.dtype());
+    connect(*node, {x, index, src});
+    set_history(out, node);
+  }
+  return out;
+}
+
+Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+                 double alpha) {
+  check_float(x, "index_add", "x");
+  check_float(source, "index_add", "source");
+  check_same_dtype(x, source, "index_add");
+  check_index(index, "index_add");
+  const int d = checked_dim(x, dim, "index_add");
+  MIXPREC_CHECK(index.ndim() == 1, "index_add",
+                "index must be 1-d, got " + shape_to_string(index.shape()));
+  Shape expected = x.shape();
+  expected[static_cast<size_t>(d)] = index.numel();
+  MIXPREC_CHECK(source.shape() == expected, "index_add",
+                "source must be " + shape_to_string(expected) + " for x " +
+                    shape_to_string(x.shape()) + ", dim " + std::to_string(d) + " and " +
+                    std::to_string(index.numel()) + " indices; got " +
+                    shape_to_string(source.shape()));
+  const Tensor ic = index.detach().contiguous();
+  cpu::check_index_range(ic, x.size(d), "index_add");
+  const cpu::ReduceGeometry g = cpu::reduce_geometry(x.shape(), d);
+  Tensor out = cpu::index_add(x.detach().contiguous(), g, ic, source.detach().contiguous(), alpha);
+  if (any_requires_grad({&x, &index, &source})) {
+    auto node = std::make_shared<IndexAddBackward>(ic, g, alpha, source.shape(), x.dtype());
+    connect(*node, {x, index, source});
+    set_history(out, node);
+  }
+  return out;
+}
+
+Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
+  MIXPREC_CHECK(!tensors.empty(), "concat", "needs at least one tensor");
+  const Tensor& first = tensors[0];
+  check_tensor(first, "concat", "tensor 0");
+  const int d = checked_dim(first, dim, "concat");
+  Shape out_shape = first.shape();
+  out_shape[static_cast<size_t>(d)] = 0;
+  std::vector<int64_t> sizes;
+  std::vector<Tensor> parts;
+  for (size_t t = 0; t < tensors.size(); ++t) {
+    const Tensor& x = tensors[t];
+    const std::string what = "tensor " + std::to_string(t);
+    check_tensor(x, "concat", what.c_str());
+    MIXPREC_CHECK(x.dtype() == first.dtype(), "concat",
+                  what + " is " + dtype_name(x.dtype()) + ", tensor 0 is " +
+                      dtype_name(first.dtype()) + " (concat needs one dtype)");
+    bool ok = x.ndim() == first.ndim();
+    for (int e = 0; ok && e < x.ndim(); ++e) ok = e == d || x.size(e) == first.size(e);
+    MIXPREC_CHECK(ok, "concat",
+                  what + " " + shape_to_string(x.shape()) + " does not match tensor 0 " +
+                      shape_to_string(first.shape()) + " outside dim " + std::to_string(d));
+    sizes.push_back(x.size(d));
+    out_shape[static_cast<size_t>(d)] += x.size(d);
+    parts.push_back(x.detach().contiguous());
+  }
+  Tensor out = cpu::concat(parts, d, out_shape);
+  if (any_requires_grad(tensors)) {
+    auto node = std::make_shared<ConcatBackward>(d, std::move(sizes), first.dtype());
+    connect(*node, tensors);
+    set_history(out, node);
+  }
+  return out;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,202 @@
+// matmul, bmm and linear on top of cpu::gemm, with their backward rules.
+#include "mixprec/ops/linalg.h"
+
+#include <cstring>
+
+#include "mixprec/autograd/function.h"
+#include "mixprec/cpu/gemm.h"
+#include "mixprec/cpu/reduce_to_shape.h"
+
+namespace mixprec {
+namespace {
+
+DType acc_dtype(DType t) {
+  return t == DType::f64 ? DType::f64 : DType::f32;
+}
+
+void check_float_pair(const char* op, const Tensor& a, const Tensor& b) {
+  MIXPREC_CHECK(a.defined() && b.defined(), op, "undefined input");
+  MIXPREC_CHECK(a.dtype() == b.dtype(), op,
+                std::string("inputs must share a dtype, got ") + dtype_name(a.dtype()) + " and " +
+                    dtype_name(b.dtype()) + " (cast one, or use autocast)");
+  MIXPREC_CHECK(a.dtype() == DType::f64 || a.dtype() == DType::f32 || a.dtype() == DType::bf16 ||
+                    a.dtype() == DType::f16,
+                op, std::string("unsupported dtype ") + dtype_name(a.dtype()));
+  MIXPREC_CHECK(!a.is_meta() && !b.is_meta(), op, "meta tensors have no data");
+}
+
+// A gradient arriving in another dtype joins f64 math only as f64; f32/bf16/f16 mix freely.
+Tensor as_operand(const Tensor& g, DType op_dtype) {
+  const bool f64 = g.dtype() == DType::f64 || op_dtype == DType::f64;
+  return (f64 ? g.to(op_dtype) : g).contiguous();
+}
+
+// C [batch, m, n] (new, dtype `out`) = op(A) · op(B); A, B contiguous [batch, rows, cols].
+Tensor batched_product(const Tensor& a, bool ta, const Tensor& b, bool tb, int64_t batch, int64_t m,
+                       int64_t n, int64_t k, DType out) {
+  Tensor c = Tensor::empty({batch, m, n}, out);
+  const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
+  cpu::gemm(m, n, k, 1.0f, {a.dtype(), a.raw_data(), a_cols, ta, batch > 1 ? m * k : 0},
+            {b.dtype(), b.raw_data(), b_cols, tb, batch > 1 ? k * n : 0}, 0.0f,
+            {out, c.raw_data(), n, m * n}, batch);
+  return c;
+}
+
+// matmul with a 2-d b: a is treated as [rows, K].
+class MatmulBackward final : public Node {
+ public:
+  MatmulBackward(Tensor a, Tensor b, int64_t batch, int64_t m, int64_t k, int64_t n, bool b_batched)
+      : a_(std::move(a)),
+        b_(std::move(b)),
+        batch_(batch),
+        m_(m),
+        k_(k),
+        n_(n),
+        b_batched_(b_batched) {}
+  const char* name() const override { return "MatmulBackward"; }
+  void release_saved() override { a_ = b_ = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    const Tensor g = as_operand(grads[0], a_.dtype());
+    Tensor ga, gb;
+    const auto& edges = next_edges();
+    if (b_batched_) {
+      if (edges[0].node)  // dA[i] = dC[i] · B[i]ᵀ
+        ga = batched_product(g, false, b_, true, batch_, m_, k_, n_, a_.dtype());
+      if (edges[1].node)  // dB[i] = A[i]ᵀ · dC[i]
+        gb = batched_product(a_, true, g, false, batch_, k_, n_, m_, b_.dtype());
+    } else {
+      const int64_t rows = batch_ * m_;
+      if (edges[0].node) ga = batched_product(g, false, b_, true, 1, rows, k_, n_, a_.dtype());
+      if (edges[1].node) gb = batched_product(a_, true, g, false, 1, k_, n_, rows, b_.dtype());
+    }
+    return {ga.defined() ? ga.view(a_shape()) : ga, gb.defined() ? gb.view(b_.shape()) : gb};
+  }
+
+ private:
+  Shape a_shape() const { return a_.shape(); }
+  Tensor a_, b_;
+  int64_t batch_, m_, k_, n_;
+  bool b_batched_;
+};
+
+}  // namespace
+
+Tensor matmul(const Tensor& a, const Tensor& b) {
+  check_float_pair("matmul", a, b);
+  MIXPREC_CHECK(a.ndim() >= 2 && b.ndim() >= 2, "matmul",
+                "needs at least 2-d inputs, got " + shape_to_string(a.shape()) + " and " +
+                    shape_to_string(b.shape()));
+  const int64_t m = a.size(-2), k = a.size(-1), n = b.size(-1);
+  MIXPREC_CHECK(
+      b.size(-2) == k, "matmul",
+      "inner dims differ: " + shape_to_string(a.shape()) + " @ " + shape_to_string(b.shape()));
+  const bool b_batched = b.ndim() > 2;
+  if (b_batched)
+    MIXPREC_CHECK(b.ndim() == a.ndim() && Shape(a.shape().begin(), a.shape().end() - 2) ==
+                                              Shape(b.shape().begin(), b.shape().end() - 2),
+                  "matmul",
+                  "batched operands need equal leading dims: " + shape_to_string(a.shape()) +
+                      " @ " + shape_to_string(b.shape()));
+  const int64_t lead =
+      a.ndim() > 2 ? shape_numel(Shape(a.shape().begin(), a.shape().end() - 2)) : 1;
+  Tensor ac = a.detach().contiguous(), bc = b.detach().contiguous();
+  Tensor c = b_batched ? batched_product(ac, false, bc, false, lead, m, n, k, a.dtype())
+                       : batched_product(ac, false, bc, false, 1, lead * m, n, k, a.dtype());
+  Shape out_shape = a.shape();
+  out_shape.back() = n;
+  c = c.view(out_shape);
+  if (any_requires_grad({&a, &b})) {
+    auto node = std::make_shared<MatmulBackward>(ac, bc, lead, m, k, n, b_batched);
+    connect(*node, {a, b});
+    set_history(c, node);
+  }
+  return c;
+}
+
+Tensor bmm(const Tensor& a, const Tensor& b) {
+  check_float_pair("bmm", a, b);
+  MIXPREC_CHECK(a.ndim() == 3 && b.ndim() == 3 && a.size(0) == b.size(0) && a.size(2) == b.size(1),
+                "bmm",
+                "expects [B,M,K] @ [B,K,N], got " + shape_to_string(a.shape()) + " @ " +
+                    shape_to_string(b.shape()));
+  return matmul(a, b);
+}
+
+namespace {
+
+class LinearBackward final : public Node {
+ public:
+  LinearBackward(Tensor x2d, Tensor w, Shape x_shape, bool has_bias)
+      : x_(std::move(x2d)), w_(std::move(w)), x_shape_(std::move(x_shape)), has_bias_(has_bias) {}
+  const char* name() const override { return "LinearBackward"; }
+  void release_saved() override { x_ = w_ = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    const int64_t rows = x_.size(0), in = x_.size(1), out = w_.size(0);
+    const Tensor g = as_operand(grads[0], x_.dtype()).view({rows, out});
+    const auto& edges = next_edges();
+    Tensor gx, gw, gb;
+    // dX [rows, In] = dY [rows, Out] · W [Out, In]
+    if (edges[0].node)
+      gx = batched_product(g, false, w_, false, 1, rows, in, out, x_.dtype()).view(x_shape_);
+    // dW [Out, In] = dYᵀ · X, kept in f32: a weight gradient is never rounded to bf16/f16.
+    if (edges[1].node)
+      gw = batched_product(g, true, x_, false, 1, out, in, rows, acc_dtype(w_.dtype()))
+               .view({out, in});
+    // db [Out] = column sums of dY, f32 accumulation and result.
+    if (has_bias_ && edges[2].node) gb = cpu::reduce_to_shape(g.to(acc_dtype(g.dtype())), {out});
+    if (has_bias_) return {gx, gw, gb};
+    return {gx, gw};
+  }
+
+ private:
+  Tensor x_, w_;
+  Shape x_shape_;
+  bool has_bias_;
+};
+
+}  // namespace
+
+Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
+  check_float_pair("linear", x, weight);
+  MIXPREC_CHECK(weight.ndim() == 2 && x.ndim() >= 1 && x.size(-1) == weight.size(1), "linear",
+                "x " + shape_to_string(x.shape()) + " and weight " +
+                    shape_to_string(weight.shape()) +
+                    " do not match: expected x [..., In] and "
+                    "weight [Out, In]");
+  const int64_t in = weight.size(1), out = weight.size(0);
+  if (bias.defined())
+    MIXPREC_CHECK(bias.dtype() == x.dtype() && bias.ndim() == 1 && bias.size(0) == out, "linear",
+                  "bias must be [" + std::to_string(out) + "] of " + dtype_name(x.dtype()) +
+                      ", got " + shape_to_string(bias.shape()) + " of " + dtype_name(bias.dtype()));
+  const int64_t rows = in == 0 ? shape_numel(x.shape()) : x.numel() / in;
+  Tensor x2 = x.detach().contiguous().view({rows, in});
+  Tensor w = weight.detach().contiguous();
+  Tensor y = Tensor::empty({rows, out}, x.dtype());
+  float beta = 0.0f;
+  if (bias.defined()) {  // start C at the bias and let the GEMM add onto it (one rounding)
+    NoGradGuard no_grad;
+    const Tensor b = bias.detach().contiguous();
+    const auto row_bytes = static_cast<size_t>(out) * y.element_size();
+    for (int64_t r = 0; r < rows; ++r)
+      std::memcpy(static_cast<char*>(y.raw_data()) + r * static_cast<int64_t>(row_bytes),
+                  b.raw_data(), row_bytes);
+    beta = 1.0f;
+  }
+  cpu::gemm(rows, out, in, 1.0f, {x.dtype(), x2.raw_data(), in},
+            {w.dtype(), w.raw_data(), in, true}, beta, {x.dtype(), y.raw_data(), out});
+  Shape y_shape = x.shape();
+  y_shape.back() = out;
+  y = y.view(y_shape);
+  const bool has_bias = bias.defined();
+  if (any_requires_grad({&x, &weight, &bias})) {
+    auto node = std::make_shared<LinearBackward>(x2, w, x.shape(), has_bias);
+    if (has_bias)
+      connect(*node, {x, weight, bias});
+    else
+      connect(*node, {x, weight});
+    set_history(y, node);
+  }
+  return y;
+}
+
+}  // namespace mixprec

@@ -1,0 +1,71 @@
+// cross_entropy: input checks and autograd wiring around the fused cpu kernels.
+#include "mixprec/ops/loss.h"
+
+#include "mixprec/autograd/function.h"
+#include "mixprec/cpu/cross_entropy.h"
+
+namespace mixprec {
+namespace {
+
+class CrossEntropyBackward final : public Node {
+ public:
+  CrossEntropyBackward(Tensor logits, Tensor targets, cpu::CrossEntropyForward saved,
+                       int64_t ignore_index)
+      : logits_(std::move(logits)),
+        targets_(std::move(targets)),
+        saved_(std::move(saved)),
+        ignore_index_(ignore_index) {}
+  const char* name() const override { return "CrossEntropyBackward"; }
+  void release_saved() override {
+    logits_ = targets_ = saved_.loss = saved_.row_max = saved_.log_sum = Tensor();
+  }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor(), Tensor()};
+    MIXPREC_CHECK(grads[0].numel() == 1 && is_floating(grads[0].dtype()), "cross_entropy backward",
+                  "expects a one-element floating gradient, got " +
+                      shape_to_string(grads[0].shape()) + " " + dtype_name(grads[0].dtype()));
+    // 0/0 never reaches the kernel's arithmetic: with no kept row every gradient row is zero.
+    const double scale = saved_.n_valid == 0 ? 0.0 : grads[0].item() / saved_.n_valid;
+    return {cpu::cross_entropy_backward(logits_, targets_, saved_, ignore_index_, scale), Tensor()};
+  }
+
+ private:
+  Tensor logits_;   // [N, V] contiguous
+  Tensor targets_;  // [N] contiguous
+  cpu::CrossEntropyForward saved_;
+  int64_t ignore_index_;
+};
+
+}  // namespace
+
+Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+  const char* op = "cross_entropy";
+  MIXPREC_CHECK(logits.defined() && targets.defined(), op, "undefined input");
+  MIXPREC_CHECK(!logits.is_meta() && !targets.is_meta(), op, "meta tensors have no data");
+  const DType dt = logits.dtype();
+  MIXPREC_CHECK(dt == DType::f64 || dt == DType::f32 || dt == DType::bf16 || dt == DType::f16, op,
+                std::string("logits dtype ") + dtype_name(dt) +
+                    " is unsupported (use f64, f32, bf16 or f16)");
+  MIXPREC_CHECK(targets.dtype() == DType::i32 || targets.dtype() == DType::i64, op,
+                std::string("targets must be i32 or i64, got ") + dtype_name(targets.dtype()));
+  MIXPREC_CHECK(logits.ndim() == 2, op,
+                "logits must be [N, V], got " + shape_to_string(logits.shape()));
+  MIXPREC_CHECK(targets.ndim() == 1 && targets.size(0) == logits.size(0), op,
+                "targets must be [" + std::to_string(logits.size(0)) + "] for logits " +
+                    shape_to_string(logits.shape()) + ", got " + shape_to_string(targets.shape()));
+  MIXPREC_CHECK(logits.size(1) > 0 || logits.size(0) == 0, op,
+                "logits " + shape_to_string(logits.shape()) + " have no classes");
+  const Tensor lc = logits.detach().contiguous();
+  const Tensor tc = targets.detach().contiguous();
+  cpu::CrossEntropyForward fwd = cpu::cross_entropy_forward(lc, tc, ignore_index);
+  Tensor loss = fwd.loss;
+  if (any_requires_grad({&logits})) {
+    fwd.loss = Tensor();
+    auto node = std::make_shared<CrossEntropyBackward>(lc, tc, std::move(fwd), ignore_index);
+    connect(*node, {logits, targets});
+    set_history(loss, node);
+  }
+  return loss;
+}
+
+}  // namespace mixprec

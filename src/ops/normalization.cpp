@@ -1,0 +1,92 @@
+// rmsnorm and layernorm: input checks and autograd wiring around cpu::norm_forward/backward.
+// Backward reuses the saved per-row mean/rstd instead of recomputing them.
+#include "mixprec/ops/normalization.h"
+
+#include <cmath>
+
+#include "mixprec/autograd/function.h"
+#include "mixprec/cpu/normalization.h"
+
+namespace mixprec {
+namespace {
+
+class NormBackward final : public Node {
+ public:
+  NormBackward(Tensor x, Tensor weight, cpu::NormStats stats, bool center)
+      : x_(std::move(x)), weight_(std::move(weight)), stats_(std::move(stats)), center_(center) {}
+  const char* name() const override { return center_ ? "LayerNormBackward" : "RmsNormBackward"; }
+  void release_saved() override { x_ = weight_ = stats_.mean = stats_.rstd = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    const auto& edges = next_edges();  // x, weight (, bias)
+    std::vector<Tensor> out(edges.size());
+    if (!grads[0].defined()) return out;
+    const bool need_db = edges.size() > 2 && edges[2].node;
+    cpu::NormGrads g =
+        cpu::norm_backward(grads[0], x_, weight_, stats_, center_, edges[0].node != nullptr,
+                           edges[1].node != nullptr, need_db);
+    out[0] = g.dx;
+    out[1] = g.dweight;
+    if (need_db) out[2] = g.dbias;
+    return out;
+  }
+
+ private:
+  Tensor x_;       // contiguous input
+  Tensor weight_;  // may be undefined
+  cpu::NormStats stats_;
+  bool center_;
+};
+
+void check_param(const char* op, const char* what, const Tensor& p, const Tensor& x) {
+  if (!p.defined()) return;
+  MIXPREC_CHECK(p.dtype() == x.dtype(), op,
+                std::string(what) + " dtype " + dtype_name(p.dtype()) +
+                    " differs from input dtype " + dtype_name(x.dtype()) +
+                    " (cast one, or use autocast)");
+  MIXPREC_CHECK(p.ndim() == 1 && p.size(0) == x.size(-1), op,
+                std::string(what) + " shape " + shape_to_string(p.shape()) + " must be [" +
+                    std::to_string(x.size(-1)) + "] for input " + shape_to_string(x.shape()));
+  MIXPREC_CHECK(!p.is_meta(), op, std::string(what) + " is a meta tensor (no data)");
+}
+
+Tensor norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
+            bool center) {
+  MIXPREC_CHECK(x.defined(), op, "undefined input");
+  MIXPREC_CHECK(!x.is_meta(), op, "meta tensors have no data");
+  const DType dt = x.dtype();
+  MIXPREC_CHECK(
+      dt == DType::f64 || dt == DType::f32 || dt == DType::bf16 || dt == DType::f16, op,
+      std::string("unsupported dtype ") + dtype_name(dt) + " (use f64, f32, bf16 or f16)");
+  MIXPREC_CHECK(x.ndim() >= 1, op, "input must have at least one dim, got a 0-d tensor");
+  MIXPREC_CHECK(std::isfinite(eps) && eps >= 0, op,
+                "eps must be finite and >= 0, got " + std::to_string(eps));
+  check_param(op, "weight", weight, x);
+  check_param(op, "bias", bias, x);
+  const Tensor xc = x.detach().contiguous();
+  const Tensor wc = weight.defined() ? weight.detach().contiguous() : Tensor();
+  const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
+  cpu::NormStats stats;
+  Tensor y = cpu::norm_forward(xc, wc, bc, eps, center, stats);
+  const bool has_bias = center;  // layernorm takes a bias input, rmsnorm does not
+  if (any_requires_grad({&x, &weight, &bias})) {
+    auto node = std::make_shared<NormBackward>(xc, wc, std::move(stats), center);
+    if (has_bias)
+      connect(*node, {x, weight, bias});
+    else
+      connect(*node, {x, weight});
+    set_history(y, node);
+  }
+  return y;
+}
+
+}  // namespace
+
+Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps) {
+  return norm("rmsnorm", x, weight, Tensor(), eps, false);
+}
+
+Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+  return norm("layernorm", x, weight, bias, eps, true);
+}
+
+}  // namespace mixprec

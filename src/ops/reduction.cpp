@@ -1,0 +1,167 @@
+// sum / mean / max / norm over all elements or one dim, with their backward rules.
+#include "mixprec/ops/reduction.h"
+
+#include <algorithm>
+
+#include "mixprec/autograd/function.h"
+#include "mixprec/cpu/reduction.h"
+
+namespace mixprec {
+namespace {
+
+void check_input(const Tensor& x, const char* op) {
+  MIXPREC_CHECK(x.defined(), op, "undefined input");
+  MIXPREC_CHECK(!x.is_meta(), op, "meta tensors have no data");
+  const DType d = x.dtype();
+  MIXPREC_CHECK(d == DType::f64 || d == DType::f32 || d == DType::bf16 || d == DType::f16, op,
+                std::string("unsupported dtype ") + dtype_name(d) + " (use f64, f32, bf16 or f16)");
+}
+
+struct Plan {
+  cpu::ReduceGeometry g;
+  Shape out_shape;
+};
+
+// Reducing every element: [1, numel, 1] -> a 0-d result.
+Plan plan_all(const Tensor& x) {
+  return {{1, x.numel(), 1}, {}};
+}
+
+// Reducing one dim; a 0-d tensor reduces like [1] (dim 0 or -1) to a 0-d result.
+Plan plan_dim(const Tensor& x, int64_t dim, bool keepdim, const char* op) {
+  const int d = normalize_dim(dim, std::max(x.ndim(), 1), op);
+  Plan p{cpu::reduce_geometry(x.shape(), d), x.shape()};
+  if (x.ndim() > 0) {
+    if (keepdim)
+      p.out_shape[static_cast<size_t>(d)] = 1;
+    else
+      p.out_shape.erase(p.out_shape.begin() + d);
+  }
+  return p;
+}
+
+// sum and mean: the gradient broadcast back over the reduced dim (divided by n for mean).
+class ReduceBackward final : public Node {
+ public:
+  ReduceBackward(cpu::ReduceGeometry g, bool mean, Shape x_shape, DType dtype)
+      : g_(g), mean_(mean), x_shape_(std::move(x_shape)), dtype_(dtype) {}
+  const char* name() const override { return mean_ ? "MeanBackward" : "SumBackward"; }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor()};
+    return {cpu::reduce_expand_backward(grads[0], g_, mean_, dtype_).view(x_shape_)};
+  }
+
+ private:
+  cpu::ReduceGeometry g_;
+  bool mean_;
+  Shape x_shape_;
+  DType dtype_;
+};
+
+// d|x|/dx = x / |x|, and 0 where |x| == 0 (PyTorch's choice of subgradient).
+class NormBackward final : public Node {
+ public:
+  NormBackward(Tensor x, Tensor norm, cpu::ReduceGeometry g, Shape x_shape)
+      : x_(std::move(x)), norm_(std::move(norm)), g_(g), x_shape_(std::move(x_shape)) {}
+  const char* name() const override { return "NormBackward"; }
+  void release_saved() override { x_ = norm_ = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor()};
+    return {cpu::norm_backward(grads[0], x_, norm_, g_).view(x_shape_)};
+  }
+
+ private:
+  Tensor x_;     // contiguous input
+  Tensor norm_;  // [outer, inner], unrounded f32 (f64 for f64)
+  cpu::ReduceGeometry g_;
+  Shape x_shape_;
+};
+
+// The gradient goes to the selected (first maximal) element only.
+class MaxBackward final : public Node {
+ public:
+  MaxBackward(Tensor indices, cpu::ReduceGeometry g, Shape x_shape, DType dtype)
+      : indices_(std::move(indices)), g_(g), x_shape_(std::move(x_shape)), dtype_(dtype) {}
+  const char* name() const override { return "MaxBackward"; }
+  void release_saved() override { indices_ = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor()};
+    return {cpu::max_backward(grads[0], indices_, g_, dtype_).view(x_shape_)};
+  }
+
+ private:
+  Tensor indices_;  // i64 [outer, inner]
+  cpu::ReduceGeometry g_;
+  Shape x_shape_;
+  DType dtype_;
+};
+
+Tensor reduce(const Tensor& x, const Plan& p, cpu::ReduceOp op) {
+  const Tensor xc = x.detach().contiguous();
+  const Tensor acc = cpu::reduce_dim(xc, p.g, op);  // [outer, inner], unrounded
+  Tensor y = acc.to(x.dtype()).view(p.out_shape);   // rounded once
+  if (any_requires_grad({&x})) {
+    std::shared_ptr<Node> node;
+    if (op == cpu::ReduceOp::norm)  // saves its own copy: y may share acc's storage
+      node = std::make_shared<NormBackward>(xc, acc.dtype() == y.dtype() ? acc.clone() : acc, p.g,
+                                            x.shape());
+    else
+      node = std::make_shared<ReduceBackward>(p.g, op == cpu::ReduceOp::mean, x.shape(), x.dtype());
+    connect(*node, {x});
+    set_history(y, node);
+  }
+  return y;
+}
+
+std::pair<Tensor, Tensor> max_impl(const Tensor& x, const Plan& p) {
+  MIXPREC_CHECK(
+      p.g.n > 0, "max",
+      "cannot take the max over an empty dim (input shape " + shape_to_string(x.shape()) + ")");
+  auto [values, indices] = cpu::max_dim(x.detach().contiguous(), p.g);
+  values = values.view(p.out_shape);
+  if (any_requires_grad({&x})) {
+    // A private copy: the caller may overwrite the returned indices before backward.
+    auto node = std::make_shared<MaxBackward>(indices.clone(), p.g, x.shape(), x.dtype());
+    connect(*node, {x});
+    set_history(values, node);
+  }
+  return {values, indices.view(p.out_shape)};
+}
+
+}  // namespace
+
+Tensor sum(const Tensor& x) {
+  check_input(x, "sum");
+  return reduce(x, plan_all(x), cpu::ReduceOp::sum);
+}
+Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
+  check_input(x, "sum");
+  return reduce(x, plan_dim(x, dim, keepdim, "sum"), cpu::ReduceOp::sum);
+}
+Tensor mean(const Tensor& x) {
+  check_input(x, "mean");
+  return reduce(x, plan_all(x), cpu::ReduceOp::mean);
+}
+Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
+  check_input(x, "mean");
+  return reduce(x, plan_dim(x, dim, keepdim, "mean"), cpu::ReduceOp::mean);
+}
+Tensor norm(const Tensor& x) {
+  check_input(x, "norm");
+  return reduce(x, plan_all(x), cpu::ReduceOp::norm);
+}
+Tensor norm(const Tensor& x, int64_t dim, bool keepdim) {
+  check_input(x, "norm");
+  return reduce(x, plan_dim(x, dim, keepdim, "norm"), cpu::ReduceOp::norm);
+}
+
+Tensor max(const Tensor& x) {
+  check_input(x, "max");
+  return max_impl(x, plan_all(x)).first;
+}
+std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+  check_input(x, "max");
+  return max_impl(x, plan_dim(x, dim, keepdim, "max"));
+}
+
+}  // namespace mixprec
