@@ -1,6 +1,7 @@
 // rmsnorm and layernorm: input checks and autograd wiring around cpu::norm_forward/backward.
 // Backward reuses the saved per-row mean/rstd instead of recomputing them.
 #include "mixprec/ops/normalization.h"
+#include "op_checks.h"
 
 #include <cmath>
 
@@ -51,12 +52,7 @@ void check_param(const char* op, const char* what, const Tensor& p, const Tensor
 
 Tensor norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
             bool center) {
-  MIXPREC_CHECK(x.defined(), op, "undefined input");
-  MIXPREC_CHECK(!x.is_meta(), op, "meta tensors have no data");
-  const DType dt = x.dtype();
-  MIXPREC_CHECK(
-      dt == DType::f64 || dt == DType::f32 || dt == DType::bf16 || dt == DType::f16, op,
-      std::string("unsupported dtype ") + dtype_name(dt) + " (use f64, f32, bf16 or f16)");
+  check_compute_input(op, x);
   MIXPREC_CHECK(x.ndim() >= 1, op, "input must have at least one dim, got a 0-d tensor");
   MIXPREC_CHECK(std::isfinite(eps) && eps >= 0, op,
                 "eps must be finite and >= 0, got " + std::to_string(eps));

@@ -2,6 +2,7 @@
 // last (one transposed copy in, one out) and the same kernel runs. Backward recomputes the
 // probabilities from the saved input and per-row statistics (see cpu/softmax.h).
 #include "mixprec/ops/softmax.h"
+#include "op_checks.h"
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/softmax.h"
@@ -46,12 +47,7 @@ class SoftmaxBackward final : public Node {
 
 Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   const char* op = op_name(log);
-  MIXPREC_CHECK(x.defined(), op, "undefined input");
-  MIXPREC_CHECK(!x.is_meta(), op, "meta tensors have no data");
-  const DType dt = x.dtype();
-  MIXPREC_CHECK(
-      dt == DType::f64 || dt == DType::f32 || dt == DType::bf16 || dt == DType::f16, op,
-      std::string("unsupported dtype ") + dtype_name(dt) + " (use f64, f32, bf16 or f16)");
+  check_compute_input(op, x);
   // A 0-d tensor is one row of one element (dim -1 or 0, as in PyTorch).
   if (x.ndim() == 0) {
     MIXPREC_CHECK(dim == 0 || dim == -1, op,

@@ -19,12 +19,7 @@
 namespace mixprec {
 namespace {
 
-using testing::expect_close;
-using testing::expect_gradcheck;
-using testing::grad_input;
-using testing::randn;
-using testing::rounded;
-using testing::same_bits;
+using namespace testing;  // mixprec::testing, the op-test support
 
 // ---- f64 references (value, derivative, and the size of the derivative's terms) ----------
 

@@ -16,12 +16,7 @@
 namespace mixprec {
 namespace {
 
-using testing::expect_close;
-using testing::expect_gradcheck;
-using testing::grad_input;
-using testing::randn;
-using testing::rounded;
-using testing::same_bits;
+using namespace testing;  // mixprec::testing, the op-test support
 
 using BinaryFn = Tensor (*)(const Tensor&, const Tensor&);
 struct NamedOp {

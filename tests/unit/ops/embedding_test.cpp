@@ -10,12 +10,7 @@
 namespace mixprec {
 namespace {
 
-using testing::expect_close;
-using testing::expect_gradcheck;
-using testing::grad_input;
-using testing::randn;
-using testing::same_bits;
-using testing::with_threads;
+using namespace testing;  // mixprec::testing, the op-test support
 
 TEST(Embedding, Gradcheck) {
   const Tensor ids = Tensor::from_vector(std::vector<int64_t>{3, 0, 3, 5, 3, 1}, {2, 3});

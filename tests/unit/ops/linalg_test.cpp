@@ -9,11 +9,7 @@
 namespace mixprec {
 namespace {
 
-using testing::expect_close;
-using testing::expect_gradcheck;
-using testing::grad_input;
-using testing::randn;
-using testing::rounded;
+using namespace testing;  // mixprec::testing, the op-test support
 
 TEST(Linalg, MatmulGradcheck) {
   expect_gradcheck([](const std::vector<Tensor>& in) { return matmul(in[0], in[1]); },

@@ -12,13 +12,7 @@
 namespace mixprec {
 namespace {
 
-using testing::expect_close;
-using testing::expect_gradcheck;
-using testing::grad_input;
-using testing::randn;
-using testing::rounded;
-using testing::same_bits;
-using testing::with_threads;
+using namespace testing;  // mixprec::testing, the op-test support
 
 // Plain f64 loops: x [rows, D] (last dim), w and b [D] or undefined.
 Tensor reference(const Tensor& x, const Tensor& w, const Tensor& b, double eps, bool center) {

@@ -15,12 +15,7 @@
 namespace mixprec {
 namespace {
 
-using testing::expect_close;
-using testing::expect_gradcheck;
-using testing::grad_input;
-using testing::randn;
-using testing::same_bits;
-using testing::with_threads;
+using namespace testing;  // mixprec::testing, the op-test support
 
 enum class Op { sum, mean, norm, max };
 

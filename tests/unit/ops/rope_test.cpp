@@ -10,12 +10,7 @@
 namespace mixprec {
 namespace {
 
-using testing::expect_close;
-using testing::expect_gradcheck;
-using testing::grad_input;
-using testing::randn;
-using testing::same_bits;
-using testing::with_threads;
+using namespace testing;  // mixprec::testing, the op-test support
 
 // out = x·cos + rotate_half(x)·sin, angles (offset + t)·theta^(-2i/Dh), all in f64.
 Tensor naive_rope(const Tensor& x, double theta, int64_t offset, bool inverse = false) {

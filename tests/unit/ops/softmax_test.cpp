@@ -14,13 +14,7 @@
 namespace mixprec {
 namespace {
 
-using testing::expect_close;
-using testing::expect_gradcheck;
-using testing::grad_input;
-using testing::randn;
-using testing::rounded;
-using testing::same_bits;
-using testing::with_threads;
+using namespace testing;  // mixprec::testing, the op-test support
 
 // Plain f64 loops over x viewed as [rows, D] (the last dim).
 std::vector<double> reference(const Tensor& x, bool log) {
