@@ -28,14 +28,18 @@ struct Options {
   std::vector<std::string> flags;  // bare flags given (e.g. "--quick")
 };
 
-// Parses --reps=N, --threads=N and the bare flags in `allowed`; on anything else prints
-// `usage` and exits with status 2.
+// Parses --reps=N, --threads=N and the bare flags in `allowed`; --help prints `usage` and
+// exits 0, anything else prints it and exits 2.
 inline Options parse_options(int argc, char** argv, int default_reps,
                              const std::vector<std::string>& allowed, const char* usage) {
   Options o;
   o.reps = default_reps;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf("usage: %s\n", usage);
+      std::exit(0);
+    }
     if (a.rfind("--reps=", 0) == 0) {
       o.reps = std::max(1, std::atoi(a.c_str() + 7));
     } else if (a.rfind("--threads=", 0) == 0) {
