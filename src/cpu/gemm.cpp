@@ -158,11 +158,22 @@ void run_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, 
   const int64_t kc = (widen_a || widen_b) ? kBlockK : std::max<int64_t>(K, 1);
   float* abuf = widen_a ? scratch_floats(0, mw * std::min(kc, K)) : nullptr;
   float* bbuf = widen_b ? scratch_floats(1, nw * std::min(kc, K)) : nullptr;
+  // The bias in f32: the accumulator starts from it when C is not read (beta == 0), else it
+  // is added after the products.
+  std::vector<float> bias;
+  if (p.c.row_bias) {
+    bias.resize(static_cast<size_t>(nw));
+    widen_row_f32(p.c.dtype, at(p.c.row_bias, p.c.dtype, n0), bias.data(), static_cast<size_t>(nw));
+  }
+  const bool bias_first = !bias.empty() && p.beta == 0.0f && K > 0;
+  if (bias_first)
+    for (int64_t i = 0; i < mw; ++i) std::copy(bias.begin(), bias.end(), acc + i * ldacc);
   if (K == 0) {  // C = beta * C
     for (int64_t i = 0; i < mw; ++i)
       for (int64_t j = 0; j < nw; ++j)
         acc[i * ldacc + j] = p.beta == 0.0f ? 0.0f : p.beta * acc[i * ldacc + j];
   }
+  const float first_beta = bias_first ? 1.0f : p.beta;
   for (int64_t k0 = 0; k0 < K; k0 += kc) {
     const int64_t k1 = std::min(K, k0 + kc);
     const F32Block ab = shared_a.data ? sub_block(shared_a, p.a.trans, m0, k0)
@@ -170,9 +181,12 @@ void run_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, 
     const F32Block bb = shared_b.data
                             ? sub_block(shared_b, !p.b.trans, n0, k0)
                             : widen_block(outer_inner_b(p.b), bbase, n0, n1, k0, k1, bbuf);
-    sgemm(p.a.trans, p.b.trans, mw, nw, k1 - k0, p.alpha, ab, bb, k0 == 0 ? p.beta : 1.0f, acc,
+    sgemm(p.a.trans, p.b.trans, mw, nw, k1 - k0, p.alpha, ab, bb, k0 == 0 ? first_beta : 1.0f, acc,
           ldacc);
   }
+  if (!bias.empty() && !bias_first)
+    for (int64_t i = 0; i < mw; ++i)
+      for (int64_t j = 0; j < nw; ++j) acc[i * ldacc + j] += bias[static_cast<size_t>(j)];
   if (p.c.dtype != DType::f32)
     for (int64_t i = 0; i < mw; ++i)
       narrow_row_f32(acc + i * nw, p.c.dtype,
@@ -186,6 +200,13 @@ void check_operand(const char* name, const GemmOperand& x, int64_t rows, int64_t
   MIXPREC_CHECK(x.ld >= cols && (x.ld >= 1 || rows * cols == 0), "gemm",
                 std::string(name) + ": leading dimension " + std::to_string(x.ld) +
                     " < row length " + std::to_string(cols));
+}
+
+void add_bias_f64(const Problem& p, double* c, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  if (!p.c.row_bias) return;
+  const double* bias = static_cast<const double*>(p.c.row_bias);
+  for (int64_t i = m0; i < m1; ++i)
+    for (int64_t j = n0; j < n1; ++j) c[i * p.c.ld + j] += bias[j];
 }
 
 void gemm_f64(const Problem& p, int64_t batch, const GemmGrid& grid) {
@@ -205,6 +226,7 @@ void gemm_f64(const Problem& p, int64_t batch, const GemmGrid& grid) {
       for (int64_t i = m0; i < m1; ++i)
         for (int64_t j = n0; j < n1; ++j)
           c[i * p.c.ld + j] = p.beta == 0.0f ? 0.0 : p.beta * c[i * p.c.ld + j];
+      add_bias_f64(p, c, m0, m1, n0, n1);
       continue;
     }
     cblas_dgemm(CblasRowMajor, p.a.trans ? CblasTrans : CblasNoTrans,
@@ -213,6 +235,7 @@ void gemm_f64(const Problem& p, int64_t batch, const GemmGrid& grid) {
                 p.a.trans ? a + m0 : a + m0 * p.a.ld, static_cast<blasint>(p.a.ld),
                 p.b.trans ? b + n0 * p.b.ld : b + n0, static_cast<blasint>(p.b.ld), p.beta,
                 c + m0 * p.c.ld + n0, static_cast<blasint>(p.c.ld));
+    add_bias_f64(p, c, m0, m1, n0, n1);
   }
 }
 

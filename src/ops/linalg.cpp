@@ -1,8 +1,6 @@
 // matmul, bmm and linear on top of cpu::gemm, with their backward rules.
 #include "mixprec/ops/linalg.h"
 
-#include <cstring>
-
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/cpu/reduce_to_shape.h"
@@ -172,18 +170,10 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Tensor x2 = x.detach().contiguous().view({rows, in});
   Tensor w = weight.detach().contiguous();
   Tensor y = Tensor::empty({rows, out}, x.dtype());
-  float beta = 0.0f;
-  if (bias.defined()) {  // start C at the bias and let the GEMM add onto it (one rounding)
-    NoGradGuard no_grad;
-    const Tensor b = bias.detach().contiguous();
-    const auto row_bytes = static_cast<size_t>(out) * y.element_size();
-    for (int64_t r = 0; r < rows; ++r)
-      std::memcpy(static_cast<char*>(y.raw_data()) + r * static_cast<int64_t>(row_bytes),
-                  b.raw_data(), row_bytes);
-    beta = 1.0f;
-  }
+  const Tensor b = bias.defined() ? bias.detach().contiguous() : Tensor();
   cpu::gemm(rows, out, in, 1.0f, {x.dtype(), x2.raw_data(), in},
-            {w.dtype(), w.raw_data(), in, true}, beta, {x.dtype(), y.raw_data(), out});
+            {w.dtype(), w.raw_data(), in, true}, 0.0f,
+            {x.dtype(), y.raw_data(), out, 0, b.defined() ? b.raw_data() : nullptr});
   Shape y_shape = x.shape();
   y_shape.back() = out;
   y = y.view(y_shape);

@@ -27,9 +27,13 @@ struct GemmOutput {
   void* data;
   int64_t ld;
   int64_t batch_stride = 0;
+  // Optional [n] vector of C's dtype added to every row of every matrix (C = ... + bias),
+  // inside the f32 accumulation: a linear layer's bias costs no extra pass or rounding.
+  const void* row_bias = nullptr;
 };
 
 // beta == 0 never reads C (NaN there is ignored).
+//   C[b] = alpha * op(A[b]) · op(B[b]) + beta * C[b] (+ row_bias)
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a, const GemmOperand& b,
           float beta, const GemmOutput& c, int64_t batch = 1);
 

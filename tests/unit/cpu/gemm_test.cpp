@@ -19,6 +19,7 @@ struct Case {
   bool ta, tb;
   float alpha, beta;
   int64_t pad;  // extra elements per stored row
+  bool bias = false;
 };
 
 // Stored matrix of rows x cols (+pad) per batch entry, values exactly representable in dtype.
@@ -38,11 +39,13 @@ void run_case(const Case& c, DType ab, DType cd) {
   Tensor A = random_matrix(c.batch, ar, ac, c.pad, ab, 1);
   Tensor B = random_matrix(c.batch, br, bc, c.pad, ab, 2);
   Tensor C = random_matrix(c.batch, c.m, c.n, c.pad, cd, 3);
+  const Tensor bias = random_matrix(1, 1, c.n, 0, cd, 4);
+  const std::vector<double> bv = bias.to_doubles();
   const std::vector<double> a = A.to_doubles(), b = B.to_doubles(), c0 = C.to_doubles();
   const int64_t lda = ac + c.pad, ldb = bc + c.pad, ldc = c.n + c.pad;
   gemm(c.m, c.n, c.k, c.alpha, {ab, A.raw_data(), lda, c.ta, ar * lda},
-       {ab, B.raw_data(), ldb, c.tb, br * ldb}, c.beta, {cd, C.raw_data(), ldc, c.m * ldc},
-       c.batch);
+       {ab, B.raw_data(), ldb, c.tb, br * ldb}, c.beta,
+       {cd, C.raw_data(), ldc, c.m * ldc, c.bias ? bias.raw_data() : nullptr}, c.batch);
   const std::vector<double> got = C.to_doubles();
   // f32 accumulation of k products of values in [-1, 1], then one rounding into C.
   const double unit = cd == DType::f64    ? 0x1p-52
@@ -61,8 +64,9 @@ void run_case(const Case& c, DType ab, DType cd) {
           mag += std::fabs(x * y);
         }
         const double old = at(c0, bi, i, j, c.m, ldc);
-        ref = c.alpha * ref + (c.beta == 0 ? 0.0 : c.beta * old);
-        mag = std::fabs(c.alpha) * mag + std::fabs(c.beta * old);
+        const double add = c.bias ? bv[static_cast<size_t>(j)] : 0.0;
+        ref = c.alpha * ref + (c.beta == 0 ? 0.0 : c.beta * old) + add;
+        mag = std::fabs(c.alpha) * mag + std::fabs(c.beta * old) + std::fabs(add);
         const double v = at(got, bi, i, j, c.m, ldc);
         ASSERT_NEAR(v, ref, unit * std::fabs(ref) + accum * mag * 2 + 1e-30)
             << "b=" << bi << " i=" << i << " j=" << j << " m=" << c.m << " n=" << c.n
@@ -87,6 +91,9 @@ TEST(Gemm, MatchesNaiveF64ForEveryDtypeTransposeAndScale) {
       {5, 6, 0, 2, false, false, 1.0f, 3.0f, 0},
       {300, 80, 520, 1, true, true, 1.0f, 0.0f, 0},
       {96, 260, 300, 1, false, true, 1.0f, -1.0f, 5},
+      {9, 70, 40, 2, false, true, 1.0f, 0.0f, 1, true},   // row bias, C not read
+      {9, 70, 300, 1, true, false, 0.5f, 2.0f, 0, true},  // row bias after beta * C
+      {4, 6, 0, 1, false, false, 1.0f, 0.0f, 0, true},    // k = 0: C = bias
   };
   const std::vector<std::pair<DType, DType>> dtypes = {
       {DType::f32, DType::f32},  {DType::bf16, DType::bf16}, {DType::f16, DType::f16},
@@ -107,6 +114,7 @@ TEST(Gemm, LargeSplitShapesMatchNaive) {
   }
   // A narrow C whose f32 accumulator would exceed the tile bound is computed in sub-tiles.
   run_case({2100, 1100, 16, 1, false, true, 1.0f, 0.5f, 0}, DType::bf16, DType::bf16);
+  run_case({600, 200, 64, 1, false, true, 1.0f, 0.0f, 0, true}, DType::bf16, DType::bf16);
 }
 
 TEST(Gemm, BetaZeroIgnoresNaNInC) {
