@@ -40,15 +40,10 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
                                   const Tensor& out, const Tensor& lse, const Tensor& dout,
                                   bool causal, double scale);
 
-// Row helpers shared by both passes (exposed for their accuracy tests).
+// Row helpers shared by both passes, on the softmax row kernels (softmax_row_ops.h).
 // x[i] = exp(x[i] * scale - shift) in place for i < n; returns their sum in a fixed order.
-// The f32 exp is a vectorisable polynomial (max relative error ~2e-7; 0 below -87.34, where
-// f32 would be subnormal).
 float exp_scaled_sum(float* x, float scale, float shift, int64_t n);
 double exp_scaled_sum(double* x, double scale, double shift, int64_t n);
-// exp_scaled_sum on one instruction set (128: SSE2, 256: AVX2, 512: AVX-512), so tests can
-// check every path this CPU has. Returns false (and does nothing) when the CPU lacks it.
-bool exp_scaled_sum_isa(int isa, float* x, float scale, float shift, int64_t n, float* sum);
 // max(x[0..n)), n >= 1.
 float row_max(const float* x, int64_t n);
 double row_max(const double* x, int64_t n);
