@@ -9,30 +9,12 @@
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
+#include "softmax_row_ops.h"
 
 namespace mixprec::cpu {
 namespace {
 
-using attention_detail::acc_dtype;
-using attention_detail::scratch;
-using attention_detail::widened;
-
-constexpr int64_t kBr = 64;  // query rows per block
-constexpr int64_t kBc = 64;  // keys per block
-
-// Σ a[i]·b[i] over 16 running lanes (a fixed order the compiler vectorises).
-template <class A>
-A dot(const A* a, const A* b, int64_t n) {
-  constexpr int kLanes = 16;
-  A lanes[kLanes] = {};
-  int64_t i = 0;
-  for (; i + kLanes <= n; i += kLanes)
-    for (int j = 0; j < kLanes; ++j) lanes[j] += a[i + j] * b[i + j];
-  for (int j = 0; i + j < n; ++j) lanes[j] += a[i + j] * b[i + j];
-  A sum = 0;
-  for (int j = 0; j < kLanes; ++j) sum += lanes[j];
-  return sum;
-}
+using namespace attention_detail;  // block sizes, scratch buffers, widening
 
 // Inputs of one head, all [T, Dh] in the acc type, plus d [T] and lse [T].
 template <class A>
@@ -107,7 +89,8 @@ void backward(const T* q, const T* k, const T* v, const O* out, const acc_t<T>* 
       // d [T] = rowsum(dO ∘ O), O unrounded when forward kept it.
       const A* o = widened(out + base, t * dh, 6);  // [T, Dh]
       A* d = scratch<A>(7, t);
-      for (int64_t r = 0; r < t; ++r) d[r] = dot(h.dout + r * dh, o + r * dh, dh);
+      const RowOps<A>& ops = row_ops<A>();
+      for (int64_t r = 0; r < t; ++r) d[r] = ops.dot(h.dout + r * dh, o + r * dh, dh);
       h.d = d;
       // Gradients accumulate in place when the output already has the math type.
       constexpr bool in_place = std::is_same_v<T, A>;

@@ -13,13 +13,8 @@
 namespace mixprec::cpu {
 namespace {
 
-using attention_detail::acc_dtype;
-using attention_detail::scratch;
-using attention_detail::widened;
-
-constexpr int64_t kBr = 64;      // query rows per block
-constexpr int64_t kBc = 64;      // keys per block
-constexpr int64_t kChunk = 256;  // query rows per work item (K/V widened once per item)
+using namespace attention_detail;  // block sizes, scratch buffers, widening
+constexpr int64_t kChunk = 256;    // query rows per work item (K/V widened once per item)
 
 // One block of query rows [r0, r0 + rows) of one head against keys [0, kend).
 // q [rows, Dh], k/v [kend, Dh] (acc type); writes out [rows, Dh] (storage) and lse [rows].

@@ -124,8 +124,8 @@ namespace {
 
 class LinearBackward final : public Node {
  public:
-  LinearBackward(Tensor x2d, Tensor w, Shape x_shape, bool has_bias)
-      : x_(std::move(x2d)), w_(std::move(w)), x_shape_(std::move(x_shape)), has_bias_(has_bias) {}
+  LinearBackward(Tensor x2d, Tensor w, Shape x_shape)
+      : x_(std::move(x2d)), w_(std::move(w)), x_shape_(std::move(x_shape)) {}
   const char* name() const override { return "LinearBackward"; }
   void release_saved() override { x_ = w_ = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
@@ -141,15 +141,13 @@ class LinearBackward final : public Node {
       gw = batched_product(g, true, x_, false, 1, out, in, rows, acc_dtype(w_.dtype()))
                .view({out, in});
     // db [Out] = column sums of dY, f32 accumulation and result.
-    if (has_bias_ && edges[2].node) gb = cpu::reduce_to_shape(g.to(acc_dtype(g.dtype())), {out});
-    if (has_bias_) return {gx, gw, gb};
-    return {gx, gw};
+    if (edges[2].node) gb = cpu::reduce_to_shape(g.to(acc_dtype(g.dtype())), {out});
+    return {gx, gw, gb};
   }
 
  private:
   Tensor x_, w_;
   Shape x_shape_;
-  bool has_bias_;
 };
 
 }  // namespace
@@ -177,13 +175,9 @@ Tensor linear(const Tensor& x, const Tensor& weight, const Tensor& bias) {
   Shape y_shape = x.shape();
   y_shape.back() = out;
   y = y.view(y_shape);
-  const bool has_bias = bias.defined();
   if (any_requires_grad({&x, &weight, &bias})) {
-    auto node = std::make_shared<LinearBackward>(x2, w, x.shape(), has_bias);
-    if (has_bias)
-      connect(*node, {x, weight, bias});
-    else
-      connect(*node, {x, weight});
+    auto node = std::make_shared<LinearBackward>(x2, w, x.shape());
+    connect(*node, {x, weight, bias});  // an undefined bias gets a null edge
     set_history(y, node);
   }
   return y;

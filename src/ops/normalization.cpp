@@ -18,10 +18,10 @@ class NormBackward final : public Node {
   const char* name() const override { return center_ ? "LayerNormBackward" : "RmsNormBackward"; }
   void release_saved() override { x_ = weight_ = stats_.mean = stats_.rstd = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
-    const auto& edges = next_edges();  // x, weight (, bias)
+    const auto& edges = next_edges();  // x, weight, bias
     std::vector<Tensor> out(edges.size());
     if (!grads[0].defined()) return out;
-    const bool need_db = edges.size() > 2 && edges[2].node;
+    const bool need_db = edges[2].node != nullptr;
     cpu::NormGrads g =
         cpu::norm_backward(grads[0], x_, weight_, stats_, center_, edges[0].node != nullptr,
                            edges[1].node != nullptr, need_db);
@@ -63,13 +63,9 @@ Tensor norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor&
   const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
   cpu::NormStats stats;
   Tensor y = cpu::norm_forward(xc, wc, bc, eps, center, stats);
-  const bool has_bias = center;  // layernorm takes a bias input, rmsnorm does not
   if (any_requires_grad({&x, &weight, &bias})) {
     auto node = std::make_shared<NormBackward>(xc, wc, std::move(stats), center);
-    if (has_bias)
-      connect(*node, {x, weight, bias});
-    else
-      connect(*node, {x, weight});
+    connect(*node, {x, weight, bias});  // rmsnorm's undefined bias gets a null edge
     set_history(y, node);
   }
   return y;

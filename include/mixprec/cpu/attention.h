@@ -50,6 +50,10 @@ double row_max(const double* x, int64_t n);
 
 namespace attention_detail {
 
+// Block sizes of both passes: query rows and keys per block.
+constexpr int64_t kBr = 64;
+constexpr int64_t kBc = 64;
+
 // The GEMM dtype of math type A.
 template <class A>
 constexpr DType acc_dtype() {
