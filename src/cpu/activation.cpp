@@ -10,6 +10,7 @@
 #include <string>
 
 #include "mixprec/cpu/elementwise.h"
+#include "vector_lanes.h"
 
 // The vector helpers are always inlined, so the ABI of passing 32-byte vectors never applies.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -17,23 +18,6 @@
 namespace mixprec::cpu {
 namespace {
 
-#define MIXPREC_INLINE [[gnu::always_inline]] inline
-
-// Vector types of L float / int32 lanes (typedef: GCC drops vector_size on alias templates).
-template <int L>
-struct Lanes;
-template <>
-struct Lanes<4> {
-  typedef float vf __attribute__((vector_size(16)));
-};
-template <>
-struct Lanes<8> {
-  typedef float vf __attribute__((vector_size(32)));
-};
-template <>
-struct Lanes<16> {
-  typedef float vf __attribute__((vector_size(64)));
-};
 template <class vf>
 using int_lanes = decltype(vf{} < vf{});  // int32 lanes, as comparisons return
 

@@ -16,35 +16,12 @@
 #include "mixprec/cpu/activation.h"
 #include "mixprec/cpu/elementwise.h"
 #include "mixprec/numerics/philox.h"
+#include "vector_lanes.h"
 
 #pragma GCC diagnostic ignored "-Wpsabi"  // vector helpers are always inlined
 
 namespace mixprec::cpu {
 namespace {
-
-#define MIXPREC_INLINE [[gnu::always_inline]] inline
-
-// Vector types of L uint32 lanes (and the same bytes as L/2 uint64 lanes, and L floats).
-template <int L>
-struct Lanes;
-template <>
-struct Lanes<4> {
-  typedef uint32_t vu __attribute__((vector_size(16)));
-  typedef uint64_t vu64 __attribute__((vector_size(16)));
-  typedef float vf __attribute__((vector_size(16)));
-};
-template <>
-struct Lanes<8> {
-  typedef uint32_t vu __attribute__((vector_size(32)));
-  typedef uint64_t vu64 __attribute__((vector_size(32)));
-  typedef float vf __attribute__((vector_size(32)));
-};
-template <>
-struct Lanes<16> {
-  typedef uint32_t vu __attribute__((vector_size(64)));
-  typedef uint64_t vu64 __attribute__((vector_size(64)));
-  typedef float vf __attribute__((vector_size(64)));
-};
 
 // 64-bit products of the even uint32 lanes of a with k (pmuludq: generic vector code would
 // expand a 64-bit multiply). Not always_inline: the AVX ones inline into the flattened
