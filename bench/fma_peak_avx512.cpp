@@ -1,11 +1,5 @@
 // Compiled with -mavx512f (this file only); called only after a CPU check.
 #include <immintrin.h>
-#include <omp.h>
-
-#include <algorithm>
-#include <chrono>
-#include <cstdio>
-#include <vector>
 
 #include "fma_peak.h"
 
@@ -31,18 +25,7 @@ double chains_avx512(long iters) {
 
 double fma_peak_avx512(int threads) {
   if (!__builtin_cpu_supports("avx512f")) return 0;
-  const long iters = 20'000'000;
-  double best = 0;
-  for (int rep = 0; rep < 5; ++rep) {
-    std::vector<double> sink(static_cast<size_t>(threads));  // keeps the chains alive
-    const auto t0 = std::chrono::steady_clock::now();
-#pragma omp parallel num_threads(threads)
-    { sink[static_cast<size_t>(omp_get_thread_num())] = chains_avx512(iters); }
-    const double s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    if (sink[0] == 12345.0) std::printf("!");
-    best = std::max(best, 2.0 * 16 * 12 * static_cast<double>(iters) * threads / s * 1e-9);
-  }
-  return best;
+  return measure_fma_peak(threads, 16, chains_avx512);
 }
 
 }  // namespace mixprec::bench
