@@ -44,12 +44,7 @@ acc_t<T> chunk_sum(const T* x, int64_t len) {
   A buf[kBlock];  // x[b, b + kBlock) widened
   for (int64_t b = 0; b < len; b += kBlock) {
     const int64_t m = std::min(kBlock, len - b);
-    const A* p = buf;
-    if constexpr (std::is_same_v<T, A>) {
-      p = x + b;
-    } else {
-      load_row(x + b, buf, m);
-    }
+    const A* p = as_acc(x + b, buf, m);
     int64_t j = 0;
     for (; j + kLanes <= m; j += kLanes)
       for (int64_t l = 0; l < kLanes; ++l) lanes[l] += term<A, Squares>(p[j + l]);

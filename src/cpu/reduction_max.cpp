@@ -104,12 +104,7 @@ Best<acc_t<T>> chunk_max(const T* x, int64_t len, int64_t base) {
   Best<A> best{static_cast<A>(x[0]), base};
   for (int64_t b = 0; b < len; b += kBlock) {
     const int64_t m = std::min(kBlock, len - b);
-    const A* p = buf;
-    if constexpr (std::is_same_v<T, A>) {
-      p = x + b;
-    } else {
-      load_row(x + b, buf, m);
-    }
+    const A* p = as_acc(x + b, buf, m);
     A block_max, any_bad;
     block_max_of(p, m, block_max, any_bad);
     if (any_bad != any_bad) {

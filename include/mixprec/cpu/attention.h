@@ -74,13 +74,8 @@ A* scratch(int slot, int64_t n) {
 // else widened into scratch `slot`.
 template <class S>
 const acc_t<S>* widened(const S* src, int64_t n, int slot) {
-  if constexpr (std::is_same_v<S, acc_t<S>>) {
-    return src;
-  } else {
-    acc_t<S>* dst = scratch<acc_t<S>>(slot, n);
-    load_row(src, dst, n);
-    return dst;
-  }
+  if constexpr (std::is_same_v<S, acc_t<S>>) return src;
+  return as_acc(src, scratch<acc_t<S>>(slot, n), n);
 }
 
 }  // namespace attention_detail

@@ -33,6 +33,18 @@ inline void store_row(const acc_t<T>* src, T* dst, int64_t n) {
   }
 }
 
+// n elements of src as acc_t<T>: src itself when T already is the math type, else widened
+// into buf (which must hold n).
+template <class T>
+inline const acc_t<T>* as_acc(const T* src, acc_t<T>* buf, int64_t n) {
+  if constexpr (std::is_same_v<T, acc_t<T>>) {
+    return src;
+  } else {
+    load_row(src, buf, n);
+    return buf;
+  }
+}
+
 // Rows per parallel chunk so one chunk holds about `target` elements (at least one row).
 inline int64_t rows_per_chunk(int64_t row_len, int64_t target = 1 << 14) {
   return row_len >= target ? 1 : target / (row_len > 0 ? row_len : 1);
