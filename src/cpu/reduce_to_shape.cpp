@@ -54,7 +54,7 @@ void sum_general(const T* grad, const Shape& gshape, const Shape& target, acc_t<
 
 }  // namespace
 
-Tensor reduce_to_shape(const Tensor& grad, const Shape& shape) {
+Tensor reduce_to_shape(const Tensor& grad, const Shape& shape, std::optional<DType> out_dtype) {
   const Shape& g = grad.shape();
   MIXPREC_CHECK(shape.size() <= g.size(), "reduce_to_shape",
                 "cannot reduce " + shape_to_string(g) + " to " + shape_to_string(shape));
@@ -69,7 +69,11 @@ Tensor reduce_to_shape(const Tensor& grad, const Shape& shape) {
   bool rows_cols = true;
   for (size_t i = lead; i < g.size(); ++i) rows_cols = rows_cols && target[i] == g[i];
   const Tensor gc = grad.contiguous();
-  Tensor out = Tensor::empty(shape, grad.dtype());
+  const DType od = out_dtype.value_or(grad.dtype());
+  MIXPREC_CHECK(is_floating(od) && (od == DType::f64) == (grad.dtype() == DType::f64),
+                "reduce_to_shape",
+                std::string("cannot sum ") + dtype_name(grad.dtype()) + " into " + dtype_name(od));
+  Tensor out = Tensor::empty(shape, od);
   dispatch_compute(grad.dtype(), "reduce_to_shape", [&]<class T>() {
     std::vector<acc_t<T>> acc(static_cast<size_t>(out.numel()));
     if (rows_cols) {
@@ -78,7 +82,10 @@ Tensor reduce_to_shape(const Tensor& grad, const Shape& shape) {
     } else {
       sum_general<T>(gc.data<T>(), g, target, acc.data());
     }
-    store_row(acc.data(), out.data<T>(), out.numel());
+    if constexpr (std::is_same_v<acc_t<T>, double>)
+      convert_from_f64(acc.data(), od, out.raw_data(), acc.size());
+    else
+      narrow_row_f32(acc.data(), od, out.raw_data(), acc.size());
   });
   return out;
 }

@@ -141,7 +141,7 @@ class LinearBackward final : public Node {
       gw = batched_product(g, true, x_, false, 1, out, in, rows, acc_dtype(w_.dtype()))
                .view({out, in});
     // db [Out] = column sums of dY, f32 accumulation and result.
-    if (edges[2].node) gb = cpu::reduce_to_shape(g.to(acc_dtype(g.dtype())), {out});
+    if (edges[2].node) gb = cpu::reduce_to_shape(g, {out}, acc_dtype(g.dtype()));
     return {gx, gw, gb};
   }
 
