@@ -2,10 +2,12 @@
 //  1. f32: our forward and gradients match PyTorch's f32 results (accumulation-order level).
 //  2. bf16: our bf16 kernels match our f32 kernels run on the same bf16-rounded inputs within
 //     one bf16 rounding (the kernels compute in f32 and round once).
-//  3. bf16: our bf16 results are within (PyTorch bf16's own distance from that f32 reference)
-//     + one bf16 rounding of PyTorch's bf16 results: PyTorch 1.13 rounds intermediates to
-//     bf16 in many CPU ops (up to 30% off for small matmul outputs), so its own error is part
-//     of the budget; it is measured per tensor from the fixture itself.
+//  3. bf16: our bf16 results vs PyTorch's bf16 results directly, within 0.31: PyTorch 1.13
+//     rounds intermediates to bf16 in many CPU ops, and its own worst distance from the f32
+//     math is 0.303 (small matmul outputs; table in README.md), plus one of our roundings.
+//     Loose, but independent of our f32 kernels (a bound built from check 2's reference
+//     would hold by the triangle inequality and could not fail); sign or indexing errors
+//     give distances near 1 or more.
 // Distances are relative with a floor of 1% of the tensor's largest magnitude, the metric of
 // the tolerance table in tests/reference/README.md.
 #include <gtest/gtest.h>
@@ -28,6 +30,8 @@ using Runner = std::function<Tensors(Tensors&)>;  // inputs -> named outputs
 // One rounding to bf16 is at most 2^-9 relative; 2^-8 allows for the 1% floor on tiny values
 // and for f32 accumulation-order differences between kernels.
 constexpr double kOneBf16Rounding = 0x1p-8;
+// PyTorch's worst bf16 distance from the f32 math over all fixtures, plus one rounding.
+constexpr double kTorchBf16Tol = 0.303 + kOneBf16Rounding;
 
 struct OpSpec {
   Runner run;
@@ -187,10 +191,8 @@ TEST_P(Fixture, Bf16MatchesF32KernelOnRoundedInputsAndPyTorch) {
     const Tensor& r = ref32.at(name);
     const double ours_err = rel_distance(t, r);
     EXPECT_LE(ours_err, specs().at(op).bf16_tol) << op << " " << name << " vs f32 kernel";
-    // All three distances share the f32 reference's denominators.
-    const double torch_err = rel_distance(torch_bf16.to(DType::f64), r);
-    EXPECT_LE(rel_distance(t, torch_bf16.to(DType::f64), r), torch_err + specs().at(op).bf16_tol)
-        << op << " " << name << " vs PyTorch bf16 (PyTorch's own distance " << torch_err << ")";
+    EXPECT_LE(rel_distance(t, torch_bf16.to(DType::f64)), kTorchBf16Tol)
+        << op << " " << name << " vs PyTorch bf16";
   }
 }
 
