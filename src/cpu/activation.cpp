@@ -8,9 +8,10 @@
 #include <cstring>
 #include <numbers>
 #include <string>
+#include <type_traits>
 
 #include "mixprec/cpu/elementwise.h"
-#include "vector_lanes.h"
+#include "vector_storage.h"
 
 // The vector helpers are always inlined, so the ABI of passing 32-byte vectors never applies.
 #pragma GCC diagnostic ignored "-Wpsabi"
@@ -255,55 +256,89 @@ struct SwigluBwdUp {  // (gate, g) -> g·silu(gate)
 
 // ---- runners ----
 
-// Whole vectors of L lanes, then the tail through zero-padded vectors.
-template <class Op, int L>
-MIXPREC_INLINE void run_vec(const float* const* x, float* const* y, int64_t n) {
+// One vector of L lanes from / to storage T (f32, bf16, f16).
+template <int L, class T>
+MIXPREC_INLINE typename Lanes<L>::vf load_vec(const T* p) {
+  if constexpr (std::is_same_v<T, float>) {
+    typename Lanes<L>::vf v;
+    std::memcpy(&v, p, sizeof v);
+    return v;
+  } else {
+    return StorageLanes<L>::load(p);
+  }
+}
+template <int L, class T>
+MIXPREC_INLINE void store_vec(T* p, const typename Lanes<L>::vf& v) {
+  if constexpr (std::is_same_v<T, float>)
+    std::memcpy(p, &v, sizeof v);
+  else
+    StorageLanes<L>::store(p, v);
+}
+
+// Elements ahead of the loads to prefetch: the math per vector is long enough that the
+// out-of-order window alone does not cover the latency of the next cache lines.
+constexpr int64_t kPrefetchAhead = 1024;
+
+// Whole vectors of L lanes, then the tail through zero-padded vectors. Narrow storage is
+// widened as it is loaded and rounded once as it is stored: the same bits as running the
+// f32 kernel on a widened copy.
+template <class Op, int L, class T>
+MIXPREC_INLINE void run_vec(const T* const* x, T* const* y, int64_t n) {
   using vf = typename Lanes<L>::vf;
   vf a[Op::kIn], r[Op::kOut];  // one vector [L] per input / output
   int64_t i = 0;
   for (; i + L <= n; i += L) {
-    for (int k = 0; k < Op::kIn; ++k) std::memcpy(&a[k], x[k] + i, sizeof(vf));
+    for (int k = 0; k < Op::kIn; ++k) __builtin_prefetch(x[k] + i + kPrefetchAhead);
+    for (int k = 0; k < Op::kIn; ++k) a[k] = load_vec<L>(x[k] + i);
     Op::vec(a, r);
-    for (int k = 0; k < Op::kOut; ++k) std::memcpy(y[k] + i, &r[k], sizeof(vf));
+    for (int k = 0; k < Op::kOut; ++k) store_vec<L>(y[k] + i, r[k]);
   }
   if (i < n) {
-    const auto bytes = static_cast<std::size_t>(n - i) * sizeof(float);
+    const auto bytes = static_cast<std::size_t>(n - i) * sizeof(T);
+    T pad[L] = {};  // [L] one tail vector in storage form
     for (int k = 0; k < Op::kIn; ++k) {
-      a[k] = vf{};
-      std::memcpy(&a[k], x[k] + i, bytes);
+      std::memcpy(static_cast<void*>(pad), x[k] + i, bytes);
+      a[k] = load_vec<L>(static_cast<const T*>(pad));
     }
     Op::vec(a, r);
-    for (int k = 0; k < Op::kOut; ++k) std::memcpy(y[k] + i, &r[k], bytes);
+    for (int k = 0; k < Op::kOut; ++k) {
+      store_vec<L>(static_cast<T*>(pad), r[k]);
+      std::memcpy(static_cast<void*>(y[k] + i), pad, bytes);
+    }
   }
 }
 
-// The three builds: SSE2 (4 lanes), AVX2+FMA (8), AVX-512+FMA (16). The FMA builds contract
-// a·b + c the same way and give the same bits; the SSE2 build rounds products separately.
-using BlockFn = void (*)(const float* const*, float* const*, int64_t);
-template <class Op>
-void block_baseline(const float* const* x, float* const* y, int64_t n) {
+// The three builds: SSE2 (4 lanes), AVX2+FMA (8), AVX-512+FMA (16), each for f32 rows and
+// for rows stored as bf16 or f16. The FMA builds contract a·b + c the same way and give the
+// same bits; the SSE2 build rounds products separately. `flatten` inlines the ISA's loads
+// and stores (vector_storage.h) through the default-target helpers.
+template <class T>
+using BlockFn = void (*)(const T* const*, T* const*, int64_t);
+template <class Op, class T>
+void block_baseline(const T* const* x, T* const* y, int64_t n) {
   run_vec<Op, 4>(x, y, n);
 }
-template <class Op>
-[[gnu::target("avx2,fma")]] void block_avx2(const float* const* x, float* const* y, int64_t n) {
+template <class Op, class T>
+[[gnu::target("avx2,fma,f16c"), gnu::flatten]] void block_avx2(const T* const* x, T* const* y,
+                                                               int64_t n) {
   run_vec<Op, 8>(x, y, n);
 }
-template <class Op>
-[[gnu::target("avx512f,fma")]] void block_avx512(const float* const* x, float* const* y,
-                                                 int64_t n) {
+template <class Op, class T>
+[[gnu::target("avx512f,avx2,fma,f16c"), gnu::flatten]] void block_avx512(const T* const* x,
+                                                                         T* const* y, int64_t n) {
   run_vec<Op, 16>(x, y, n);
 }
-template <class Op>
-BlockFn pick_block(Isa isa) {
+template <class Op, class T>
+BlockFn<T> pick_block(Isa isa) {
   switch (vec_isa(isa)) {
     case VecIsa::avx512:
-      return block_avx512<Op>;
+      return block_avx512<Op, T>;
     case VecIsa::avx2:
-      return block_avx2<Op>;
+      return block_avx2<Op, T>;
     case VecIsa::baseline:
       break;
   }
-  return block_baseline<Op>;
+  return block_baseline<Op, T>;
 }
 
 template <class Op>
@@ -314,6 +349,41 @@ void run_f64(const double* const* x, double* const* y, int64_t n) {
     Op::f64(a, r);
     for (int k = 0; k < Op::kOut; ++k) y[k][i] = r[k];
   }
+}
+
+// bf16 or f16 when every operand has that dtype (the kernels then read and write the rows
+// directly), else f32 (operands go through map_flat's f32 blocks).
+template <std::size_t NI, std::size_t NO>
+DType common_narrow_dtype(const std::array<MapIn, NI>& in, const std::array<MapOut, NO>& out) {
+  const DType t = in[0].dtype;
+  if (t != DType::bf16 && t != DType::f16) return DType::f32;
+  for (const MapIn& m : in)
+    if (m.dtype != t) return DType::f32;
+  for (const MapOut& m : out)
+    if (m.dtype != t) return DType::f32;
+  return t;
+}
+
+template <class F>
+void dispatch_narrow(DType t, F&& f) {
+  if (t == DType::bf16)
+    f.template operator()<bf16>();
+  else
+    f.template operator()<f16>();
+}
+
+// Op over n elements all stored as T, in fixed chunks (the bits never depend on threads).
+template <class Op, class T, std::size_t NI, std::size_t NO>
+void run_stored(int64_t n, const std::array<MapIn, NI>& in, const std::array<MapOut, NO>& out,
+                Isa isa) {
+  const BlockFn<T> block = pick_block<Op, T>(isa);
+  parallel_for(n, kMapChunk, [&](int64_t begin, int64_t end) {
+    std::array<const T*, NI> x{};
+    std::array<T*, NO> y{};
+    for (std::size_t k = 0; k < NI; ++k) x[k] = static_cast<const T*>(in[k].data) + begin;
+    for (std::size_t k = 0; k < NO; ++k) y[k] = static_cast<T*>(out[k].data) + begin;
+    block(x.data(), y.data(), end - begin);
+  });
 }
 
 // Runs Op over n elements: in f64 when any operand is f64, else in f32 with the `isa` build.
@@ -328,8 +398,10 @@ void run_op(int64_t n, const std::array<MapIn, Op::kIn>& in,
                      [](const double* const* x, double* const* y, int64_t len, int64_t) {
                        run_f64<Op>(x, y, len);
                      });
+  } else if (const DType t = common_narrow_dtype(in, out); t != DType::f32) {
+    dispatch_narrow(t, [&]<class T>() { run_stored<Op, T>(n, in, out, isa); });
   } else {
-    const BlockFn block = pick_block<Op>(isa);
+    const BlockFn<float> block = pick_block<Op, float>(isa);
     map_flat<float>(n, in, out,
                     [block](const float* const* x, float* const* y, int64_t len, int64_t) {
                       block(x, y, len);

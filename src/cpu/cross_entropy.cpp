@@ -46,15 +46,12 @@ int64_t check_targets(const std::vector<int64_t>& t, int64_t V, int64_t ignore_i
 template <class T>
 void forward_rows(const T* x, const int64_t* t, int64_t N, int64_t V, int64_t ignore_index,
                   acc_t<T>* loss, acc_t<T>* m, acc_t<T>* ls) {
-  using A = acc_t<T>;
-  const RowOps<A>& ops = row_ops<A>();
+  const StoredRowOps<T>& ops = stored_row_ops<T>();
   parallel_for(N, rows_per_chunk(V), [&](int64_t r0, int64_t r1) {
-    std::vector<A> row(static_cast<size_t>(V));  // [V] logits
     for (int64_t r = r0; r < r1; ++r) {
       loss[r] = m[r] = ls[r] = 0;
       if (t[r] == ignore_index) continue;
-      load_row(x + r * V, row.data(), V);
-      loss[r] = ops.ce_forward(row.data(), V, t[r], m + r, ls + r);
+      loss[r] = ops.ce_forward(x + r * V, V, t[r], m + r, ls + r);
     }
   });
 }
@@ -63,18 +60,13 @@ void forward_rows(const T* x, const int64_t* t, int64_t N, int64_t V, int64_t ig
 template <class T>
 void backward_rows(const T* x, const int64_t* t, const acc_t<T>* m, const acc_t<T>* ls, T* dx,
                    int64_t N, int64_t V, int64_t ignore_index, acc_t<T> scale) {
-  using A = acc_t<T>;
-  const RowOps<A>& ops = row_ops<A>();
+  const StoredRowOps<T>& ops = stored_row_ops<T>();
   parallel_for(N, rows_per_chunk(V), [&](int64_t r0, int64_t r1) {
-    std::vector<A> row(static_cast<size_t>(V));  // [V] logits, then the gradient
     for (int64_t r = r0; r < r1; ++r) {
-      if (t[r] == ignore_index) {
-        std::fill(row.begin(), row.end(), A(0));
-      } else {
-        load_row(x + r * V, row.data(), V);
-        ops.ce_backward(row.data(), V, t[r], m[r], ls[r], scale);
-      }
-      store_row(row.data(), dx + r * V, V);
+      if (t[r] == ignore_index)
+        std::fill(dx + r * V, dx + (r + 1) * V, T(acc_t<T>(0)));
+      else
+        ops.ce_backward(x + r * V, dx + r * V, V, t[r], m[r], ls[r], scale);
     }
   });
 }

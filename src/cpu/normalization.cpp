@@ -33,17 +33,13 @@ void norm_forward_rows(const T* x, const std::vector<acc_t<T>>& w, const std::ve
                        T* y, acc_t<T>* mean, acc_t<T>* rstd, int64_t rows, int64_t D, double eps,
                        bool center) {
   using A = acc_t<T>;
-  const RowOps<A>& ops = row_ops<A>();
+  const StoredRowOps<T>& ops = stored_row_ops<T>();
   const A* wp = w.empty() ? nullptr : w.data();
   const A* bp = b.empty() ? nullptr : b.data();
   parallel_for(rows, rows_per_chunk(D), [&](int64_t r0, int64_t r1) {
-    std::vector<A> row(static_cast<size_t>(D));  // [D] x, then y
-    for (int64_t r = r0; r < r1; ++r) {
-      load_row(x + r * D, row.data(), D);
-      ops.norm_forward(row.data(), wp, bp, D, static_cast<A>(eps), center,
+    for (int64_t r = r0; r < r1; ++r)
+      ops.norm_forward(x + r * D, y + r * D, wp, bp, D, static_cast<A>(eps), center,
                        center ? mean + r : nullptr, rstd + r);
-      store_row(row.data(), y + r * D, D);
-    }
   });
 }
 
@@ -60,16 +56,25 @@ void norm_backward_rows(const T* x, const void* dy, DType g_dtype, const std::ve
                         acc_t<T>* pb, int64_t chunk, const BackwardArgs& a) {
   using A = acc_t<T>;
   const RowOps<A>& ops = row_ops<A>();
+  const StoredRowOps<T>& stored = stored_row_ops<T>();
+  const bool direct = g_dtype == dtype_of<T>();  // dy stored like x: no f32 row copies
   const int64_t D = a.D;
   const size_t g_size = dtype_size(g_dtype);
   const A* wp = w.empty() ? nullptr : w.data();
   parallel_for(a.rows, chunk, [&](int64_t r0, int64_t r1) {
-    std::vector<A> xrow(static_cast<size_t>(D));          // [D] x, then dx
-    std::vector<A> grow(static_cast<size_t>(D));          // [D] dy
     A* sw = a.need_dw ? pw + (r0 / chunk) * D : nullptr;  // [D] this chunk's dw sums
     A* sb = a.need_db ? pb + (r0 / chunk) * D : nullptr;  // [D] this chunk's db sums
     for (int64_t i = 0; sw && i < D; ++i) sw[i] = 0;
     for (int64_t i = 0; sb && i < D; ++i) sb[i] = 0;
+    if (direct) {
+      const T* g = static_cast<const T*>(dy);
+      for (int64_t r = r0; r < r1; ++r)
+        stored.norm_backward(x + r * D, g + r * D, wp, a.center ? mean[r] : A(0), rstd[r], D,
+                             a.center, sw, sb, a.need_dx ? dx + r * D : nullptr);
+      return;
+    }
+    std::vector<A> xrow(static_cast<size_t>(D));  // [D] x, then dx
+    std::vector<A> grow(static_cast<size_t>(D));  // [D] dy
     for (int64_t r = r0; r < r1; ++r) {
       load_row(x + r * D, xrow.data(), D);
       load_grad_row(g_dtype, static_cast<const char*>(dy) + r * D * g_size, grow.data(), D);

@@ -3,6 +3,7 @@
 #include "mixprec/cpu/softmax.h"
 
 #include <cstring>
+#include <type_traits>
 #include <vector>
 
 #include "mixprec/cpu/row_io.h"
@@ -14,28 +15,52 @@
 namespace mixprec::cpu {
 namespace {
 
-// x, y [rows, D]; m, ls [rows] (null: not wanted).
+// x, y [rows, D]; m, ls [rows] (null: not wanted). Rows go straight from x to y; softmax
+// keeps its exponentials in an f32 row buffer (y itself when T is the math type).
 template <class T>
 void softmax_rows(const T* x, T* y, acc_t<T>* m, acc_t<T>* ls, int64_t rows, int64_t D, bool log) {
   using A = acc_t<T>;
-  const RowOps<A>& ops = row_ops<A>();
+  const StoredRowOps<T>& ops = stored_row_ops<T>();
   parallel_for(rows, rows_per_chunk(D), [&](int64_t r0, int64_t r1) {
-    std::vector<A> row(static_cast<size_t>(D));  // [D] the row, then the result
+    std::vector<A> buf(std::is_same_v<T, A> || log ? 0 : static_cast<size_t>(D));  // [D]
     for (int64_t r = r0; r < r1; ++r) {
       A max, log_sum;
-      load_row(x + r * D, row.data(), D);
-      (log ? ops.log_softmax : ops.softmax)(row.data(), D, &max, &log_sum);
-      store_row(row.data(), y + r * D, D);
+      const T* xr = x + r * D;
+      T* yr = y + r * D;
+      if (log) {
+        ops.log_softmax(xr, yr, D, &max, &log_sum);
+      } else {
+        A* b = buf.empty() ? reinterpret_cast<A*>(yr) : buf.data();
+        ops.softmax(xr, yr, b, D, &max, &log_sum);
+      }
       if (m) m[r] = max, ls[r] = log_sum;
     }
   });
 }
 
-// x, dx [rows, D]; m, ls [rows]; dy [rows, D] of dtype g_dtype.
+// x, dx [rows, D]; m, ls [rows]; dy [rows, D] of dtype g_dtype. When dy is stored like x
+// the rows go straight from x and dy to dx; otherwise both are widened into f32 rows first.
 template <class T>
 void softmax_backward_rows(const T* x, const acc_t<T>* m, const acc_t<T>* ls, const void* dy,
                            DType g_dtype, T* dx, int64_t rows, int64_t D, bool log) {
   using A = acc_t<T>;
+  if (g_dtype == dtype_of<T>()) {
+    const StoredRowOps<T>& ops = stored_row_ops<T>();
+    const T* g = static_cast<const T*>(dy);
+    parallel_for(rows, rows_per_chunk(D), [&](int64_t r0, int64_t r1) {
+      std::vector<A> buf(std::is_same_v<T, A> || log ? 0 : static_cast<size_t>(D));  // [D] p
+      for (int64_t r = r0; r < r1; ++r) {
+        const int64_t o = r * D;
+        if (log) {
+          ops.log_softmax_backward(x + o, g + o, dx + o, D, m[r], ls[r]);
+        } else {
+          A* b = buf.empty() ? reinterpret_cast<A*>(dx + o) : buf.data();
+          ops.softmax_backward(x + o, g + o, dx + o, b, D, m[r], ls[r]);
+        }
+      }
+    });
+    return;
+  }
   const RowOps<A>& ops = row_ops<A>();
   const size_t g_size = dtype_size(g_dtype);
   parallel_for(rows, rows_per_chunk(D), [&](int64_t r0, int64_t r1) {

@@ -8,6 +8,7 @@
 #pragma once
 
 #include "softmax_row_ops.h"
+#include "vector_storage.h"
 
 namespace mixprec::cpu {
 namespace {  // NOLINT(google-build-namespaces): one private copy per ISA translation unit
@@ -15,6 +16,9 @@ namespace {  // NOLINT(google-build-namespaces): one private copy per ISA transl
 // Rows are walked 4 vectors at a time with one accumulator per vector (kAcc), then the
 // leftover vectors (the last one partial) go to accumulators 0, 1, 2 in turn: a fixed order.
 constexpr int kAcc = 4;
+// The first pass over a row prefetches this many elements ahead (into the next row): rows
+// stream from memory, and the hardware prefetcher alone leaves the loads waiting.
+constexpr int64_t kPrefetchAhead = 1024;
 
 template <class P>
 struct Lanes {
@@ -27,20 +31,26 @@ struct Lanes {
     std::memcpy(&v, p, sizeof v);
     return v;
   }
+  // A whole vector from bf16 / f16 storage.
+  static V load(const bf16* p) { return StorageLanes<static_cast<int>(N)>::load(p); }
+  static V load(const f16* p) { return StorageLanes<static_cast<int>(N)>::load(p); }
   // The first c lanes from p, `fill` in the others.
-  static V load(const S* p, int64_t c, S fill) {
+  template <class T>
+  static V load(const T* p, int64_t c, S fill) {
     if (c == N) return load(p);
     S b[N];
-    for (int64_t j = 0; j < N; ++j) b[j] = j < c ? p[j] : fill;
+    for (int64_t j = 0; j < N; ++j) b[j] = j < c ? static_cast<S>(p[j]) : fill;
     return load(b);
   }
-  static void store(S* p, V v, int64_t c) {
-    if (c == N) {
-      std::memcpy(p, &v, sizeof v);
-      return;
-    }
-    S b[N];
-    std::memcpy(b, &v, sizeof v);
+  static void store(S* p, V v) { std::memcpy(p, &v, sizeof v); }
+  // Rounded to nearest even (vector_storage.h).
+  static void store(bf16* p, V v) { StorageLanes<static_cast<int>(N)>::store(p, v); }
+  static void store(f16* p, V v) { StorageLanes<static_cast<int>(N)>::store(p, v); }
+  template <class T>
+  static void store(T* p, V v, int64_t c) {
+    if (c == N) return store(p, v);
+    T b[N];
+    store(b, v);
     for (int64_t j = 0; j < c; ++j) p[j] = b[j];
   }
   static V splat(S x) { return V{} + x; }
@@ -101,26 +111,31 @@ struct Lanes {
   }
 };
 
-template <class P>
-typename P::S row_max(const typename P::S* x, int64_t n) {
+template <class P, class T = typename P::S>
+typename P::S row_max(const T* x, int64_t n) {
   using L = Lanes<P>;
   using S = typename P::S;
   const S lowest = -INFINITY;
   typename P::V acc[kAcc] = {L::splat(lowest), L::splat(lowest), L::splat(lowest),
                              L::splat(lowest)};
-  L::walk(
-      n, [&](int64_t i, int64_t c, int k) { acc[k] = L::vmax(L::load(x + i, c, lowest), acc[k]); });
+  L::walk(n, [&](int64_t i, int64_t c, int k) {
+    __builtin_prefetch(x + i + kPrefetchAhead);
+    acc[k] = L::vmax(L::load(x + i, c, lowest), acc[k]);
+  });
   const typename P::V t = L::vmax(L::vmax(acc[0], acc[1]), L::vmax(acc[2], acc[3]));
   S m = t[0];
   for (int64_t j = 1; j < L::N; ++j) m = t[j] > m ? t[j] : m;
   return m;
 }
 
-template <class P>
-typename P::S row_sum(const typename P::S* x, int64_t n) {
+template <class P, class T = typename P::S>
+typename P::S row_sum(const T* x, int64_t n) {
   using L = Lanes<P>;
   typename P::V acc[kAcc] = {};
-  L::walk(n, [&](int64_t i, int64_t c, int k) { acc[k] += L::load(x + i, c, 0); });
+  L::walk(n, [&](int64_t i, int64_t c, int k) {
+    __builtin_prefetch(x + i + kPrefetchAhead);
+    acc[k] += L::load(x + i, c, 0);
+  });
   return L::hsum(acc);
 }
 
@@ -135,8 +150,8 @@ typename P::S row_dot(const typename P::S* a, const typename P::S* b, int64_t n)
 }
 
 // Sum of exp(x - shift); with Store, also the terms in out.
-template <class P, bool Store>
-typename P::S exp_sum(const typename P::S* x, typename P::S shift, typename P::S* out, int64_t n) {
+template <class P, bool Store, class T = typename P::S>
+typename P::S exp_sum(const T* x, typename P::S shift, typename P::S* out, int64_t n) {
   using L = Lanes<P>;
   typename P::V acc[kAcc] = {};
   L::walk(n, [&](int64_t i, int64_t c, int k) {
@@ -168,156 +183,196 @@ void add_row(typename P::S* out, const typename P::S* x, int64_t n) {
   });
 }
 
-template <class P>
-void softmax_row(typename P::S* v, int64_t n, typename P::S* max, typename P::S* log_sum) {
+// The forward kernels read a row stored as T and write one (y may be x): T == S is the
+// in-place RowOps form, T = bf16/f16 widens on load and rounds once on store.
+template <class P, class T>
+void softmax_row(const T* x, T* y, typename P::S* buf, int64_t n, typename P::S* max,
+                 typename P::S* log_sum) {
   using L = Lanes<P>;
   using S = typename P::S;
-  *max = row_max<P>(v, n);
-  const S sum = exp_sum<P, true>(v, *max, v, n);
+  *max = row_max<P>(x, n);
+  const S sum = exp_sum<P, true>(x, *max, buf, n);
   *log_sum = std::log(sum);
   const S inv_sum = S(1) / sum;
   L::walk(n,
-          [&](int64_t i, int64_t c, int) { L::store(v + i, L::load(v + i, c, 0) * inv_sum, c); });
+          [&](int64_t i, int64_t c, int) { L::store(y + i, L::load(buf + i, c, 0) * inv_sum, c); });
 }
 
-template <class P>
-void log_softmax_row(typename P::S* v, int64_t n, typename P::S* max, typename P::S* log_sum) {
+template <class P, class T>
+void log_softmax_row(const T* x, T* y, int64_t n, typename P::S* max, typename P::S* log_sum) {
   using L = Lanes<P>;
   using S = typename P::S;
-  const S m = row_max<P>(v, n);
-  const S ls = std::log(exp_sum<P, false>(v, m, nullptr, n));
+  const S m = row_max<P>(x, n);
+  const S ls = std::log(exp_sum<P, false>(x, m, nullptr, n));
   *max = m;
   *log_sum = ls;
   L::walk(n,
-          [&](int64_t i, int64_t c, int) { L::store(v + i, (L::load(v + i, c, 0) - m) - ls, c); });
+          [&](int64_t i, int64_t c, int) { L::store(y + i, (L::load(x + i, c, 0) - m) - ls, c); });
 }
 
 // p = exp((x - max) - log_sum) for c lanes at x + i.
-template <class P>
-typename P::V probs(const typename P::S* x, int64_t i, int64_t c, typename P::S max,
-                    typename P::S log_sum) {
+template <class P, class T = typename P::S>
+typename P::V probs(const T* x, int64_t i, int64_t c, typename P::S max, typename P::S log_sum) {
   using L = Lanes<P>;
   return L::exp((L::load(x + i, c, 0) - max) - log_sum);
 }
 
-template <class P>
-void softmax_backward_row(typename P::S* x, const typename P::S* g, int64_t n, typename P::S max,
-                          typename P::S log_sum) {
+// Backward kernels: x and g (dy) stored as T, dx written as T (dx may be x; for T == S, buf
+// may be x too).
+template <class P, class T>
+void softmax_backward_row(const T* x, const T* g, T* dx, typename P::S* buf, int64_t n,
+                          typename P::S max, typename P::S log_sum) {
   using L = Lanes<P>;
   using V = typename P::V;
   V acc[kAcc] = {};  // <g, p>
   L::walk(n, [&](int64_t i, int64_t c, int k) {
+    __builtin_prefetch(x + i + kPrefetchAhead);
+    __builtin_prefetch(g + i + kPrefetchAhead);
     const V p = probs<P>(x, i, c, max, log_sum);
-    L::store(x + i, p, c);
+    L::store(buf + i, p, c);
     acc[k] += L::keep(p * L::load(g + i, c, 0), c);
   });
   const typename P::S dot = L::hsum(acc);
   L::walk(n, [&](int64_t i, int64_t c, int) {
-    L::store(x + i, L::load(x + i, c, 0) * (L::load(g + i, c, 0) - dot), c);
+    L::store(dx + i, L::load(buf + i, c, 0) * (L::load(g + i, c, 0) - dot), c);
   });
 }
 
-template <class P>
-void log_softmax_backward_row(typename P::S* x, const typename P::S* g, int64_t n,
-                              typename P::S max, typename P::S log_sum) {
+template <class P, class T>
+void log_softmax_backward_row(const T* x, const T* g, T* dx, int64_t n, typename P::S max,
+                              typename P::S log_sum) {
   using L = Lanes<P>;
   const typename P::S s = row_sum<P>(g, n);
   L::walk(n, [&](int64_t i, int64_t c, int) {
-    L::store(x + i, L::load(g + i, c, 0) - probs<P>(x, i, c, max, log_sum) * s, c);
+    __builtin_prefetch(x + i + kPrefetchAhead);
+    L::store(dx + i, L::load(g + i, c, 0) - probs<P>(x, i, c, max, log_sum) * s, c);
   });
 }
 
-template <class P>
-void norm_forward_row(typename P::S* v, const typename P::S* w, const typename P::S* b, int64_t n,
+template <class P, class T>
+void norm_forward_row(const T* x, T* y, const typename P::S* w, const typename P::S* b, int64_t n,
                       typename P::S eps, bool center, typename P::S* mean, typename P::S* rstd) {
   using L = Lanes<P>;
   using S = typename P::S;
   using V = typename P::V;
   const S inv_n = S(1) / static_cast<S>(n);
-  const S mu = center ? row_sum<P>(v, n) * inv_n : S(0);
-  V acc[kAcc] = {};  // sum of (v - mu)^2
+  const S mu = center ? row_sum<P>(x, n) * inv_n : S(0);
+  V acc[kAcc] = {};  // sum of (x - mu)^2
   L::walk(n, [&](int64_t i, int64_t c, int k) {
-    const V d = L::keep(L::load(v + i, c, 0) - mu, c);
+    if (!center) __builtin_prefetch(x + i + kPrefetchAhead);  // the first pass over x
+    const V d = L::keep(L::load(x + i, c, 0) - mu, c);
     acc[k] += d * d;
   });
   const S rs = S(1) / std::sqrt(L::hsum(acc) * inv_n + eps);
   if (center) *mean = mu;
   *rstd = rs;
   L::walk(n, [&](int64_t i, int64_t c, int) {
-    V y = (L::load(v + i, c, 0) - mu) * rs;
-    if (w) y *= L::load(w + i, c, 0);
-    if (b) y += L::load(b + i, c, 0);
-    L::store(v + i, y, c);
+    V v = (L::load(x + i, c, 0) - mu) * rs;
+    if (w) v *= L::load(w + i, c, 0);
+    if (b) v += L::load(b + i, c, 0);
+    L::store(y + i, v, c);
   });
 }
 
-template <class P>
-void norm_backward_row(typename P::S* x, typename P::S* g, const typename P::S* w,
-                       typename P::S mean, typename P::S rstd, int64_t n, bool center,
-                       typename P::S* dw, typename P::S* db, bool need_dx) {
+// Adds dy * xhat to dw and dy to db (either may be null); with dx, dx = rstd * (g*w -
+// mean(g*w) - xhat * mean(g*w * xhat)) (no mean(g*w) term unless `center`). The second pass
+// recomputes xhat and g*w from x and g rather than keeping them.
+template <class P, class T>
+void norm_backward_row(const T* x, const T* g, const typename P::S* w, typename P::S mean,
+                       typename P::S rstd, int64_t n, bool center, typename P::S* dw,
+                       typename P::S* db, T* dx) {
   using L = Lanes<P>;
   using S = typename P::S;
   using V = typename P::V;
   V acc_gx[kAcc] = {}, acc_g[kAcc] = {};  // sums of g*w * xhat and of g*w
   L::walk(n, [&](int64_t i, int64_t c, int k) {
+    __builtin_prefetch(x + i + kPrefetchAhead);
+    __builtin_prefetch(g + i + kPrefetchAhead);
     const V xhat = (L::load(x + i, c, 0) - mean) * rstd;
     V gi = L::load(g + i, c, 0);
     if (dw) L::store(dw + i, L::load(dw + i, c, 0) + gi * xhat, c);
     if (db) L::store(db + i, L::load(db + i, c, 0) + gi, c);
-    if (!need_dx) return;
+    if (!dx) return;
     if (w) gi *= L::load(w + i, c, 0);
-    L::store(x + i, xhat, c);
-    L::store(g + i, gi, c);
     acc_gx[k] += L::keep(gi * xhat, c);
     acc_g[k] += L::keep(gi, c);
   });
-  if (!need_dx) return;
+  if (!dx) return;
   const S inv_n = S(1) / static_cast<S>(n);
   const S c1 = L::hsum(acc_gx) * inv_n, c2 = center ? L::hsum(acc_g) * inv_n : S(0);
   L::walk(n, [&](int64_t i, int64_t c, int) {
-    const V xhat = L::load(x + i, c, 0);
-    L::store(x + i, ((L::load(g + i, c, 0) - c2) - xhat * c1) * rstd, c);
+    const V xhat = (L::load(x + i, c, 0) - mean) * rstd;
+    V gi = L::load(g + i, c, 0);
+    if (w) gi *= L::load(w + i, c, 0);
+    L::store(dx + i, ((gi - c2) - xhat * c1) * rstd, c);
   });
 }
 
-template <class P>
-typename P::S ce_forward_row(const typename P::S* v, int64_t n, int64_t target, typename P::S* max,
+template <class P, class T>
+typename P::S ce_forward_row(const T* x, int64_t n, int64_t target, typename P::S* max,
                              typename P::S* log_sum) {
-  const typename P::S m = row_max<P>(v, n);
+  using S = typename P::S;
+  const S m = row_max<P>(x, n);
   *max = m;
-  *log_sum = std::log(exp_sum<P, false>(v, m, nullptr, n));
-  return (m - v[target]) + *log_sum;
+  *log_sum = std::log(exp_sum<P, false>(x, m, nullptr, n));
+  return (m - static_cast<S>(x[target])) + *log_sum;
 }
 
-template <class P>
-void ce_backward_row(typename P::S* v, int64_t n, int64_t target, typename P::S max,
+// dx may be x.
+template <class P, class T>
+void ce_backward_row(const T* x, T* dx, int64_t n, int64_t target, typename P::S max,
                      typename P::S log_sum, typename P::S scale) {
   using L = Lanes<P>;
   using S = typename P::S;
   // p[target] through the same vector exp as every other element, then minus one.
-  const S p_target = L::exp(L::splat((v[target] - max) - log_sum))[0];
+  const S p_target = L::exp(L::splat((static_cast<S>(x[target]) - max) - log_sum))[0];
   L::walk(n, [&](int64_t i, int64_t c, int) {
-    L::store(v + i, probs<P>(v, i, c, max, log_sum) * scale, c);
+    __builtin_prefetch(x + i + kPrefetchAhead);  // the backward pass's first touch of x
+    L::store(dx + i, probs<P>(x, i, c, max, log_sum) * scale, c);
   });
-  v[target] = (p_target - S(1)) * scale;
+  dx[target] = T((p_target - S(1)) * scale);
 }
 
 template <class P>
 constexpr RowOps<typename P::S> make_row_ops() {
+  using S = typename P::S;
   return {&row_max<P>,
           &row_sum<P>,
           &row_dot<P>,
           &exp_shifted_sum<P>,
           &exp_row<P>,
           &add_row<P>,
-          &softmax_row<P>,
-          &log_softmax_row<P>,
-          &softmax_backward_row<P>,
-          &log_softmax_backward_row<P>,
-          &norm_forward_row<P>,
-          &norm_backward_row<P>,
-          &ce_forward_row<P>,
-          &ce_backward_row<P>};
+          [](S* v, int64_t n, S* max, S* log_sum) { softmax_row<P, S>(v, v, v, n, max, log_sum); },
+          [](S* v, int64_t n, S* max, S* log_sum) { log_softmax_row<P, S>(v, v, n, max, log_sum); },
+          [](S* x, const S* g, int64_t n, S max, S log_sum) {
+            softmax_backward_row<P, S>(x, g, x, x, n, max, log_sum);
+          },
+          [](S* x, const S* g, int64_t n, S max, S log_sum) {
+            log_softmax_backward_row<P, S>(x, g, x, n, max, log_sum);
+          },
+          [](S* v, const S* w, const S* b, int64_t n, S eps, bool center, S* mean, S* rstd) {
+            norm_forward_row<P, S>(v, v, w, b, n, eps, center, mean, rstd);
+          },
+          [](S* x, S* g, const S* w, S mean, S rstd, int64_t n, bool center, S* dw, S* db,
+             bool need_dx) {
+            norm_backward_row<P, S>(x, g, w, mean, rstd, n, center, dw, db, need_dx ? x : nullptr);
+          },
+          &ce_forward_row<P, S>,
+          [](S* v, int64_t n, int64_t target, S max, S log_sum, S scale) {
+            ce_backward_row<P, S>(v, v, n, target, max, log_sum, scale);
+          }};
+}
+
+template <class P, class T>
+constexpr StoredRowOps<T> make_stored_row_ops() {
+  return {&softmax_row<P, T>,
+          &log_softmax_row<P, T>,
+          &norm_forward_row<P, T>,
+          &ce_forward_row<P, T>,
+          &ce_backward_row<P, T>,
+          &softmax_backward_row<P, T>,
+          &log_softmax_backward_row<P, T>,
+          &norm_backward_row<P, T>};
 }
 
 }  // namespace

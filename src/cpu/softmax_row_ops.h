@@ -7,6 +7,9 @@
 #pragma once
 
 #include <cstdint>
+#include <type_traits>
+
+#include "mixprec/numerics/storage_types.h"
 
 namespace mixprec::cpu {
 
@@ -49,6 +52,29 @@ struct RowOps {
   void (*ce_backward)(S* v, int64_t n, int64_t target, S max, S log_sum, S scale);
 };
 
+// The forward row kernels straight from a row stored as T (double, float, bf16, f16) into one
+// (y may be x): elements are widened as they are loaded and rounded once (nearest even) as
+// they are stored, so the bits equal RowOps on a widened copy of the row, without the copy.
+template <class T>
+struct StoredRowOps {
+  using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
+  // y <- softmax(x); buf: [n] scratch for the exponentials (may be y when T is S).
+  void (*softmax)(const T* x, T* y, S* buf, int64_t n, S* max, S* log_sum);
+  void (*log_softmax)(const T* x, T* y, int64_t n, S* max, S* log_sum);
+  void (*norm_forward)(const T* x, T* y, const S* w, const S* b, int64_t n, S eps, bool center,
+                       S* mean, S* rstd);
+  S (*ce_forward)(const T* x, int64_t n, int64_t target, S* max, S* log_sum);
+  // dx <- (exp((x - max) - log_sum) - onehot(target)) * scale.
+  void (*ce_backward)(const T* x, T* dx, int64_t n, int64_t target, S max, S log_sum, S scale);
+  // The backward rows of RowOps with g (dy) stored as T and dx written as T (dx may be x).
+  // softmax_backward keeps p in buf [n] (may be dx when T is S).
+  void (*softmax_backward)(const T* x, const T* g, T* dx, S* buf, int64_t n, S max, S log_sum);
+  void (*log_softmax_backward)(const T* x, const T* g, T* dx, int64_t n, S max, S log_sum);
+  // dx null: only the dw / db sums.
+  void (*norm_backward)(const T* x, const T* g, const S* w, S mean, S rstd, int64_t n, bool center,
+                        S* dw, S* db, T* dx);
+};
+
 // The best row kernels for this CPU (f32: AVX-512, else AVX2+FMA, else portable).
 template <class S>
 const RowOps<S>& row_ops();
@@ -57,14 +83,23 @@ const RowOps<float>& row_ops<float>();
 template <>
 const RowOps<double>& row_ops<double>();
 
+template <class T>
+const StoredRowOps<T>& stored_row_ops();  // T = double, float, bf16, f16
+
 // Each ISA's f32 kernels, for tests that compare them. `portable` is plain C++ vectors (SSE2
 // on x86-64); the others are compiled with target attributes and need CPU support.
 enum class RowIsa { portable, avx2, avx512 };
 bool row_isa_supported(RowIsa isa);
 const char* row_isa_name(RowIsa isa);
 const RowOps<float>& row_ops_f32(RowIsa isa);  // Error when unsupported
+template <class T>
+const StoredRowOps<T>& stored_row_ops(RowIsa isa);  // T = float, bf16, f16
 // The builds in softmax_row_ops_avx2.cpp and softmax_row_ops_avx512.cpp.
 const RowOps<float>& avx2_row_ops_f32();
 const RowOps<float>& avx512_row_ops_f32();
+template <class T>
+const StoredRowOps<T>& avx2_stored_row_ops();
+template <class T>
+const StoredRowOps<T>& avx512_stored_row_ops();
 
 }  // namespace mixprec::cpu

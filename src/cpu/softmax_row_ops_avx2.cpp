@@ -8,13 +8,15 @@
 
 #include <immintrin.h>
 
+#include "mixprec/numerics/storage_types.h"
 #include "softmax_row_ops.h"
+#include "vector_storage.h"
 
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx2,fma"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx2,fma")
+#pragma GCC target("avx2,fma,f16c")
 #endif
 
 #include "softmax_row_impl.h"
@@ -33,11 +35,26 @@ struct F32x8 {
 };
 
 constexpr RowOps<float> kAvx2F32 = make_row_ops<F32x8>();
+constexpr StoredRowOps<float> kAvx2StoredF32 = make_stored_row_ops<F32x8, float>();
+constexpr StoredRowOps<bf16> kAvx2StoredBF16 = make_stored_row_ops<F32x8, bf16>();
+constexpr StoredRowOps<f16> kAvx2StoredF16 = make_stored_row_ops<F32x8, f16>();
 
 }  // namespace
 
 const RowOps<float>& avx2_row_ops_f32() {
   return kAvx2F32;
+}
+template <>
+const StoredRowOps<float>& avx2_stored_row_ops<float>() {
+  return kAvx2StoredF32;
+}
+template <>
+const StoredRowOps<bf16>& avx2_stored_row_ops<bf16>() {
+  return kAvx2StoredBF16;
+}
+template <>
+const StoredRowOps<f16>& avx2_stored_row_ops<f16>() {
+  return kAvx2StoredF16;
 }
 
 }  // namespace mixprec::cpu

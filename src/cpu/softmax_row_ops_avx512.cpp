@@ -6,13 +6,17 @@
 #include <cstring>
 #include <type_traits>
 
+#include <immintrin.h>
+
+#include "mixprec/numerics/storage_types.h"
 #include "softmax_row_ops.h"
+#include "vector_storage.h"
 
 #if defined(__clang__)
-#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma"))), apply_to = function)
+#pragma clang attribute push(__attribute__((target("avx512f,avx2,fma,f16c"))), apply_to = function)
 #else
 #pragma GCC push_options
-#pragma GCC target("avx512f,avx2,fma")
+#pragma GCC target("avx512f,avx2,fma,f16c")
 #endif
 
 #include "softmax_row_impl.h"
@@ -33,11 +37,26 @@ struct F32x16 {
 };
 
 constexpr RowOps<float> kAvx512F32 = make_row_ops<F32x16>();
+constexpr StoredRowOps<float> kAvx512StoredF32 = make_stored_row_ops<F32x16, float>();
+constexpr StoredRowOps<bf16> kAvx512StoredBF16 = make_stored_row_ops<F32x16, bf16>();
+constexpr StoredRowOps<f16> kAvx512StoredF16 = make_stored_row_ops<F32x16, f16>();
 
 }  // namespace
 
 const RowOps<float>& avx512_row_ops_f32() {
   return kAvx512F32;
+}
+template <>
+const StoredRowOps<float>& avx512_stored_row_ops<float>() {
+  return kAvx512StoredF32;
+}
+template <>
+const StoredRowOps<bf16>& avx512_stored_row_ops<bf16>() {
+  return kAvx512StoredBF16;
+}
+template <>
+const StoredRowOps<f16>& avx512_stored_row_ops<f16>() {
+  return kAvx512StoredF16;
 }
 
 }  // namespace mixprec::cpu

@@ -245,6 +245,19 @@ TEST(Activation, LowPrecisionIsTheF32KernelRoundedOnce) {
       EXPECT_TRUE(same_bits(xl.grad(), cpu::activation_backward(act.kind, x32, g32).to(dt)))
           << what;
     }
+    // Every ISA's narrow path (loads and stores inside the vector loop) against the same
+    // ISA's f32 path.
+    std::vector<Isa> isas{Isa::scalar};
+    if (cpu_has_avx2_f16c()) isas.push_back(Isa::avx2);
+    for (Isa isa : isas)
+      for (const Act& act : kActs) {
+        EXPECT_TRUE(same_bits(cpu::activation_forward(act.kind, x, isa),
+                              cpu::activation_forward(act.kind, x32, isa).to(dt)))
+            << act.name << " " << isa_name(isa);
+        EXPECT_TRUE(same_bits(cpu::activation_backward(act.kind, x, g, isa),
+                              cpu::activation_backward(act.kind, x32, g32, isa).to(dt)))
+            << act.name << " " << isa_name(isa);
+      }
     const Tensor up = randn({7, 301}, dt, 23);
     EXPECT_TRUE(same_bits(swiglu(x, up), swiglu(x32, up.to(DType::f32)).to(dt)));
     auto [a, b] = cpu::swiglu_backward(x, up, g, true, true);

@@ -1,0 +1,191 @@
+// The row kernels that read and write bf16 / f16 rows directly (StoredRowOps: forward and
+// backward) against the f32 row kernels run on a widened copy of the same rows and rounded
+// once: bit for bit, for every
+// ISA this CPU runs, every length around the vector widths, and rows holding values whose
+// rounding is delicate (ties, overflow to inf, subnormals, NaN, inf).
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <cstring>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "cpu/softmax_row_ops.h"
+#include "mixprec/numerics/storage_types.h"
+#include "support/op_testing.h"
+
+namespace mixprec {
+namespace {
+
+using namespace testing;  // mixprec::testing, the op-test support
+
+std::vector<cpu::RowIsa> isas() {
+  std::vector<cpu::RowIsa> out;
+  for (auto isa : {cpu::RowIsa::portable, cpu::RowIsa::avx2, cpu::RowIsa::avx512})
+    if (cpu::row_isa_supported(isa)) out.push_back(isa);
+  return out;
+}
+
+// n values of storage type T: normal draws scaled by `scale`, with special values mixed in
+// when `special` (a value with its low bit set, a huge value, a subnormal, -inf, a large
+// negative value; NaN in the longer rows).
+template <class T>
+std::vector<T> row_of(int64_t n, uint64_t seed, double scale, bool special) {
+  const std::vector<double> v = randn({n}, DType::f32, seed, scale).to_doubles();
+  std::vector<T> out(v.begin(), v.end());
+  if (special && n >= 6) {
+    out[0] = T::from_bits(0x3F81);  // (bf16) 1.0078125; (f16) a small normal
+    out[1] = T(std::numeric_limits<float>::max() / 4);
+    out[2] = T::from_bits(0x0003);  // subnormal in both formats
+    out[3] = T(-INFINITY);
+    out[5] = T(-1e30f);
+  }
+  if (special && n >= 65) out[4] = T(std::numeric_limits<float>::quiet_NaN());  // NaN rows too
+  return out;
+}
+
+template <class T>
+std::vector<float> widened(const std::vector<T>& x) {
+  return std::vector<float>(x.begin(), x.end());
+}
+
+template <class T>
+std::vector<T> rounded_row(const std::vector<float>& x) {
+  return std::vector<T>(x.begin(), x.end());
+}
+
+// Same bits, or both NaN (see expect_same_bits).
+bool same(float a, float b) {
+  return std::memcmp(&a, &b, sizeof a) == 0 || (std::isnan(a) && std::isnan(b));
+}
+
+template <class T>
+void expect_same_bits(const std::vector<T>& got, const std::vector<T>& want, const std::string& w) {
+  ASSERT_EQ(got.size(), want.size()) << w;
+  for (size_t i = 0; i < got.size(); ++i) {
+    // A NaN's sign is not specified by IEEE arithmetic (SSE's default NaN is negative, an
+    // input NaN passed through keeps its sign), so any NaN matches any NaN.
+    if (std::isnan(static_cast<float>(want[i])) && std::isnan(static_cast<float>(got[i]))) continue;
+    EXPECT_EQ(got[i].bits, want[i].bits) << w << " element " << i;
+  }
+}
+
+template <class T>
+void check_dtype(const char* name) {
+  for (cpu::RowIsa isa : isas()) {
+    const auto& f32 = cpu::row_ops_f32(isa);
+    const auto& ops = cpu::stored_row_ops<T>(isa);
+    for (int64_t n : {1, 3, 4, 7, 8, 9, 15, 16, 17, 31, 33, 64, 65, 100, 1000}) {
+      for (bool special : {false, true}) {
+        const std::string what = std::string(name) + " " + cpu::row_isa_name(isa) +
+                                 " n=" + std::to_string(n) + (special ? " special" : "");
+        const std::vector<T> x = row_of<T>(n, static_cast<uint64_t>(n), 3.0, special);
+        const std::vector<float> xf = widened(x);
+        // softmax / log_softmax: the row, its max and log-sum-exp.
+        for (bool log : {false, true}) {
+          std::vector<T> y(x.size());
+          std::vector<float> buf(x.size()), want = xf;
+          float m = 0, ls = 0, wm = 0, wls = 0;
+          if (log) {
+            ops.log_softmax(x.data(), y.data(), n, &m, &ls);
+            f32.log_softmax(want.data(), n, &wm, &wls);
+          } else {
+            ops.softmax(x.data(), y.data(), buf.data(), n, &m, &ls);
+            f32.softmax(want.data(), n, &wm, &wls);
+          }
+          expect_same_bits(y, rounded_row<T>(want), what + (log ? " log_softmax" : " softmax"));
+          EXPECT_TRUE(same(m, wm)) << what;
+          EXPECT_TRUE(same(ls, wls)) << what;
+        }
+        // Norms with and without weight and bias; in place (y == x) too.
+        const std::vector<float> w = widened(row_of<T>(n, 7, 1.0, false));
+        const std::vector<float> b = widened(row_of<T>(n, 8, 1.0, false));
+        for (bool center : {false, true}) {
+          std::vector<T> y = x;
+          std::vector<float> want = xf;
+          float mean = 0, rstd = 0, wmean = 0, wrstd = 0;
+          ops.norm_forward(y.data(), y.data(), w.data(), b.data(), n, 1e-5f, center, &mean, &rstd);
+          f32.norm_forward(want.data(), w.data(), b.data(), n, 1e-5f, center, &wmean, &wrstd);
+          expect_same_bits(y, rounded_row<T>(want), what + " norm");
+          EXPECT_TRUE(same(rstd, wrstd)) << what;
+          if (center) {
+            EXPECT_TRUE(same(mean, wmean)) << what;
+          }
+        }
+        // Backward rows: softmax / log-softmax from their statistics, norms with dw / db sums.
+        const std::vector<T> g = row_of<T>(n, 9, 1.0, false);
+        const std::vector<float> gf = widened(g);
+        for (bool log : {false, true}) {
+          std::vector<float> buf(x.size()), want = xf;
+          float m = 0, ls = 0;
+          (log ? f32.log_softmax : f32.softmax)(buf.data(), n, &m, &ls);  // statistics only
+          std::vector<T> dx(x.size());
+          if (log) {
+            ops.log_softmax_backward(x.data(), g.data(), dx.data(), n, m, ls);
+            f32.log_softmax_backward(want.data(), gf.data(), n, m, ls);
+          } else {
+            ops.softmax_backward(x.data(), g.data(), dx.data(), buf.data(), n, m, ls);
+            f32.softmax_backward(want.data(), gf.data(), n, m, ls);
+          }
+          expect_same_bits(dx, rounded_row<T>(want),
+                           what + (log ? " log_softmax dx" : " softmax dx"));
+        }
+        for (bool center : {false, true}) {
+          std::vector<float> y = xf;
+          float mean = 0, rstd = 0;
+          f32.norm_forward(y.data(), w.data(), b.data(), n, 1e-5f, center, &mean, &rstd);
+          std::vector<T> dx(x.size());
+          std::vector<float> dw(x.size(), 0.5f), db(x.size(), 0.25f), wdw = dw, wdb = db;
+          std::vector<float> want = xf, gcopy = gf;
+          ops.norm_backward(x.data(), g.data(), w.data(), mean, rstd, n, center, dw.data(),
+                            db.data(), dx.data());
+          f32.norm_backward(want.data(), gcopy.data(), w.data(), mean, rstd, n, center, wdw.data(),
+                            wdb.data(), true);
+          expect_same_bits(dx, rounded_row<T>(want), what + " norm dx");
+          for (size_t i = 0; i < dw.size(); ++i) {
+            EXPECT_TRUE(same(dw[i], wdw[i])) << what << " dw " << i;
+            EXPECT_TRUE(same(db[i], wdb[i])) << what << " db " << i;
+          }
+        }
+        // Cross-entropy forward and backward (gradient into a separate row).
+        const int64_t target = n - 1;
+        float m = 0, ls = 0, wm = 0, wls = 0;
+        const float loss = ops.ce_forward(x.data(), n, target, &m, &ls);
+        const float wloss = f32.ce_forward(xf.data(), n, target, &wm, &wls);
+        EXPECT_TRUE(same(loss, wloss)) << what << " " << loss << " " << wloss;
+        std::vector<T> dx(x.size());
+        std::vector<float> want = xf;
+        ops.ce_backward(x.data(), dx.data(), n, target, m, ls, 0.25f);
+        f32.ce_backward(want.data(), n, target, wm, wls, 0.25f);
+        expect_same_bits(dx, rounded_row<T>(want), what + " ce backward");
+      }
+    }
+  }
+}
+
+TEST(StoredRowOps, Bf16RowsMatchF32KernelsOnWidenedRowsBitForBit) {
+  check_dtype<bf16>("bf16");
+}
+
+TEST(StoredRowOps, F16RowsMatchF32KernelsOnWidenedRowsBitForBit) {
+  check_dtype<f16>("f16");
+}
+
+TEST(StoredRowOps, F32RowsMatchTheInPlaceKernels) {
+  for (cpu::RowIsa isa : isas()) {
+    const auto& f32 = cpu::row_ops_f32(isa);
+    const auto& ops = cpu::stored_row_ops<float>(isa);
+    const int64_t n = 77;
+    const std::vector<double> v = randn({n}, DType::f32, 5, 3.0).to_doubles();
+    const std::vector<float> x(v.begin(), v.end());
+    std::vector<float> y(x.size()), buf(x.size()), want = x;
+    float m, ls, wm, wls;
+    ops.softmax(x.data(), y.data(), buf.data(), n, &m, &ls);
+    f32.softmax(want.data(), n, &wm, &wls);
+    EXPECT_EQ(std::memcmp(y.data(), want.data(), y.size() * 4), 0) << cpu::row_isa_name(isa);
+  }
+}
+
+}  // namespace
+}  // namespace mixprec
