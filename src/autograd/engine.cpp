@@ -7,6 +7,7 @@
 #include <unordered_map>
 #include <unordered_set>
 
+#include "mixprec/autograd/anomaly.h"
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/accumulate.h"
 
@@ -82,6 +83,9 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     for (const Tensor& g : grads) any = any || g.defined();
     std::vector<Tensor> input_grads;
     if (any) input_grads = node->apply(grads);
+    if (anomaly_mode_enabled())
+      for (size_t i = 0; i < input_grads.size(); ++i)
+        note_if_nonfinite(input_grads[i], node->name(), true, static_cast<int>(i));
     grads.clear();
     if (!retain_graph && !node->reusable()) {
       node->release_saved();

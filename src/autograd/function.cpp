@@ -1,6 +1,7 @@
 // Wiring ops into the graph.
 #include "mixprec/autograd/function.h"
 
+#include "mixprec/autograd/anomaly.h"
 #include "mixprec/cpu/reduce_to_shape.h"
 
 namespace mixprec {
@@ -44,6 +45,7 @@ void set_history(Tensor& out, const std::shared_ptr<Node>& node, int output_nr) 
   meta->requires_grad = true;
   meta->grad_fn = node;
   meta->output_nr = output_nr;
+  if (anomaly_mode_enabled()) note_if_nonfinite(out, node->name(), false, output_nr);
 }
 
 Tensor sum_to_shape(const Tensor& grad, const Shape& shape) {

@@ -1,0 +1,110 @@
+// Loss scaling with PyTorch GradScaler semantics (torch.amp.GradScaler), plus the options
+// other frameworks have (DeepSpeed's hysteresis, minimum and maximum scale), for gradients of
+// any dtype: bf16 and f16 gradients are unscaled and checked like f32 ones, never an error.
+//
+//   GradScaler scaler(ScalerOptions::dynamic());
+//   scaler.scale(loss).backward();
+//   scaler.unscale(opt);                    // optional: before clipping
+//   clip_grad_norm(opt.parameters(), 1.0);
+//   StepReport r = scaler.step(opt);        // skipped (with the reason) on inf/NaN
+//   scaler.update();
+//
+// A disabled scaler (the bf16 default) keeps the scale at 1 but still checks: a non-finite
+// gradient skips the step, so a bf16 inf never reaches the optimizer state. Several
+// optimizers and losses may share one scaler; update() backs off when any optimizer saw a
+// non-finite gradient since the last update().
+#pragma once
+
+#include <cfloat>
+#include <cstdint>
+#include <map>
+#include <string>
+
+#include "mixprec/amp/policy.h"
+#include "mixprec/optim/optimizer.h"
+
+namespace mixprec::amp {
+
+struct ScalerOptions {
+  bool enabled = true;  // false: scale fixed at 1 (the non-finite check stays on)
+  bool dynamic = true;  // false: a static scale (init_scale, never changed)
+  double init_scale = 65536.0;
+  double growth_factor = 2.0;
+  double backoff_factor = 0.5;
+  int64_t growth_interval = 2000;  // consecutive finite steps before growing
+  // Overflows tolerated before backing off (DeepSpeed's hysteresis; 1 = back off at once, as
+  // PyTorch). Each overflow still skips its step; growth restores the allowance.
+  int64_t hysteresis = 1;
+  double min_scale = 0.0;      // backoff never goes below (0: no floor)
+  double max_scale = FLT_MAX;  // growth never goes above (and never past FLT_MAX)
+
+  static ScalerOptions none();  // disabled: checks only
+  static ScalerOptions fixed(double scale);
+  static ScalerOptions dynamic_defaults();  // PyTorch's defaults
+  // What a policy wants: dynamic for fp16 compute (policy.loss_scaling), else none().
+  static ScalerOptions for_policy(const MixedPrecisionPolicy& policy);
+};
+
+// What step() did and why.
+struct StepReport {
+  bool stepped = false;
+  std::string reason;           // empty when stepped
+  std::string first_nonfinite;  // name of the first parameter with an inf/NaN gradient
+  float scale = 1.0f;           // the scale the gradients carried
+};
+
+// Everything update() and the counters depend on; round-trips exactly.
+struct ScalerState {
+  float scale = 65536.0f;
+  int64_t growth_tracker = 0;   // consecutive finite steps since the last growth/backoff
+  int64_t hysteresis_left = 1;  // overflows still tolerated before the next backoff
+  int64_t steps_skipped = 0;
+  int64_t steps_taken = 0;
+  bool operator==(const ScalerState&) const = default;
+};
+
+class GradScaler {
+ public:
+  explicit GradScaler(ScalerOptions options = ScalerOptions::dynamic_defaults());
+
+  // loss * scale (autograd-aware; the loss itself when disabled).
+  Tensor scale(const Tensor& loss) const;
+  // One fused pass over the optimizer's gradients: multiply by 1/scale in place (1/scale
+  // computed in f64, rounded to f32, as PyTorch) and test for inf/NaN. Error if called twice
+  // for an optimizer, or after its step, before update().
+  void unscale(optim::Optimizer& opt);
+  // Steps the optimizer unless a gradient is non-finite (checked here when unscale() was not
+  // called, with 1/scale folded into the optimizer's own pass). Error if called twice before
+  // update() or when no parameter has a gradient.
+  StepReport step(optim::Optimizer& opt);
+  // Adjusts the scale from this iteration's non-finite flags (all optimizers) and starts the
+  // next iteration. Error when no optimizer was unscaled or stepped since the last update().
+  void update();
+
+  float get_scale() const { return enabled() ? state_.scale : 1.0f; }
+  bool enabled() const { return options_.enabled; }
+  const ScalerOptions& options() const { return options_; }
+  const ScalerState& state() const { return state_; }
+  void load_state(const ScalerState& state);
+  // As named 0-d tensors ("scale", "growth_tracker", ...) for checkpoints; load throws
+  // naming a missing entry.
+  optim::StateDict state_dict() const;
+  void load_state_dict(const optim::StateDict& dict);
+  const StepReport& last_report() const { return last_report_; }
+
+ private:
+  struct PerOptimizer {
+    bool unscaled = false, stepped = false, found_inf = false;
+    std::string first_nonfinite;
+  };
+  // Tests every gradient (multiplying in place when `write`); records the result.
+  PerOptimizer& check(optim::Optimizer& opt, bool write);
+  float inv_scale() const;
+
+  ScalerOptions options_;
+  ScalerState state_;
+  std::map<const optim::Optimizer*, PerOptimizer> this_iteration_;
+  StepReport last_report_;
+};
+
+}  // namespace mixprec::amp

@@ -1,0 +1,80 @@
+// Precision policies: which dtype each part of a training step uses. A policy names the dtype
+// of the parameters' working copy (param), of the forward/backward math (compute), of gradient
+// accumulation and reduction (reduce) and of the model's outputs (output); master weights and
+// optimizer state are f32 unless `f32_master` is false (the pure low-precision modes).
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "mixprec/numerics/dtype.h"
+
+namespace mixprec::amp {
+
+// How an f32 x f32 matmul runs (the CPU stand-in for TF32 tensor cores and for TPUs that run
+// f32 matmuls in bf16): highest = f32 operands; high = operands rounded to TF32 (10-bit
+// mantissa, nearest even); medium = operands rounded to bf16. Accumulation is f32 in all.
+// linear, matmul and bmm read it when both operands are f32, and their backward matmuls use
+// the setting their forward saw (not the one in force when backward runs).
+enum class MatmulPrecision { highest, high, medium };
+
+// How a low-precision master (f32_master == false) takes an update.
+enum class MasterUpdate { nearest, stochastic, kahan };
+
+struct MixedPrecisionPolicy {
+  DType param_dtype = DType::f32;
+  DType compute_dtype = DType::f32;
+  DType reduce_dtype = DType::f32;
+  DType output_dtype = DType::f32;
+  bool f32_master = true;  // false: the master is param_dtype and optimizer state too
+  MasterUpdate master_update = MasterUpdate::nearest;  // used when !f32_master
+  MatmulPrecision matmul_precision = MatmulPrecision::highest;
+  bool loss_scaling = false;  // the preset's default: dynamic loss scaling (fp16)
+
+  DType master_dtype() const { return f32_master ? DType::f32 : param_dtype; }
+  bool operator==(const MixedPrecisionPolicy&) const = default;
+};
+
+// The named presets: fp32, tf32, bf16-mixed, fp16-mixed, bf16-pure (stochastic rounding),
+// bf16-pure-kahan.
+MixedPrecisionPolicy preset(std::string_view name);
+// Comma-separated preset names, for error messages and --help.
+std::string preset_names();
+
+// A policy from the spellings users bring (case- and whitespace-insensitive):
+// - a preset name, or Keras's mixed_bfloat16 / mixed_float16 (= bf16-mixed / fp16-mixed);
+// - jmp's "params=float32,compute=bfloat16,output=float32": keys params (param, p),
+//   compute (c), reduce (r), output (o), plus master (f32 or the params dtype), update
+//   (nearest | stochastic | kahan), matmul (highest | high | medium), loss_scaling (true |
+//   false). Values take any parse_dtype spelling of f64, f32, bf16, f16. Unspecified dtypes
+//   are f32; reduce and master default to the wider of f32 and params;
+// - a bare dtype ("bf16"): params, compute, reduce and output all that dtype (jmp's rule),
+//   master still f32 (f64 for "f64"): training without an f32 master is what the bf16-pure
+//   presets opt into, with their update rule.
+// Throws mixprec::Error naming the bad token and listing what is valid.
+MixedPrecisionPolicy parse_policy(std::string_view text);
+
+// Every field, in parse_policy's key=value form, so parse_policy(to_string(p)) == p:
+// "param=bf16,compute=bf16,reduce=f32,output=f32,master=f32,update=nearest,matmul=highest,
+// loss_scaling=false".
+std::string to_string(const MixedPrecisionPolicy& policy);
+
+MatmulPrecision parse_matmul_precision(std::string_view name);  // highest | high | medium
+const char* matmul_precision_name(MatmulPrecision p);
+
+// The process-wide f32 matmul precision (default highest), as torch's
+// set_float32_matmul_precision; MatmulPrecisionGuard sets it for a scope.
+MatmulPrecision matmul_precision();
+void set_matmul_precision(MatmulPrecision p);
+class MatmulPrecisionGuard {
+ public:
+  explicit MatmulPrecisionGuard(MatmulPrecision p);
+  ~MatmulPrecisionGuard();
+  MatmulPrecisionGuard(const MatmulPrecisionGuard&) = delete;
+  MatmulPrecisionGuard& operator=(const MatmulPrecisionGuard&) = delete;
+
+ private:
+  MatmulPrecision saved_;
+};
+
+}  // namespace mixprec::amp

@@ -1,0 +1,31 @@
+// One pass over a gradient tensor for the loss scaler and the numerics monitor: unscale in
+// place and test for non-finite values, or gather the statistics of the monitor. Any floating
+// dtype (f64, f32, bf16, f16); the tensor must be contiguous. Chunks are fixed, so every
+// result is independent of the thread count.
+#pragma once
+
+#include <cstdint>
+
+#include "mixprec/tensor/tensor.h"
+
+namespace mixprec::cpu {
+
+// g <- g * inv_scale (rounded once into g's dtype; skipped when inv_scale == 1) and returns
+// true when any result is inf or NaN (so a finite value that unscaling overflows counts too).
+bool unscale_and_check(Tensor& g, float inv_scale);
+// The same test on g * inv_scale without writing anything.
+bool has_nonfinite(const Tensor& g, float inv_scale = 1.0f);
+
+struct GradNumerics {
+  int64_t numel = 0;
+  float amax = 0;          // max |g| over finite elements
+  int64_t nonfinite = 0;   // inf or NaN elements
+  int64_t underflow = 0;   // finite elements with |g * scale| < underflow_below
+  int64_t overflow = 0;    // finite elements with |g * scale| > overflow_above
+  double sum_squares = 0;  // of finite elements, f64 (the global norm's share)
+};
+// Statistics of g as it is stored; `scale` is the loss scale the thresholds apply to.
+GradNumerics grad_numerics(const Tensor& g, double scale, double underflow_below,
+                           double overflow_above);
+
+}  // namespace mixprec::cpu

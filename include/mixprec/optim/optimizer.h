@@ -1,0 +1,58 @@
+// The optimizer interface every update rule implements, and the contract the loss scaler
+// relies on. An optimizer owns parameter groups; step() updates each parameter that has a
+// gradient from grad * inv_scale (the scaler's 1/scale when it did not unscale in place), in
+// one fused pass per parameter (unscale, weight decay, moments, master update, working-copy
+// refresh), and never reads a gradient when the step is skipped. It does not check gradients
+// for non-finite values: GradScaler::step does that first, and skips.
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "mixprec/optim/parameter.h"
+
+namespace mixprec::optim {
+
+struct ParamGroup {
+  ParamList params;
+  double lr = 1e-3;
+  double weight_decay = 0.0;  // not applied to params whose role says no_weight_decay
+};
+
+// Named tensors of an optimizer's state ("<param name>.exp_avg", ..., plus scalars such as
+// "step" as 0-d f64 tensors), as saved in a checkpoint.
+using StateDict = std::map<std::string, Tensor>;
+
+class Optimizer {
+ public:
+  virtual ~Optimizer() = default;
+
+  // One update of every parameter with a gradient (parameters without one are left alone,
+  // as in PyTorch). inv_scale multiplies each gradient element as it is read.
+  virtual void step(float inv_scale = 1.0f) = 0;
+  // Drops every gradient.
+  void zero_grad();
+
+  std::vector<ParamGroup>& groups() { return groups_; }
+  const std::vector<ParamGroup>& groups() const { return groups_; }
+  // Every parameter, group by group, in order.
+  ParamList parameters() const;
+  int64_t steps() const { return steps_; }
+  // Sets every group's lr (what a schedule does each step: lr_schedule.h).
+  void set_lr(double lr);
+
+  // Bytes of optimizer state currently held (moments, compensation buffers).
+  virtual std::size_t state_bytes() const = 0;
+  virtual StateDict state_dict() const = 0;
+  // Throws mixprec::Error naming the missing or mis-shaped entry; nothing changes then.
+  virtual void load_state_dict(const StateDict& state) = 0;
+
+ protected:
+  explicit Optimizer(std::vector<ParamGroup> groups) : groups_(std::move(groups)) {}
+  std::vector<ParamGroup> groups_;
+  int64_t steps_ = 0;  // incremented by step()
+};
+
+}  // namespace mixprec::optim

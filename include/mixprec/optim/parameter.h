@@ -1,0 +1,60 @@
+// A trainable parameter under a precision policy: the master copy the optimizer updates (f32,
+// or the policy's param dtype in the pure low-precision modes) and the working copy the model
+// computes with (a leaf tensor in the policy's param dtype whose gradient accumulates in the
+// reduce dtype). When the two dtypes agree they are one tensor.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mixprec/amp/policy.h"
+#include "mixprec/tensor/tensor.h"
+
+namespace mixprec::optim {
+
+// What an optimizer may need to know about a parameter's layout.
+struct ParamRole {
+  // > 0: an attention query or key projection weight [heads * head_dim, d_model]; Adam-mini
+  // keeps one second-moment value per head. 0: one per output row for 2-D (and higher)
+  // weights, one for the whole tensor for 1-D ones (adam_mini.h has the partition).
+  int64_t heads = 0;
+  bool no_weight_decay = false;  // norms' gains, biases (decided by the model)
+};
+
+class Parameter {
+ public:
+  // `init` gives the initial values (any floating dtype), rounded once into the master; the
+  // working copy is the master rounded, as after every step.
+  Parameter(std::string name, const Tensor& init, const amp::MixedPrecisionPolicy& policy,
+            ParamRole role = {});
+
+  const std::string& name() const { return name_; }
+  const ParamRole& role() const { return role_; }
+  const amp::MixedPrecisionPolicy& policy() const { return policy_; }
+
+  Tensor& master() { return master_; }  // updated in place by optimizers
+  const Tensor& master() const { return master_; }
+  // The leaf the model uses (requires grad, gradient in reduce_dtype).
+  const Tensor& value() const { return working_; }
+  Tensor grad() const { return working_.grad(); }  // undefined when none accumulated
+  void set_grad(const Tensor& g) { working_.set_grad(g); }
+  void zero_grad() { working_.set_grad(Tensor()); }
+
+  // Working copy <- master rounded to nearest even (a no-op when they are one tensor).
+  // The optimizers here refresh inside their fused pass (same bits); call this after
+  // changing the master any other way (loading a checkpoint, ...).
+  void refresh();
+  bool has_working_copy() const { return !master_.shares_storage_with(working_); }
+
+ private:
+  std::string name_;
+  ParamRole role_;
+  amp::MixedPrecisionPolicy policy_;
+  Tensor master_, working_;
+};
+
+using ParamList = std::vector<std::shared_ptr<Parameter>>;
+
+}  // namespace mixprec::optim

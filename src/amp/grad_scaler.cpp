@@ -1,0 +1,212 @@
+// GradScaler: the per-iteration bookkeeping of torch.amp.GradScaler (unscale once, step once,
+// then update) and its update rule, with hysteresis and scale bounds as options.
+#include "mixprec/amp/grad_scaler.h"
+
+#include <algorithm>
+#include <cmath>
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "mixprec/cpu/grad_scan.h"
+#include "mixprec/error.h"
+#include "mixprec/ops/elementwise.h"
+
+namespace mixprec::amp {
+namespace {
+
+constexpr const char* kWhere = "GradScaler";
+
+std::string scale_text(float s) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%g", static_cast<double>(s));
+  return buf;
+}
+
+Tensor scalar_tensor(int64_t v) {
+  return Tensor::from_vector(std::vector<int64_t>{v});
+}
+
+const Tensor& entry(const optim::StateDict& dict, const std::string& key, DType dtype) {
+  const auto it = dict.find(key);
+  MIXPREC_CHECK(it != dict.end(), kWhere, "state has no entry '" + key + "'");
+  MIXPREC_CHECK(it->second.defined() && it->second.numel() == 1 && it->second.dtype() == dtype,
+                kWhere, "state entry '" + key + "' must be one " + dtype_name(dtype) + " value");
+  return it->second;
+}
+
+}  // namespace
+
+ScalerOptions ScalerOptions::none() {
+  ScalerOptions o;
+  o.enabled = false;
+  return o;
+}
+
+ScalerOptions ScalerOptions::fixed(double scale) {
+  MIXPREC_CHECK(scale > 0 && std::isfinite(static_cast<float>(scale)), kWhere,
+                "a static scale must be positive and finite in f32, got " + std::to_string(scale));
+  ScalerOptions o;
+  o.dynamic = false;
+  o.init_scale = scale;
+  return o;
+}
+
+ScalerOptions ScalerOptions::dynamic_defaults() {
+  return ScalerOptions{};
+}
+
+ScalerOptions ScalerOptions::for_policy(const MixedPrecisionPolicy& policy) {
+  return policy.loss_scaling ? dynamic_defaults() : none();
+}
+
+GradScaler::GradScaler(ScalerOptions options) : options_(options) {
+  const ScalerOptions& o = options_;
+  MIXPREC_CHECK(
+      o.init_scale > 0 && std::isfinite(static_cast<float>(o.init_scale)), kWhere,
+      "init_scale must be positive and finite in f32, got " + std::to_string(o.init_scale));
+  MIXPREC_CHECK(o.growth_factor > 1, kWhere,
+                "growth_factor must be > 1, got " + std::to_string(o.growth_factor));
+  MIXPREC_CHECK(o.backoff_factor > 0 && o.backoff_factor < 1, kWhere,
+                "backoff_factor must be in (0, 1), got " + std::to_string(o.backoff_factor));
+  MIXPREC_CHECK(o.growth_interval >= 1, kWhere,
+                "growth_interval must be >= 1, got " + std::to_string(o.growth_interval));
+  MIXPREC_CHECK(o.hysteresis >= 1, kWhere,
+                "hysteresis must be >= 1, got " + std::to_string(o.hysteresis));
+  MIXPREC_CHECK(o.min_scale >= 0 && o.min_scale <= o.max_scale, kWhere,
+                "need 0 <= min_scale <= max_scale, got " + std::to_string(o.min_scale) + " and " +
+                    std::to_string(o.max_scale));
+  MIXPREC_CHECK(
+      o.init_scale >= o.min_scale && o.init_scale <= o.max_scale, kWhere,
+      "init_scale " + std::to_string(o.init_scale) + " is outside [min_scale, max_scale]");
+  state_.scale = static_cast<float>(o.init_scale);
+  state_.hysteresis_left = o.hysteresis;
+}
+
+float GradScaler::inv_scale() const {
+  return static_cast<float>(1.0 / static_cast<double>(get_scale()));
+}
+
+Tensor GradScaler::scale(const Tensor& loss) const {
+  MIXPREC_CHECK(loss.defined(), kWhere, "scale() got an undefined loss");
+  return enabled() ? mixprec::scale(loss, static_cast<double>(state_.scale)) : loss;
+}
+
+GradScaler::PerOptimizer& GradScaler::check(optim::Optimizer& opt, bool write) {
+  PerOptimizer& st = this_iteration_[&opt];
+  const float inv = inv_scale();
+  bool any_grad = false;
+  st.found_inf = false;
+  st.first_nonfinite.clear();
+  for (const auto& p : opt.parameters()) {
+    Tensor g = p->grad();
+    if (!g.defined()) continue;
+    any_grad = true;
+    if (write) {
+      if (!g.is_contiguous()) {
+        g = g.contiguous();
+        p->set_grad(g);
+      }
+      if (cpu::unscale_and_check(g, inv) && !st.found_inf) {
+        st.found_inf = true;
+        st.first_nonfinite = p->name();
+      }
+    } else if (cpu::has_nonfinite(g.contiguous(), inv)) {
+      st.found_inf = true;  // the step is skipped: no need to read further
+      st.first_nonfinite = p->name();
+      break;
+    }
+  }
+  MIXPREC_CHECK(any_grad, kWhere,
+                "no parameter of this optimizer has a gradient (run backward() first)");
+  return st;
+}
+
+void GradScaler::unscale(optim::Optimizer& opt) {
+  const auto it = this_iteration_.find(&opt);
+  if (it != this_iteration_.end()) {
+    MIXPREC_CHECK(!it->second.unscaled, kWhere,
+                  "unscale() has already been called on this optimizer since the last update()");
+    MIXPREC_CHECK(!it->second.stepped, kWhere, "unscale() is being called after step()");
+  }
+  check(opt, /*write=*/true).unscaled = true;
+}
+
+StepReport GradScaler::step(optim::Optimizer& opt) {
+  const auto it = this_iteration_.find(&opt);
+  MIXPREC_CHECK(it == this_iteration_.end() || !it->second.stepped, kWhere,
+                "step() has already been called on this optimizer since the last update()");
+  const bool unscaled = it != this_iteration_.end() && it->second.unscaled;
+  PerOptimizer& st = unscaled ? it->second : check(opt, /*write=*/false);
+  st.stepped = true;
+  StepReport r;
+  r.scale = get_scale();
+  if (st.found_inf) {
+    r.first_nonfinite = st.first_nonfinite;
+    r.reason = "non-finite gradient (inf or NaN) in parameter '" + st.first_nonfinite +
+               "' at loss scale " + scale_text(r.scale);
+    ++state_.steps_skipped;
+  } else {
+    opt.step(unscaled ? 1.0f : inv_scale());
+    r.stepped = true;
+    ++state_.steps_taken;
+  }
+  last_report_ = r;
+  return r;
+}
+
+void GradScaler::update() {
+  MIXPREC_CHECK(!this_iteration_.empty(), kWhere,
+                "update() without an unscale() or step() since the last update()");
+  bool found_inf = false;
+  for (const auto& [opt, st] : this_iteration_) found_inf = found_inf || st.found_inf;
+  this_iteration_.clear();
+  if (!enabled() || !options_.dynamic) return;
+  ScalerState& s = state_;
+  if (found_inf) {
+    s.growth_tracker = 0;
+    if (--s.hysteresis_left <= 0) {
+      s.scale = static_cast<float>(
+          std::max(static_cast<double>(s.scale) * options_.backoff_factor, options_.min_scale));
+      s.hysteresis_left = options_.hysteresis;
+    }
+    return;
+  }
+  if (++s.growth_tracker < options_.growth_interval) return;
+  // As PyTorch: the grown scale is rounded to f32 and kept only if finite (never past
+  // FLT_MAX), and the tracker restarts either way.
+  const auto grown = static_cast<float>(static_cast<double>(s.scale) * options_.growth_factor);
+  if (std::isfinite(grown)) s.scale = std::min(grown, static_cast<float>(options_.max_scale));
+  s.growth_tracker = 0;
+  s.hysteresis_left = options_.hysteresis;
+}
+
+void GradScaler::load_state(const ScalerState& state) {
+  MIXPREC_CHECK(state.scale > 0 && std::isfinite(state.scale), kWhere,
+                "loaded scale must be positive and finite, got " + scale_text(state.scale));
+  MIXPREC_CHECK(state.growth_tracker >= 0 && state.hysteresis_left >= 1 &&
+                    state.steps_skipped >= 0 && state.steps_taken >= 0,
+                kWhere, "loaded counters are negative (or hysteresis_left < 1)");
+  state_ = state;
+  this_iteration_.clear();
+}
+
+optim::StateDict GradScaler::state_dict() const {
+  return {{"scale", Tensor::from_vector(std::vector<float>{state_.scale})},
+          {"growth_tracker", scalar_tensor(state_.growth_tracker)},
+          {"hysteresis_left", scalar_tensor(state_.hysteresis_left)},
+          {"steps_skipped", scalar_tensor(state_.steps_skipped)},
+          {"steps_taken", scalar_tensor(state_.steps_taken)}};
+}
+
+void GradScaler::load_state_dict(const optim::StateDict& dict) {
+  ScalerState s;
+  s.scale = entry(dict, "scale", DType::f32).data<float>()[0];
+  s.growth_tracker = entry(dict, "growth_tracker", DType::i64).data<int64_t>()[0];
+  s.hysteresis_left = entry(dict, "hysteresis_left", DType::i64).data<int64_t>()[0];
+  s.steps_skipped = entry(dict, "steps_skipped", DType::i64).data<int64_t>()[0];
+  s.steps_taken = entry(dict, "steps_taken", DType::i64).data<int64_t>()[0];
+  load_state(s);
+}
+
+}  // namespace mixprec::amp

@@ -1,0 +1,135 @@
+#include "mixprec/optim/adam_mini.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "fused_update.h"
+#include "mixprec/numerics/convert.h"
+#include "mixprec/optim/adamw.h"
+#include "mixprec/parallel.h"
+
+namespace mixprec::optim {
+namespace {
+
+// mean over each block of (g * inv_scale)^2: f64 partial sums over fixed pieces of at most
+// kChunk elements (never crossing a block), added in order.
+std::vector<double> block_mean_sq(const Tensor& grad, float inv_scale, AdamMiniPartition part) {
+  using detail::kChunk;
+  using detail::kTile;
+  const int64_t pieces_per_block = (part.block_size + kChunk - 1) / kChunk;
+  const int64_t pieces = part.blocks * pieces_per_block;
+  const DType dt = grad.dtype();
+  const char* base = static_cast<const char*>(grad.raw_data());
+  const auto esize = static_cast<int64_t>(dtype_size(dt));
+  std::vector<double> partial(static_cast<std::size_t>(pieces), 0.0);
+  const int64_t grain = std::max<int64_t>(1, kChunk / std::min(part.block_size, kChunk));
+  parallel_for(pieces, grain, [&](int64_t first, int64_t last) {
+    alignas(64) float buf[kTile];  // [kTile] gradient widened to f32
+    for (int64_t piece = first; piece < last; ++piece) {
+      const int64_t block = piece / pieces_per_block;
+      const int64_t begin = block * part.block_size + (piece % pieces_per_block) * kChunk;
+      const int64_t end = std::min((block + 1) * part.block_size, begin + kChunk);
+      double sum = 0;
+      for (int64_t at = begin; at < end; at += kTile) {
+        const int64_t n = std::min(kTile, end - at);
+        widen_row_f32(dt, base + at * esize, buf, static_cast<std::size_t>(n));
+        for (int64_t i = 0; i < n; ++i) {
+          const double g = static_cast<double>(buf[i] * inv_scale);
+          sum += g * g;
+        }
+      }
+      partial[static_cast<std::size_t>(piece)] = sum;
+    }
+  });
+  std::vector<double> mean(static_cast<std::size_t>(part.blocks));
+  for (int64_t b = 0; b < part.blocks; ++b) {
+    double s = 0;
+    for (int64_t k = 0; k < pieces_per_block; ++k)
+      s += partial[static_cast<std::size_t>(b * pieces_per_block + k)];
+    mean[static_cast<std::size_t>(b)] = s / static_cast<double>(part.block_size);
+  }
+  return mean;
+}
+
+}  // namespace
+
+AdamMiniPartition adam_mini_partition(const Shape& shape, const ParamRole& role) {
+  const int64_t numel = shape_numel(shape);
+  if (role.heads > 0) {
+    MIXPREC_CHECK(
+        shape.size() >= 2 && shape[0] % role.heads == 0, "adam_mini_partition",
+        std::to_string(role.heads) + " heads do not divide the rows of " + shape_to_string(shape));
+    return {role.heads, numel / role.heads};
+  }
+  if (shape.size() >= 2 && shape[0] > 0) return {shape[0], numel / shape[0]};
+  return {1, numel};
+}
+
+AdamMini::AdamMini(std::vector<ParamGroup> groups, AdamMiniOptions options)
+    : StatefulOptimizer(std::move(groups), options.seed, "AdamMini"), options_(options) {
+  check_adam_options(options.beta1, options.beta2, options.eps, "AdamMini");
+}
+
+AdamMini::AdamMini(ParamList params, double lr, double weight_decay, AdamMiniOptions options)
+    : AdamMini(std::vector<ParamGroup>{{std::move(params), lr, weight_decay}}, options) {}
+
+std::vector<BufferSpec> AdamMini::buffer_specs(const Parameter& param) const {
+  const AdamMiniPartition part = adam_mini_partition(param.master().shape(), param.role());
+  return {{"exp_avg", param.master().shape()}, {"vmean", {part.blocks}}};
+}
+
+void AdamMini::update(Parameter& param, const ParamGroup& group, ParamState& state,
+                      const Tensor& grad, float inv_scale) {
+  const AdamMiniPartition part = adam_mini_partition(param.master().shape(), param.role());
+  if (part.blocks == 0 || part.block_size == 0) return;  // an empty parameter
+  const double wd = param.role().no_weight_decay ? 0.0 : group.weight_decay;
+  const auto t = static_cast<double>(state.step);
+  const double bias1 = 1 - std::pow(options_.beta1, t), bias2 = 1 - std::pow(options_.beta2, t);
+  const float decay = static_cast<float>(1 - group.lr * wd);
+  const float lr = static_cast<float>(group.lr);
+  const float inv_bias1 = static_cast<float>(1 / bias1);
+  const float bias2_sqrt = static_cast<float>(std::sqrt(bias2));
+  const float b1 = static_cast<float>(options_.beta1), b1c = static_cast<float>(1 - options_.beta1);
+  const float b2 = static_cast<float>(options_.beta2), b2c = static_cast<float>(1 - options_.beta2);
+  const float eps = static_cast<float>(options_.eps);
+  const detail::RoundingKeys keys{seed(), detail::fnv1a(param.name()), state.step};
+
+  // The per-block second moment and step size (few values: computed serially).
+  const std::vector<double> mean_sq = block_mean_sq(grad, inv_scale, part);
+  Tensor& vmean = state.buffers[1];
+  std::vector<float> v(static_cast<std::size_t>(part.blocks));
+  widen_to_f32(vmean.dtype(), vmean.raw_data(), v.data(), v.size());
+  for (std::size_t b = 0; b < v.size(); ++b)
+    v[b] = b2 * v[b] + b2c * static_cast<float>(mean_sq[b]);
+  const bool stochastic =
+      vmean.dtype() != DType::f32 && param.policy().master_update == amp::MasterUpdate::stochastic;
+  ConvertOptions store;
+  if (stochastic)
+    store = {.rounding = Rounding::stochastic,
+             .seed = keys.seed,
+             .stream = detail::rounding_stream(keys, 1 + detail::kMaxState)};
+  convert_from_f32(v.data(), vmean.dtype(), vmean.raw_data(), v.size(), store);
+  // The step uses the stored second moment (the same value when it is f32).
+  widen_to_f32(vmean.dtype(), vmean.raw_data(), v.data(), v.size());
+  std::vector<float> step_size(v.size());
+  for (std::size_t b = 0; b < v.size(); ++b)
+    step_size[b] = inv_bias1 / (std::sqrt(v[b]) / bias2_sqrt + eps);
+
+  const int64_t bs = part.block_size;
+  detail::fused_update(param, grad, inv_scale, std::span<Tensor>(state.buffers.data(), 1),
+                       state.kahan, keys, [&](const detail::Tile& tile) {
+                         float* const m = tile.s[0];
+                         for (int64_t i = 0; i < tile.len;) {
+                           const int64_t block = (tile.begin + i) / bs;
+                           const int64_t stop = std::min(tile.len, (block + 1) * bs - tile.begin);
+                           const float ss = step_size[static_cast<std::size_t>(block)];
+                           for (; i < stop; ++i) {
+                             const float mi = b1 * m[i] + b1c * (tile.g[i] * tile.inv_scale);
+                             m[i] = mi;
+                             tile.p_new[i] = tile.p[i] * decay - (mi * ss) * lr;
+                           }
+                         }
+                       });
+}
+
+}  // namespace mixprec::optim

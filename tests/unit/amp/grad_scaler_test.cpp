@@ -1,0 +1,398 @@
+// GradScaler against PyTorch's documented semantics (torch.amp.GradScaler and
+// _amp_update_scale_, restated in ../shared/docs/numerics.md): scale trajectories over
+// patterns of finite / non-finite steps, the per-iteration call order, skipped steps, state
+// round trips, gradients of every dtype, and the options others have (hysteresis, bounds).
+#include "mixprec/amp/grad_scaler.h"
+
+#include <gtest/gtest.h>
+
+#include <cfloat>
+#include <cmath>
+#include <limits>
+#include <string>
+#include <vector>
+
+#include "mixprec/ops.h"
+#include "mixprec/optim/adamw.h"
+#include "mixprec/optim/clip.h"
+#include "support/op_testing.h"
+
+namespace mixprec::amp {
+namespace {
+
+using optim::Optimizer;
+using optim::Parameter;
+using optim::ParamList;
+
+// Plain SGD without state that records what the scaler asked of it.
+class RecordingSgd final : public Optimizer {
+ public:
+  explicit RecordingSgd(ParamList params, double lr = 0.5)
+      : Optimizer({optim::ParamGroup{std::move(params), lr, 0.0}}) {}
+  void step(float inv_scale) override {
+    ++calls;
+    last_inv_scale = inv_scale;
+    NoGradGuard no_grad;
+    for (const auto& p : parameters()) {
+      const Tensor g = p->grad();
+      if (!g.defined()) continue;
+      const std::vector<double> gv = g.to_doubles();
+      std::vector<double> mv = p->master().to_doubles();
+      for (size_t i = 0; i < mv.size(); ++i)
+        mv[i] -= groups_[0].lr * static_cast<double>(static_cast<float>(gv[i]) * inv_scale);
+      p->master().copy_from(Tensor::from_doubles(mv, p->master().shape(), DType::f64));
+      p->refresh();
+    }
+    ++steps_;
+  }
+  std::size_t state_bytes() const override { return 0; }
+  optim::StateDict state_dict() const override { return {}; }
+  void load_state_dict(const optim::StateDict&) override {}
+  int calls = 0;
+  float last_inv_scale = 0;
+};
+
+std::shared_ptr<Parameter> param(const std::string& name, int64_t n, DType grad_dtype,
+                                 double grad_value) {
+  MixedPrecisionPolicy policy;
+  policy.reduce_dtype = grad_dtype;
+  auto p = std::make_shared<Parameter>(name, Tensor::full({n}, 1.0), policy);
+  p->set_grad(Tensor::full({n}, grad_value, grad_dtype));
+  return p;
+}
+
+// One iteration: gradients finite or not, then step and update; returns the report.
+StepReport iterate(GradScaler& scaler, RecordingSgd& opt, bool finite) {
+  for (const auto& p : opt.parameters())
+    p->set_grad(Tensor::full(p->master().shape(), finite ? 1.0 : INFINITY, p->grad().dtype()));
+  const StepReport r = scaler.step(opt);
+  scaler.update();
+  return r;
+}
+
+// The reference rule, written from the documentation: backoff on inf (tracker reset); grow
+// by the factor after `interval` consecutive finite steps if the f32 result is finite.
+struct ReferenceScaler {
+  float scale;
+  int64_t tracker = 0;
+  int64_t interval;
+  void update(bool found_inf) {
+    if (found_inf) {
+      scale = static_cast<float>(scale * 0.5);
+      tracker = 0;
+    } else if (++tracker == interval) {
+      const auto grown = static_cast<float>(scale * 2.0);
+      if (std::isfinite(grown)) scale = grown;
+      tracker = 0;
+    }
+  }
+};
+
+TEST(GradScaler, DefaultsArePyTorchs) {
+  const ScalerOptions o = ScalerOptions::dynamic_defaults();
+  EXPECT_EQ(o.init_scale, 65536.0);
+  EXPECT_EQ(o.growth_factor, 2.0);
+  EXPECT_EQ(o.backoff_factor, 0.5);
+  EXPECT_EQ(o.growth_interval, 2000);
+  EXPECT_EQ(GradScaler().get_scale(), 65536.0f);
+}
+
+TEST(GradScaler, TrajectoryFollowsTheReferenceRuleOverPatterns) {
+  // Patterns of finite (1) and non-finite (0) steps, including growth exactly at the interval,
+  // an overflow one step before it (tracker reset), and runs of overflows.
+  const std::vector<std::string> patterns = {"1111111111", "1110111011101110", "0000011111111",
+                                             "1101101101101111111", "0111011101110111"};
+  for (int64_t interval : {1, 3, 4}) {
+    for (const std::string& pattern : patterns) {
+      ScalerOptions o;
+      o.growth_interval = interval;
+      o.init_scale = 1024;
+      GradScaler scaler(o);
+      RecordingSgd opt({param("w", 4, DType::f32, 1.0)});
+      ReferenceScaler ref{1024.0f, 0, interval};
+      for (size_t i = 0; i < pattern.size(); ++i) {
+        const bool finite = pattern[i] == '1';
+        const StepReport r = iterate(scaler, opt, finite);
+        ref.update(!finite);
+        EXPECT_EQ(r.stepped, finite);
+        ASSERT_EQ(scaler.get_scale(), ref.scale)
+            << "interval " << interval << " pattern " << pattern << " step " << i;
+        ASSERT_EQ(scaler.state().growth_tracker, ref.tracker);
+      }
+    }
+  }
+}
+
+TEST(GradScaler, NeverGrowsPastFltMax) {
+  ScalerOptions o;
+  o.init_scale = std::ldexp(1.0, 126);
+  o.growth_interval = 1;
+  GradScaler scaler(o);
+  RecordingSgd opt({param("w", 2, DType::f32, 1.0)});
+  iterate(scaler, opt, true);
+  EXPECT_EQ(scaler.get_scale(), std::ldexp(1.0f, 127));
+  iterate(scaler, opt, true);  // 2^128 is inf in f32: kept at 2^127, tracker reset
+  EXPECT_EQ(scaler.get_scale(), std::ldexp(1.0f, 127));
+  EXPECT_EQ(scaler.state().growth_tracker, 0);
+}
+
+TEST(GradScaler, HysteresisToleratesOverflowsBeforeBackingOff) {
+  ScalerOptions o;
+  o.init_scale = 256;
+  o.hysteresis = 3;
+  o.growth_interval = 2;
+  GradScaler scaler(o);
+  RecordingSgd opt({param("w", 2, DType::f32, 1.0)});
+  for (int i = 0; i < 2; ++i) EXPECT_FALSE(iterate(scaler, opt, false).stepped);
+  EXPECT_EQ(scaler.get_scale(), 256.0f);  // two overflows tolerated (steps still skipped)
+  EXPECT_FALSE(iterate(scaler, opt, false).stepped);
+  EXPECT_EQ(scaler.get_scale(), 128.0f);  // the third backs off and restores the allowance
+  EXPECT_EQ(scaler.state().hysteresis_left, 3);
+  iterate(scaler, opt, false);
+  EXPECT_EQ(scaler.state().hysteresis_left, 2);
+  iterate(scaler, opt, true);
+  iterate(scaler, opt, true);  // growth restores the allowance
+  EXPECT_EQ(scaler.get_scale(), 256.0f);
+  EXPECT_EQ(scaler.state().hysteresis_left, 3);
+}
+
+TEST(GradScaler, MinAndMaxScaleBoundTheTrajectory) {
+  ScalerOptions o;
+  o.init_scale = 4;
+  o.min_scale = 1;
+  o.max_scale = 8;
+  o.growth_interval = 1;
+  GradScaler scaler(o);
+  RecordingSgd opt({param("w", 2, DType::f32, 1.0)});
+  for (int i = 0; i < 5; ++i) iterate(scaler, opt, false);
+  EXPECT_EQ(scaler.get_scale(), 1.0f);
+  for (int i = 0; i < 5; ++i) iterate(scaler, opt, true);
+  EXPECT_EQ(scaler.get_scale(), 8.0f);
+}
+
+TEST(GradScaler, CallOrderErrors) {
+  GradScaler scaler;
+  RecordingSgd opt({param("w", 3, DType::f32, 2.0)});
+  EXPECT_THROW(scaler.update(), Error);  // nothing recorded yet
+  scaler.unscale(opt);
+  EXPECT_THROW(scaler.unscale(opt), Error);  // twice before update()
+  scaler.step(opt);
+  EXPECT_THROW(scaler.step(opt), Error);     // twice before update()
+  EXPECT_THROW(scaler.unscale(opt), Error);  // after step()
+  scaler.update();
+  scaler.unscale(opt);  // a new iteration
+  RecordingSgd empty({param("v", 3, DType::f32, 1.0)});
+  empty.zero_grad();
+  EXPECT_THROW(scaler.step(empty), Error);  // no gradient anywhere
+}
+
+TEST(GradScaler, UnscaleMultipliesByTheF32InverseOfTheScaleAndStepUsesIt) {
+  ScalerOptions o;
+  o.init_scale = 3.0;  // 1/3 is not a power of two: the f64 -> f32 rounding of 1/scale shows
+  GradScaler scaler(o);
+  RecordingSgd opt({param("w", 5, DType::f32, 0.7)});
+  const auto inv = static_cast<float>(1.0 / 3.0);
+  scaler.unscale(opt);
+  EXPECT_EQ(opt.parameters()[0]->grad().to_doubles()[0], static_cast<double>(0.7f * inv));
+  scaler.step(opt);
+  EXPECT_EQ(opt.last_inv_scale, 1.0f);  // already unscaled
+  scaler.update();
+  // Without unscale(), 1/scale is folded into the optimizer's own pass.
+  scaler.step(opt);
+  EXPECT_EQ(opt.last_inv_scale, inv);
+  scaler.update();
+}
+
+TEST(GradScaler, ScaleMultipliesTheLossAndKeepsItsGraph) {
+  ScalerOptions o;
+  o.init_scale = 1024;
+  GradScaler scaler(o);
+  Tensor x = Tensor::full({3}, 0.5).set_requires_grad(true);
+  Tensor loss = sum(mul(x, x));
+  Tensor scaled = scaler.scale(loss);
+  EXPECT_EQ(scaled.to_doubles()[0], 0.75 * 1024);
+  scaled.backward();
+  EXPECT_EQ(x.grad().to_doubles()[0], 1024.0);  // d(x^2)/dx = 1, times the scale
+  EXPECT_TRUE(testing::same_bits(GradScaler(ScalerOptions::none()).scale(loss), loss));
+}
+
+TEST(GradScaler, SkippedStepLeavesParametersUntouchedAndSaysWhy) {
+  GradScaler scaler;
+  ParamList params;
+  for (int i = 0; i < 50; ++i)
+    params.push_back(param("layer" + std::to_string(i), 64, DType::f32, 1.0));
+  RecordingSgd opt(params);
+  // One inf in one element of one of many tensors.
+  Tensor g = params[37]->grad().clone();
+  std::vector<double> v = g.to_doubles();
+  v[41] = INFINITY;
+  params[37]->set_grad(Tensor::from_doubles(v, g.shape(), DType::f32));
+  std::vector<std::vector<double>> before;
+  for (const auto& p : params) before.push_back(p->master().to_doubles());
+  const StepReport r = scaler.step(opt);
+  EXPECT_FALSE(r.stepped);
+  EXPECT_EQ(r.first_nonfinite, "layer37");
+  EXPECT_NE(r.reason.find("layer37"), std::string::npos) << r.reason;
+  EXPECT_NE(r.reason.find("65536"), std::string::npos) << r.reason;
+  EXPECT_EQ(opt.calls, 0);
+  for (size_t i = 0; i < params.size(); ++i) EXPECT_EQ(params[i]->master().to_doubles(), before[i]);
+  scaler.update();
+  EXPECT_EQ(scaler.get_scale(), 32768.0f);
+  EXPECT_EQ(scaler.state().steps_skipped, 1);
+  // The same through unscale(): every element unscaled, the inf still found.
+  scaler.unscale(opt);
+  EXPECT_FALSE(scaler.step(opt).stepped);
+  scaler.update();
+}
+
+TEST(GradScaler, SkippedStepLeavesAdamWMastersAndStateBitIdentical) {
+  MixedPrecisionPolicy bf16_mixed;
+  bf16_mixed.param_dtype = bf16_mixed.compute_dtype = DType::bf16;
+  ParamList params;
+  for (int i = 0; i < 3; ++i)
+    params.push_back(std::make_shared<Parameter>(
+        std::string("p").append(std::to_string(i)), testing::randn({5, 7}, DType::f32, 10 + i), bf16_mixed));
+  optim::AdamW opt(params, 1e-2);
+  GradScaler scaler;
+  auto set_grads = [&](double bad) {
+    for (size_t i = 0; i < params.size(); ++i) {
+      std::vector<double> g = testing::randn({5, 7}, DType::f32, 20 + i).to_doubles();
+      for (double& v : g) v *= 65536;
+      if (i == 1) g[3] = bad;
+      params[i]->set_grad(Tensor::from_doubles(g, {5, 7}, DType::f32));
+    }
+  };
+  for (int s = 0; s < 2; ++s) {  // real state first
+    set_grads(1.0);
+    ASSERT_TRUE(scaler.step(opt).stepped);
+    scaler.update();
+  }
+  const optim::StateDict state_before = opt.state_dict();
+  std::vector<Tensor> masters, working;
+  for (const auto& p : params)
+    masters.push_back(p->master().clone()), working.push_back(p->value().detach().clone());
+  for (double bad : {double(INFINITY), double(NAN)}) {
+    set_grads(bad);
+    const StepReport r = scaler.step(opt);
+    EXPECT_FALSE(r.stepped);
+    EXPECT_EQ(r.first_nonfinite, "p1");
+    scaler.update();
+    for (size_t i = 0; i < params.size(); ++i) {
+      EXPECT_TRUE(testing::same_bits(params[i]->master(), masters[i]));
+      EXPECT_TRUE(testing::same_bits(params[i]->value(), working[i]));
+    }
+    const optim::StateDict state_after = opt.state_dict();
+    ASSERT_EQ(state_after.size(), state_before.size());
+    for (const auto& [key, t] : state_before)
+      EXPECT_TRUE(testing::same_bits(state_after.at(key), t)) << key;
+  }
+}
+
+TEST(GradScaler, ClippingAfterUnscaleEqualsClippingTheTrueGradients) {
+  ParamList scaled, truth;
+  for (int i = 0; i < 4; ++i) {
+    const Tensor g = testing::randn({33}, DType::f32, 40 + i);
+    scaled.push_back(param(std::string("s").append(std::to_string(i)), 33, DType::f32, 0));
+    truth.push_back(param(std::string("t").append(std::to_string(i)), 33, DType::f32, 0));
+    scaled.back()->set_grad(mixprec::scale(g, 4096.0));
+    truth.back()->set_grad(g.clone());
+  }
+  RecordingSgd opt(scaled);
+  ScalerOptions o;
+  o.init_scale = 4096;
+  GradScaler scaler(o);
+  scaler.unscale(opt);
+  const double n_scaled = optim::clip_grad_norm(scaled, 0.5);
+  const double n_true = optim::clip_grad_norm(truth, 0.5);
+  EXPECT_EQ(n_scaled, n_true);
+  for (size_t i = 0; i < scaled.size(); ++i)
+    EXPECT_TRUE(testing::same_bits(scaled[i]->grad(), truth[i]->grad())) << i;
+}
+
+TEST(GradScaler, Bf16AndF16GradientsAreUnscaledAndChecked) {
+  for (DType dt : {DType::bf16, DType::f16}) {
+    ScalerOptions o;
+    o.init_scale = 256;
+    GradScaler scaler(o);
+    RecordingSgd opt({param("a", 7, dt, 96.0), param("b", 9, dt, -0.25)});
+    scaler.unscale(opt);
+    EXPECT_EQ(opt.parameters()[0]->grad().dtype(), dt);
+    EXPECT_EQ(opt.parameters()[0]->grad().to_doubles()[3], 96.0 / 256);
+    EXPECT_EQ(opt.parameters()[1]->grad().to_doubles()[8], -0.25 / 256);
+    EXPECT_TRUE(scaler.step(opt).stepped);
+    scaler.update();
+    // A NaN in a low-precision gradient is caught.
+    opt.parameters()[1]->set_grad(Tensor::full({9}, NAN, dt));
+    const StepReport r = scaler.step(opt);
+    EXPECT_FALSE(r.stepped) << dtype_name(dt);
+    EXPECT_EQ(r.first_nonfinite, "b");
+    scaler.update();
+  }
+}
+
+TEST(GradScaler, DisabledScalerKeepsScaleOneButStillSkipsNonFiniteSteps) {
+  GradScaler scaler(ScalerOptions::none());
+  RecordingSgd opt({param("w", 4, DType::bf16, 1.0)});
+  EXPECT_EQ(scaler.get_scale(), 1.0f);
+  EXPECT_TRUE(iterate(scaler, opt, true).stepped);
+  EXPECT_EQ(opt.last_inv_scale, 1.0f);
+  EXPECT_FALSE(iterate(scaler, opt, false).stepped);  // a bf16 inf never reaches the optimizer
+  EXPECT_EQ(opt.calls, 1);
+  EXPECT_EQ(scaler.get_scale(), 1.0f);
+  EXPECT_EQ(ScalerOptions::for_policy(MixedPrecisionPolicy{}).enabled, false);
+}
+
+TEST(GradScaler, StaticScalerNeverChanges) {
+  GradScaler scaler(ScalerOptions::fixed(128));
+  RecordingSgd opt({param("w", 4, DType::f32, 1.0)});
+  iterate(scaler, opt, false);
+  iterate(scaler, opt, true);
+  EXPECT_EQ(scaler.get_scale(), 128.0f);
+}
+
+TEST(GradScaler, SeveralOptimizersShareOneScale) {
+  ScalerOptions o;
+  o.init_scale = 64;
+  GradScaler scaler(o);
+  RecordingSgd a({param("a", 3, DType::f32, 1.0)}), b({param("b", 3, DType::f32, INFINITY)});
+  EXPECT_TRUE(scaler.step(a).stepped);
+  EXPECT_FALSE(scaler.step(b).stepped);
+  scaler.update();  // one optimizer overflowed: the shared scale backs off
+  EXPECT_EQ(scaler.get_scale(), 32.0f);
+}
+
+TEST(GradScaler, StateRoundTripsExactlyAndContinuesTheSameTrajectory) {
+  ScalerOptions o;
+  o.growth_interval = 3;
+  o.hysteresis = 2;
+  GradScaler a(o);
+  RecordingSgd opt({param("w", 2, DType::f32, 1.0)});
+  for (bool f : {true, false, true, true}) iterate(a, opt, f);
+  GradScaler b(o);
+  b.load_state_dict(a.state_dict());
+  EXPECT_EQ(b.state(), a.state());
+  for (bool f : {true, true, false, false, true, true, true}) {
+    iterate(a, opt, f);
+    iterate(b, opt, f);
+    EXPECT_EQ(a.state(), b.state());
+  }
+  optim::StateDict broken = a.state_dict();
+  broken.erase("growth_tracker");
+  EXPECT_THROW(b.load_state_dict(broken), Error);
+}
+
+TEST(GradScaler, BadOptionsAreErrors) {
+  ScalerOptions o;
+  o.growth_factor = 1.0;
+  EXPECT_THROW(GradScaler{o}, Error);
+  o = {};
+  o.backoff_factor = 1.5;
+  EXPECT_THROW(GradScaler{o}, Error);
+  o = {};
+  o.init_scale = 1e39;  // inf in f32
+  EXPECT_THROW(GradScaler{o}, Error);
+  EXPECT_THROW(ScalerOptions::fixed(0), Error);
+}
+
+}  // namespace
+}  // namespace mixprec::amp
