@@ -1,6 +1,8 @@
 // Optimizer step throughput and memory per parameter.
 //
-// 1. AdamW steps over one flat 100M-parameter f32 master (--quick: 10M), in GB/s of the bytes
+// 1. AdamW steps over one flat 100M-parameter f32 master (--quick: 10M), alone and as
+//    GradScaler::step runs them (a read-only inf/NaN check of the gradients, then the step
+//    with 1/scale folded in: the "fused unscale + check + AdamW step"), in GB/s of the bytes
 //    an ideal fused kernel moves: gradient read, master, m and v each read and written, and
 //    the bf16 working copy written when the policy has one (28-30 bytes per parameter). Each
 //    repetition times one step and then a 2-thread memcpy moving the same number of bytes
@@ -13,12 +15,14 @@
 // Usage: bench_optimizer [--reps=N] [--threads=N] [--quick]
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "bench_util.h"
+#include "mixprec/amp/grad_scaler.h"
 #include "mixprec/optim/adam_mini.h"
 #include "mixprec/optim/adamw.h"
 #include "mixprec/parallel.h"
@@ -69,11 +73,14 @@ void throughput(int64_t n, int reps) {
   struct Row {
     const char* name;
     amp::MixedPrecisionPolicy policy;
+    bool scaler;  // through GradScaler::step (check + step with 1/scale)
   };
   const std::vector<Row> rows{
-      {"AdamW f32 master, bf16 grads, bf16 working", policy(DType::bf16, DType::bf16)},
-      {"AdamW f32 master, f32 grads, bf16 working", policy(DType::bf16, DType::f32)},
-      {"AdamW f32 master, f32 grads (fp32)", policy(DType::f32, DType::f32)},
+      {"AdamW f32 master, bf16 grads, bf16 working", policy(DType::bf16, DType::bf16), false},
+      {"AdamW f32 master, f32 grads, bf16 working", policy(DType::bf16, DType::f32), false},
+      {"AdamW f32 master, f32 grads (fp32)", policy(DType::f32, DType::f32), false},
+      {"scaler check + AdamW, bf16 grads", policy(DType::bf16, DType::bf16), true},
+      {"scaler check + AdamW, f32 grads", policy(DType::bf16, DType::f32), true},
   };
   std::printf("AdamW step, %lld parameters, %d threads, median of %d\n\n",
               static_cast<long long>(n), num_threads(), reps);
@@ -88,9 +95,14 @@ void throughput(int64_t n, int reps) {
     const double bytes = per_param * static_cast<double>(n);
     Copier copy(bytes);
     copy.run();
+    amp::GradScaler scaler;
     std::vector<double> rate, copy_rate, ratio;
     for (int i = 0; i < reps; ++i) {
-      const double t = seconds_of([&] { opt.step(); });
+      const double t = seconds_of([&] {
+        if (!r.scaler) return opt.step();
+        if (!scaler.step(opt).stepped) std::abort();  // the gradients are finite
+        scaler.update();
+      });
       const double tc = seconds_of([&] { copy.run(); });
       rate.push_back(bytes / t * 1e-9);
       copy_rate.push_back(bytes / tc * 1e-9);

@@ -4,6 +4,7 @@
 #include "mixprec/ops/activation.h"
 
 #include <string>
+#include "mixprec/amp/autocast.h"
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/activation.h"
@@ -85,17 +86,21 @@ class DropoutBackward final : public Node {
 
 }  // namespace
 
-Tensor gelu(const Tensor& x) {
+Tensor gelu(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("gelu", x_in);
   return activation(cpu::Activation::gelu, "gelu", x);
 }
-Tensor gelu_tanh(const Tensor& x) {
+Tensor gelu_tanh(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("gelu_tanh", x_in);
   return activation(cpu::Activation::gelu_tanh, "gelu_tanh", x);
 }
-Tensor silu(const Tensor& x) {
+Tensor silu(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("silu", x_in);
   return activation(cpu::Activation::silu, "silu", x);
 }
 
-Tensor swiglu(const Tensor& gate, const Tensor& up) {
+Tensor swiglu(const Tensor& gate_in, const Tensor& up_in) {
+  const auto [gate, up] = amp::autocast_args("swiglu", gate_in, up_in);
   cpu::check_floating("swiglu", gate, "gate");
   cpu::check_floating("swiglu", up, "up");
   MIXPREC_CHECK(gate.dtype() == up.dtype(), "swiglu",
@@ -114,7 +119,8 @@ Tensor swiglu(const Tensor& gate, const Tensor& up) {
   return y;
 }
 
-Tensor dropout(const Tensor& x, double p, uint64_t seed, uint64_t stream) {
+Tensor dropout(const Tensor& x_in, double p, uint64_t seed, uint64_t stream) {
+  const auto [x] = amp::autocast_args("dropout", x_in);
   MIXPREC_CHECK(p >= 0.0 && p < 1.0, "dropout", "p must be in [0, 1), got " + std::to_string(p));
   cpu::check_floating("dropout", x, "input");
   cpu::check_compute_dtype("dropout", x.dtype());

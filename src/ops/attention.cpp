@@ -4,6 +4,7 @@
 
 #include <cmath>
 #include <string>
+#include "mixprec/amp/autocast.h"
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/attention.h"
@@ -68,8 +69,9 @@ class RopeBackward final : public Node {
 
 }  // namespace
 
-Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
-                                    double scale) {
+Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, const Tensor& v_in,
+                                    bool causal, double scale) {
+  const auto [q, k, v] = amp::autocast_args("scaled_dot_product_attention", q_in, k_in, v_in);
   MIXPREC_CHECK(q.defined() && k.defined() && v.defined(), kSdpa, "undefined input");
   MIXPREC_CHECK(q.ndim() == 4, kSdpa,
                 "expects q, k, v [B, H, T, Dh], got q " + shape_to_string(q.shape()));
@@ -101,7 +103,8 @@ Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tens
   return out;
 }
 
-Tensor rope(const Tensor& x, double theta, int64_t position_offset) {
+Tensor rope(const Tensor& x_in, double theta, int64_t position_offset) {
+  const auto [x] = amp::autocast_args("rope", x_in);
   MIXPREC_CHECK(x.defined(), "rope", "undefined input");
   MIXPREC_CHECK(x.ndim() == 4 && x.size(3) % 2 == 0, "rope",
                 "expects x [B, H, T, Dh] with Dh even, got " + shape_to_string(x.shape()));

@@ -5,6 +5,7 @@
 #include "mixprec/ops/elementwise.h"
 
 #include <string>
+#include "mixprec/amp/autocast.h"
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/elementwise.h"
@@ -182,20 +183,25 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
   return out;
 }
 
-Tensor add(const Tensor& a, const Tensor& b) {
+Tensor add(const Tensor& a_in, const Tensor& b_in) {
+  const auto [a, b] = amp::autocast_args("add", a_in, b_in);
   return binary_op(cpu::BinaryOp::add, a, b);
 }
-Tensor sub(const Tensor& a, const Tensor& b) {
+Tensor sub(const Tensor& a_in, const Tensor& b_in) {
+  const auto [a, b] = amp::autocast_args("sub", a_in, b_in);
   return binary_op(cpu::BinaryOp::sub, a, b);
 }
-Tensor mul(const Tensor& a, const Tensor& b) {
+Tensor mul(const Tensor& a_in, const Tensor& b_in) {
+  const auto [a, b] = amp::autocast_args("mul", a_in, b_in);
   return binary_op(cpu::BinaryOp::mul, a, b);
 }
-Tensor div(const Tensor& a, const Tensor& b) {
+Tensor div(const Tensor& a_in, const Tensor& b_in) {
+  const auto [a, b] = amp::autocast_args("div", a_in, b_in);
   return binary_op(cpu::BinaryOp::div, a, b);
 }
 
-Tensor scale(const Tensor& x, double s) {
+Tensor scale(const Tensor& x_in, double s) {
+  const auto [x] = amp::autocast_args("scale", x_in);
   cpu::check_floating("scale", x, "input");
   MIXPREC_CHECK(is_compute_dtype(x.dtype()), "scale",
                 std::string("no arithmetic for ") + dtype_name(x.dtype()));

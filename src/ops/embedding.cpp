@@ -2,6 +2,7 @@
 // (f64 for f64 weights) without rounding, as the header promises.
 #include "mixprec/ops/embedding.h"
 
+#include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/embedding.h"
 
@@ -28,7 +29,8 @@ class EmbeddingBackward final : public Node {
 
 }  // namespace
 
-Tensor embedding(const Tensor& ids, const Tensor& weight) {
+Tensor embedding(const Tensor& ids, const Tensor& weight_in) {
+  const auto [weight] = amp::autocast_args("embedding", weight_in);
   const char* op = "embedding";
   MIXPREC_CHECK(ids.defined() && weight.defined(), op, "undefined input");
   MIXPREC_CHECK(!ids.is_meta() && !weight.is_meta(), op, "meta tensors have no data");

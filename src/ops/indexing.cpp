@@ -1,6 +1,7 @@
 // topk, gather, scatter_add, index_add and concat with their backward rules.
 #include "mixprec/ops/indexing.h"
 
+#include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/indexing.h"
 
@@ -220,7 +221,8 @@ class ConcatBackward final : public Node {
 
 }  // namespace
 
-std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool largest) {
+std::pair<Tensor, Tensor> topk(const Tensor& x_in, int64_t k, int64_t dim, bool largest) {
+  const auto [x] = amp::autocast_args("topk", x_in);
   check_float(x, "topk", "x");
   const int d = checked_dim(x, dim, "topk");
   const int64_t n = x.size(d);
@@ -242,7 +244,8 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, int64_t k, int64_t dim, bool lar
   return {values, indices};
 }
 
-Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
+Tensor gather(const Tensor& x_in, int64_t dim, const Tensor& index) {
+  const auto [x] = amp::autocast_args("gather", x_in);
   check_tensor(x, "gather", "x");
   check_index(index, "gather");
   const int d = checked_dim(x, dim, "gather");
@@ -263,7 +266,8 @@ Tensor gather(const Tensor& x, int64_t dim, const Tensor& index) {
   return out;
 }
 
-Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& src) {
+Tensor scatter_add(const Tensor& x_in, int64_t dim, const Tensor& index, const Tensor& src_in) {
+  const auto [x, src] = amp::autocast_args("scatter_add", x_in, src_in);
   check_float(x, "scatter_add", "x");
   check_float(src, "scatter_add", "src");
   check_same_dtype(x, src, "scatter_add");
@@ -295,8 +299,9 @@ Tensor scatter_add(const Tensor& x, int64_t dim, const Tensor& index, const Tens
   return out;
 }
 
-Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor& source,
+Tensor index_add(const Tensor& x_in, int64_t dim, const Tensor& index, const Tensor& source_in,
                  double alpha) {
+  const auto [x, source] = amp::autocast_args("index_add", x_in, source_in);
   check_float(x, "index_add", "x");
   check_float(source, "index_add", "source");
   check_same_dtype(x, source, "index_add");
@@ -323,7 +328,9 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
   return out;
 }
 
-Tensor concat(const std::vector<Tensor>& tensors, int64_t dim) {
+Tensor concat(const std::vector<Tensor>& tensors_in, int64_t dim) {
+  const amp::AutocastList cast("concat", tensors_in);
+  const std::vector<Tensor>& tensors = cast.get();
   MIXPREC_CHECK(!tensors.empty(), "concat", "needs at least one tensor");
   const Tensor& first = tensors[0];
   check_tensor(first, "concat", "tensor 0");

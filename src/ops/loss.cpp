@@ -1,6 +1,7 @@
 // cross_entropy: input checks and autograd wiring around the fused cpu kernels.
 #include "mixprec/ops/loss.h"
 
+#include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/cross_entropy.h"
 
@@ -38,7 +39,8 @@ class CrossEntropyBackward final : public Node {
 
 }  // namespace
 
-Tensor cross_entropy(const Tensor& logits, const Tensor& targets, int64_t ignore_index) {
+Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets, int64_t ignore_index) {
+  const auto [logits] = amp::autocast_args("cross_entropy", logits_in);
   const char* op = "cross_entropy";
   MIXPREC_CHECK(logits.defined() && targets.defined(), op, "undefined input");
   MIXPREC_CHECK(!logits.is_meta() && !targets.is_meta(), op, "meta tensors have no data");

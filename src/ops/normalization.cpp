@@ -4,6 +4,7 @@
 #include "op_checks.h"
 
 #include <cmath>
+#include "mixprec/amp/autocast.h"
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/normalization.h"
@@ -73,11 +74,13 @@ Tensor norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor&
 
 }  // namespace
 
-Tensor rmsnorm(const Tensor& x, const Tensor& weight, double eps) {
+Tensor rmsnorm(const Tensor& x_in, const Tensor& weight_in, double eps) {
+  const auto [x, weight] = amp::autocast_args("rmsnorm", x_in, weight_in);
   return norm("rmsnorm", x, weight, Tensor(), eps, false);
 }
 
-Tensor layernorm(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps) {
+Tensor layernorm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in, double eps) {
+  const auto [x, weight, bias] = amp::autocast_args("layernorm", x_in, weight_in, bias_in);
   return norm("layernorm", x, weight, bias, eps, true);
 }
 

@@ -2,6 +2,7 @@
 #include "mixprec/ops/reduction.h"
 
 #include <algorithm>
+#include "mixprec/amp/autocast.h"
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/reduction.h"
@@ -130,36 +131,44 @@ std::pair<Tensor, Tensor> max_impl(const Tensor& x, const Plan& p) {
 
 }  // namespace
 
-Tensor sum(const Tensor& x) {
+Tensor sum(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("sum", x_in);
   check_input(x, "sum");
   return reduce(x, plan_all(x), cpu::ReduceOp::sum);
 }
-Tensor sum(const Tensor& x, int64_t dim, bool keepdim) {
+Tensor sum(const Tensor& x_in, int64_t dim, bool keepdim) {
+  const auto [x] = amp::autocast_args("sum", x_in);
   check_input(x, "sum");
   return reduce(x, plan_dim(x, dim, keepdim, "sum"), cpu::ReduceOp::sum);
 }
-Tensor mean(const Tensor& x) {
+Tensor mean(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("mean", x_in);
   check_input(x, "mean");
   return reduce(x, plan_all(x), cpu::ReduceOp::mean);
 }
-Tensor mean(const Tensor& x, int64_t dim, bool keepdim) {
+Tensor mean(const Tensor& x_in, int64_t dim, bool keepdim) {
+  const auto [x] = amp::autocast_args("mean", x_in);
   check_input(x, "mean");
   return reduce(x, plan_dim(x, dim, keepdim, "mean"), cpu::ReduceOp::mean);
 }
-Tensor norm(const Tensor& x) {
+Tensor norm(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("norm", x_in);
   check_input(x, "norm");
   return reduce(x, plan_all(x), cpu::ReduceOp::norm);
 }
-Tensor norm(const Tensor& x, int64_t dim, bool keepdim) {
+Tensor norm(const Tensor& x_in, int64_t dim, bool keepdim) {
+  const auto [x] = amp::autocast_args("norm", x_in);
   check_input(x, "norm");
   return reduce(x, plan_dim(x, dim, keepdim, "norm"), cpu::ReduceOp::norm);
 }
 
-Tensor max(const Tensor& x) {
+Tensor max(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("max", x_in);
   check_input(x, "max");
   return max_impl(x, plan_all(x)).first;
 }
-std::pair<Tensor, Tensor> max(const Tensor& x, int64_t dim, bool keepdim) {
+std::pair<Tensor, Tensor> max(const Tensor& x_in, int64_t dim, bool keepdim) {
+  const auto [x] = amp::autocast_args("max", x_in);
   check_input(x, "max");
   return max_impl(x, plan_dim(x, dim, keepdim, "max"));
 }

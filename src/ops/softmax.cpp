@@ -4,6 +4,7 @@
 #include "mixprec/ops/softmax.h"
 #include "op_checks.h"
 
+#include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/softmax.h"
 
@@ -73,11 +74,13 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
 
 }  // namespace
 
-Tensor softmax(const Tensor& x, int64_t dim) {
+Tensor softmax(const Tensor& x_in, int64_t dim) {
+  const auto [x] = amp::autocast_args("softmax", x_in);
   return softmax_impl(x, dim, false);
 }
 
-Tensor log_softmax(const Tensor& x, int64_t dim) {
+Tensor log_softmax(const Tensor& x_in, int64_t dim) {
+  const auto [x] = amp::autocast_args("log_softmax", x_in);
   return softmax_impl(x, dim, true);
 }
 

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mixprec/autograd/grad_mode.h"
+#include "mixprec/error.h"
 #include "mixprec/parallel.h"
 #include "mixprec/tensor/generator.h"
 #include "mixprec/tensor/tensor.h"
@@ -37,6 +38,17 @@ auto with_threads(int threads, Fn&& fn) {
   } restore{num_threads()};
   set_num_threads(threads);
   return fn();
+}
+
+// The message of the mixprec::Error that fn throws ("" when it throws none).
+template <class Fn>
+std::string error_of(Fn&& fn) {
+  try {
+    fn();
+  } catch (const Error& e) {
+    return e.what();
+  }
+  return "";
 }
 
 inline bool same_bits(const Tensor& a, const Tensor& b) {

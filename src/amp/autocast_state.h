@@ -1,0 +1,47 @@
+// Autocast's per-thread state, shared by the guard, the module scopes and the casts
+// (private to src/amp).
+#pragma once
+
+#include <array>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "mixprec/amp/autocast.h"
+
+namespace mixprec::amp::detail {
+
+// What the guards in force say beyond dtype and on/off; immutable once built (guards share it).
+struct Overrides {
+  std::array<std::optional<CastCategory>, kNumAutocastOps> op{};
+  std::vector<std::string> fp32_modules;  // globs on the module path
+};
+
+// A leaf's cast, keyed by (its autograd state, target dtype, grad mode at the cast): a cast
+// made under NoGradGuard has no history and must not serve a region that records it.
+using CastKey = std::tuple<const void*, DType, bool>;
+struct CachedCast {
+  Tensor source;  // held so its address cannot be reused by another tensor while cached
+  Tensor cast;
+};
+
+struct AutocastState {
+  bool enabled = false;
+  DType dtype = DType::bf16;
+  bool cache_casts = true;
+  std::shared_ptr<const Overrides> overrides;  // null: none
+  int enabled_depth = 0;                       // enabled guards alive; the cache's lifetime
+  std::string module_path;
+  std::map<CastKey, CachedCast> cache;
+  AutocastStats stats;
+};
+
+AutocastState& state();
+
+// True when the current module path, or a scope above it, matches an fp32_modules glob.
+bool in_fp32_module(const AutocastState& s);
+
+}  // namespace mixprec::amp::detail

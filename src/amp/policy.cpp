@@ -1,0 +1,273 @@
+// Precision policies: the preset table, parse_policy for the spellings users bring (presets,
+// Keras names, jmp key=value strings, a bare dtype), to_string, and the process-wide f32
+// matmul precision.
+#include "mixprec/amp/policy.h"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cctype>
+#include <optional>
+
+#include "mixprec/error.h"
+
+namespace mixprec::amp {
+namespace {
+
+constexpr const char* kWhere = "policy";
+
+struct Preset {
+  const char* name;
+  MixedPrecisionPolicy policy;
+};
+
+MixedPrecisionPolicy make(DType param, DType compute, DType reduce, DType output) {
+  MixedPrecisionPolicy p;
+  p.param_dtype = param;
+  p.compute_dtype = compute;
+  p.reduce_dtype = reduce;
+  p.output_dtype = output;
+  return p;
+}
+
+// One row per preset; everything (preset, preset_names, parse_policy) reads this table.
+const std::array<Preset, 6>& presets() {
+  static const std::array<Preset, 6> table = [] {
+    MixedPrecisionPolicy tf32;
+    tf32.matmul_precision = MatmulPrecision::high;
+    MixedPrecisionPolicy fp16 = make(DType::f16, DType::f16, DType::f32, DType::f32);
+    fp16.loss_scaling = true;
+    MixedPrecisionPolicy pure = make(DType::bf16, DType::bf16, DType::bf16, DType::bf16);
+    pure.f32_master = false;
+    pure.master_update = MasterUpdate::stochastic;
+    MixedPrecisionPolicy kahan = pure;
+    kahan.master_update = MasterUpdate::kahan;
+    return std::array<Preset, 6>{{
+        {"fp32", MixedPrecisionPolicy{}},
+        {"tf32", tf32},
+        {"bf16-mixed", make(DType::bf16, DType::bf16, DType::f32, DType::f32)},
+        {"fp16-mixed", fp16},
+        {"bf16-pure", pure},
+        {"bf16-pure-kahan", kahan},
+    }};
+  }();
+  return table;
+}
+
+// Other frameworks' names for presets (Keras mixed-precision policies).
+struct Alias {
+  const char* name;
+  const char* preset;
+};
+constexpr std::array<Alias, 2> kAliases{{
+    {"mixed_bfloat16", "bf16-mixed"},
+    {"mixed_float16", "fp16-mixed"},
+}};
+
+constexpr std::array<const char*, 3> kMatmulNames{"highest", "high", "medium"};
+constexpr std::array<const char*, 3> kUpdateNames{"nearest", "stochastic", "kahan"};
+
+constexpr const char* kValidKeys =
+    "params (param, p), compute (c), reduce (r), output (o), master, update, matmul, "
+    "loss_scaling";
+
+std::string lower(std::string_view s) {
+  std::string out(s);
+  for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  return out;
+}
+
+std::string_view trim(std::string_view s) {
+  const auto space = [](char c) { return std::isspace(static_cast<unsigned char>(c)) != 0; };
+  while (!s.empty() && space(s.front())) s.remove_prefix(1);
+  while (!s.empty() && space(s.back())) s.remove_suffix(1);
+  return s;
+}
+
+std::string valid_spellings() {
+  std::string aliases;
+  for (const Alias& a : kAliases) aliases += (aliases.empty() ? "" : ", ") + std::string(a.name);
+  return "valid: a preset (" + preset_names() + "), " + aliases + ", a dtype (" + dtype_names() +
+         ") or key=value pairs with keys " + kValidKeys;
+}
+
+const Preset* find_preset(std::string_view name) {
+  const std::string key = lower(trim(name));
+  for (const Preset& p : presets())
+    if (key == p.name) return &p;
+  for (const Alias& a : kAliases)
+    if (key == a.name) return find_preset(a.preset);
+  return nullptr;
+}
+
+// A policy dtype: any parse_dtype spelling of f64, f32, bf16 or f16 (the dtypes ops compute
+// in; fp8 is a storage format for scaled GEMMs, not a policy dtype).
+DType policy_dtype(std::string_view token, std::string_view key) {
+  DType d;
+  try {
+    d = parse_dtype(trim(token));
+  } catch (const Error&) {
+    throw Error(kWhere, "unknown dtype '" + std::string(trim(token)) + "' for key '" +
+                            std::string(key) + "'; valid: " + dtype_names());
+  }
+  MIXPREC_CHECK(d == DType::f64 || d == DType::f32 || d == DType::bf16 || d == DType::f16, kWhere,
+                "dtype '" + std::string(trim(token)) + "' for key '" + std::string(key) +
+                    "' is not a policy dtype; use f64, f32, bf16 or f16");
+  return d;
+}
+
+template <std::size_t N>
+int find_name(const std::array<const char*, N>& names, std::string_view value, const char* what) {
+  const std::string v = lower(trim(value));
+  for (std::size_t i = 0; i < N; ++i)
+    if (v == names[i]) return static_cast<int>(i);
+  std::string valid;
+  for (const char* n : names) valid += (valid.empty() ? "" : ", ") + std::string(n);
+  throw Error(kWhere, "unknown " + std::string(what) + " '" + std::string(trim(value)) +
+                          "'; valid: " + valid);
+}
+
+bool parse_bool(std::string_view value, std::string_view key) {
+  const std::string v = lower(trim(value));
+  if (v == "true" || v == "on" || v == "1" || v == "yes") return true;
+  if (v == "false" || v == "off" || v == "0" || v == "no") return false;
+  throw Error(kWhere, "'" + std::string(trim(value)) + "' for key '" + std::string(key) +
+                          "' is not a boolean; valid: true, false, on, off, 1, 0");
+}
+
+DType wider_than_f32(DType d) {
+  return d == DType::f64 ? DType::f64 : DType::f32;
+}
+
+// "key=value,key=value": unspecified dtypes are f32; reduce and the master default to the
+// wider of f32 and params (so params=f64 trains in f64 throughout).
+MixedPrecisionPolicy parse_pairs(std::string_view text) {
+  std::optional<DType> param, compute, reduce, output, master;
+  std::optional<MasterUpdate> update;
+  std::optional<MatmulPrecision> matmul;
+  std::optional<bool> loss_scaling;
+  const auto set = [&](auto& slot, auto value, const std::string& key) {
+    MIXPREC_CHECK(!slot.has_value(), kWhere,
+                  "key '" + key + "' is given twice in '" + std::string(text) + "'");
+    slot = value;
+  };
+  std::string_view rest = text;
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view item = trim(rest.substr(0, comma));
+    const auto eq = item.find('=');
+    MIXPREC_CHECK(eq != std::string_view::npos, kWhere,
+                  "'" + std::string(item) + "' in '" + std::string(text) +
+                      "' is not key=value; keys: " + kValidKeys);
+    const std::string key = lower(trim(item.substr(0, eq)));
+    const std::string_view value = trim(item.substr(eq + 1));
+    MIXPREC_CHECK(!value.empty(), kWhere, "key '" + key + "' has no value");
+    if (key == "params" || key == "param" || key == "p")
+      set(param, policy_dtype(value, key), "params");
+    else if (key == "compute" || key == "c")
+      set(compute, policy_dtype(value, key), "compute");
+    else if (key == "reduce" || key == "r")
+      set(reduce, policy_dtype(value, key), "reduce");
+    else if (key == "output" || key == "o")
+      set(output, policy_dtype(value, key), "output");
+    else if (key == "master")
+      set(master, policy_dtype(value, key), "master");
+    else if (key == "update")
+      set(update, static_cast<MasterUpdate>(find_name(kUpdateNames, value, "master update")),
+          "update");
+    else if (key == "matmul")
+      set(matmul, parse_matmul_precision(value), "matmul");
+    else if (key == "loss_scaling")
+      set(loss_scaling, parse_bool(value, key), "loss_scaling");
+    else
+      throw Error(kWhere, "unknown key '" + key + "' in '" + std::string(text) +
+                              "'; valid keys: " + kValidKeys);
+    if (comma == std::string_view::npos) break;
+    rest.remove_prefix(comma + 1);
+  }
+  MixedPrecisionPolicy p;
+  p.param_dtype = param.value_or(DType::f32);
+  p.compute_dtype = compute.value_or(DType::f32);
+  p.reduce_dtype = reduce.value_or(wider_than_f32(p.param_dtype));
+  p.output_dtype = output.value_or(DType::f32);
+  const DType m = master.value_or(wider_than_f32(p.param_dtype));
+  MIXPREC_CHECK(m == DType::f32 || m == p.param_dtype, kWhere,
+                std::string("master ") + dtype_name(m) + " must be f32 or the params dtype (" +
+                    dtype_name(p.param_dtype) + ")");
+  p.f32_master = m == DType::f32;
+  p.master_update = update.value_or(MasterUpdate::nearest);
+  p.matmul_precision = matmul.value_or(MatmulPrecision::highest);
+  p.loss_scaling = loss_scaling.value_or(false);
+  return p;
+}
+
+// Atomic: trainers may read it from worker threads while a test's guard changes it.
+std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::highest};
+
+}  // namespace
+
+MixedPrecisionPolicy preset(std::string_view name) {
+  const Preset* p = find_preset(name);
+  MIXPREC_CHECK(p != nullptr, kWhere,
+                "unknown preset '" + std::string(name) + "'; valid: " + preset_names());
+  return p->policy;
+}
+
+std::string preset_names() {
+  std::string out;
+  for (const Preset& p : presets()) out += (out.empty() ? "" : ", ") + std::string(p.name);
+  return out;
+}
+
+MixedPrecisionPolicy parse_policy(std::string_view text) {
+  const std::string_view t = trim(text);
+  MIXPREC_CHECK(!t.empty(), kWhere, "empty policy; " + valid_spellings());
+  if (t.find('=') != std::string_view::npos) return parse_pairs(t);
+  if (const Preset* p = find_preset(t)) return p->policy;
+  // A bare dtype applies to params, compute, reduce and output (as in jmp); the master stays
+  // f32 (f64 for f64): dropping the f32 master is a choice the bf16-pure presets make
+  // explicitly, together with their update rule.
+  DType d;
+  try {
+    d = parse_dtype(t);
+  } catch (const Error&) {
+    throw Error(kWhere, "unknown policy '" + std::string(t) + "'; " + valid_spellings());
+  }
+  return parse_pairs("params=" + std::string(dtype_name(d)) + ",compute=" + dtype_name(d) +
+                     ",reduce=" + dtype_name(d) + ",output=" + dtype_name(d));
+}
+
+std::string to_string(const MixedPrecisionPolicy& p) {
+  return std::string("param=") + dtype_name(p.param_dtype) +
+         ",compute=" + dtype_name(p.compute_dtype) + ",reduce=" + dtype_name(p.reduce_dtype) +
+         ",output=" + dtype_name(p.output_dtype) + ",master=" + dtype_name(p.master_dtype()) +
+         ",update=" + kUpdateNames[static_cast<int>(p.master_update)] +
+         ",matmul=" + matmul_precision_name(p.matmul_precision) +
+         ",loss_scaling=" + (p.loss_scaling ? "true" : "false");
+}
+
+MatmulPrecision parse_matmul_precision(std::string_view name) {
+  return static_cast<MatmulPrecision>(find_name(kMatmulNames, name, "matmul precision"));
+}
+
+const char* matmul_precision_name(MatmulPrecision p) {
+  return kMatmulNames[static_cast<int>(p)];
+}
+
+MatmulPrecision matmul_precision() {
+  return g_matmul_precision.load(std::memory_order_relaxed);
+}
+
+void set_matmul_precision(MatmulPrecision p) {
+  g_matmul_precision.store(p, std::memory_order_relaxed);
+}
+
+MatmulPrecisionGuard::MatmulPrecisionGuard(MatmulPrecision p) : saved_(matmul_precision()) {
+  set_matmul_precision(p);
+}
+
+MatmulPrecisionGuard::~MatmulPrecisionGuard() {
+  set_matmul_precision(saved_);
+}
+
+}  // namespace mixprec::amp
