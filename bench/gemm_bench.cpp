@@ -7,7 +7,13 @@
 // OpenMP tile loop). Columns are medians over repetitions, ratios are of medians. The FP32
 // FMA peak is measured in the same run.
 //
-// Usage: bench_gemm [--reps=N] [--threads=N] [--quick]
+// The machine may be shared: so that a burst of outside load skews both sides alike, the
+// baseline block and mixprec's block alternate --rounds times (default 3) and the medians
+// are over all rounds.
+//
+// Usage: bench_gemm [--reps=N] [--rounds=N] [--threads=N] [--quick] [--shape=SUBSTRING]...
+// (--reps is per round; --shape keeps only the shapes whose name contains one of the given
+// substrings.)
 #include <cblas.h>
 
 #include <algorithm>
@@ -63,20 +69,37 @@ std::vector<Shape3> shapes(bool quick) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  const bench::Options opt = bench::parse_options(argc, argv, 5, {"--quick"},
-                                                  "bench_gemm [--reps=N] [--threads=N] [--quick]");
+  // --shape=... and --rounds=N are taken out here; the shared parser handles the rest.
+  std::vector<std::string> filters;
+  std::vector<char*> rest;
+  int rounds = 3;
+  for (int i = 0; i < argc; ++i) {
+    if (i > 0 && std::strncmp(argv[i], "--shape=", 8) == 0)
+      filters.emplace_back(argv[i] + 8);
+    else if (i > 0 && std::strncmp(argv[i], "--rounds=", 9) == 0)
+      rounds = std::max(1, std::atoi(argv[i] + 9));
+    else
+      rest.push_back(argv[i]);
+  }
+  const bench::Options opt = bench::parse_options(
+      static_cast<int>(rest.size()), rest.data(), 3, {"--quick"},
+      "bench_gemm [--reps=N] [--rounds=N] [--threads=N] [--quick] [--shape=SUBSTRING]...");
   const int reps = opt.reps, threads = opt.threads;
   const bool quick = bench::has_flag(opt, "--quick");
   set_num_threads(threads);
   const double peak2 = bench::fma_peak_avx2(threads), peak5 = bench::fma_peak_avx512(threads);
-  std::printf("OpenBLAS core: %s, threads: %d, repetitions: %d (medians)\n",
-              openblas_get_corename(), threads, reps);
+  std::printf("OpenBLAS core: %s, threads: %d, repetitions: %d x %d rounds (medians)\n",
+              openblas_get_corename(), threads, reps, rounds);
   std::printf("measured FP32 FMA peak: AVX2 %.0f GFLOP/s", peak2);
   if (peak5 > 0) std::printf(", AVX-512 %.0f GFLOP/s", peak5);
   std::printf("\n\n%-22s %5s %5s %5s | %7s | %13s | %13s | %13s | %s\n", "shape", "M", "N", "K",
               "sgemm", "mixprec f32", "bf16", "f16", "bf16 % AVX2 peak");
   std::vector<double> worst(3, 1e9);
   for (const Shape3& s : shapes(quick)) {
+    if (!filters.empty() && std::none_of(filters.begin(), filters.end(), [&](const std::string& f) {
+          return s.name.find(f) != std::string::npos;
+        }))
+      continue;
     Generator gen(7);
     const int64_t ar = s.ta ? s.k : s.m, ac = s.ta ? s.m : s.k;
     const int64_t br = s.tb ? s.n : s.k, bc = s.tb ? s.k : s.n;
@@ -97,20 +120,22 @@ int main(int argc, char** argv) {
                   1.0f, a.data<float>(), static_cast<blasint>(ac), b.data<float>(),
                   static_cast<blasint>(bc), 0.0f, c.data<float>(), static_cast<blasint>(s.n));
     };
-    // Baseline block: OpenBLAS with its own threads (switching its thread count per call
-    // costs it a thread wake-up, so it keeps them for the whole block).
-    openblas_set_num_threads(threads);
-    sgemm();
     std::vector<double> t_base, t_ours[3];
-    for (int r = 0; r < reps; ++r) t_base.push_back(seconds_of(sgemm));
-    openblas_set_num_threads(1);
-    ours(a, b, c);
-    ours(a16[0], b16[0], c16[0]);
-    ours(a16[1], b16[1], c16[1]);
-    for (int r = 0; r < reps; ++r) {
-      t_ours[0].push_back(seconds_of([&] { ours(a, b, c); }));
-      t_ours[1].push_back(seconds_of([&] { ours(a16[0], b16[0], c16[0]); }));
-      t_ours[2].push_back(seconds_of([&] { ours(a16[1], b16[1], c16[1]); }));
+    for (int round = 0; round < rounds; ++round) {
+      // Baseline block: OpenBLAS with its own threads (switching its thread count per call
+      // costs it a thread wake-up, so it keeps them for the whole block).
+      openblas_set_num_threads(threads);
+      sgemm();
+      for (int r = 0; r < reps; ++r) t_base.push_back(seconds_of(sgemm));
+      openblas_set_num_threads(1);
+      ours(a, b, c);
+      ours(a16[0], b16[0], c16[0]);
+      ours(a16[1], b16[1], c16[1]);
+      for (int r = 0; r < reps; ++r) {
+        t_ours[0].push_back(seconds_of([&] { ours(a, b, c); }));
+        t_ours[1].push_back(seconds_of([&] { ours(a16[0], b16[0], c16[0]); }));
+        t_ours[2].push_back(seconds_of([&] { ours(a16[1], b16[1], c16[1]); }));
+      }
     }
     const double gb = flops / median(t_base) * 1e-9;
     double g[3], q[3];

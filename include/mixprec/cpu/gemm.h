@@ -2,10 +2,12 @@
 //   C[b] = alpha * op(A[b]) · op(B[b]) + beta * C[b],   op(X) = X or Xᵀ,  b < batch
 // op(A) is m×k, op(B) is k×n, C is m×n. A and B may each be f32, bf16 or f16 and C any of
 // those (all three f64 for checking). The f32 work is OpenBLAS sgemm, run single-threaded
-// inside mixprec's own OpenMP loop over a grid of C tiles that depends on the shape only,
-// so the bits never depend on the thread count. Narrow operands are widened to f32 in
-// cache-sized K-blocks of the tile being computed (the operand all tiles share is widened
-// once); a narrow C is accumulated in an f32 tile and rounded once (nearest even).
+// inside mixprec's own OpenMP loop over a grid that depends on the shape only, so the bits
+// never depend on the thread count: C tiles, or, when K dwarfs m and n, K-ranges of the
+// whole matrices whose f32 partials are summed in a fixed order. Narrow operands are
+// widened to f32 in cache-sized K-blocks right before the sgemm that reads them; a narrow
+// C is accumulated in f32 (a bounded tile, or the partials) and rounded once (nearest even).
+// Scratch memory is bounded: K-split partials <= 64 MB, narrow-C tiles <= 8 MB per thread.
 #pragma once
 
 #include <cstdint>
@@ -39,9 +41,10 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a, co
 
 // How the work is split; exposed for tests and benchmarks.
 struct GemmGrid {
-  int64_t pieces;  // C split into this many row (split_m) or column blocks
+  int64_t pieces;  // C split into this many row (split_m) or column blocks, or K into ranges
   bool split_m;
-  int64_t piece;  // rows or columns per piece (multiple of 16 but the last)
+  int64_t piece;         // rows, columns or K per piece (multiple of 16 but the last)
+  bool split_k = false;  // pieces are K-ranges of whole matrices, summed in piece order
 };
 GemmGrid gemm_grid(int64_t m, int64_t n, int64_t k, int64_t batch);
 

@@ -117,6 +117,26 @@ TEST(Gemm, LargeSplitShapesMatchNaive) {
   run_case({600, 200, 64, 1, false, true, 1.0f, 0.0f, 0, true}, DType::bf16, DType::bf16);
 }
 
+TEST(Gemm, KSplitShapesMatchNaive) {
+  // K much longer than m and n (a weight gradient): the grid splits K into ranges whose f32
+  // partials are summed in piece order, then beta * C and the bias are added.
+  const GemmGrid g = gemm_grid(40, 24, 2200, 1);
+  ASSERT_TRUE(g.split_k);
+  ASSERT_EQ(g.pieces, 2);
+  ASSERT_TRUE(gemm_grid(16, 16, 20000, 1).split_k);
+  ASSERT_EQ(gemm_grid(16, 16, 20000, 1).pieces, 4);
+  ASSERT_FALSE(gemm_grid(512, 512, 1024, 1).split_k);  // K < 4 * max(m, n): a C split
+  for (auto [ab, cd] : std::vector<std::pair<DType, DType>>{{DType::bf16, DType::bf16},
+                                                            {DType::f32, DType::f32},
+                                                            {DType::f16, DType::f32},
+                                                            {DType::f32, DType::bf16},
+                                                            {DType::f64, DType::f64}}) {
+    run_case({40, 24, 2200, 1, true, false, 1.0f, 0.0f, 0}, ab, cd);
+    run_case({40, 24, 2200, 2, false, true, 0.5f, 2.0f, 3, true}, ab, cd);  // beta, bias
+    run_case({16, 16, 20000, 1, true, true, -1.0f, 1.0f, 1}, ab, cd);
+  }
+}
+
 TEST(Gemm, BetaZeroIgnoresNaNInC) {
   Tensor a = Tensor::ones({4, 4}), b = Tensor::ones({4, 4});
   Tensor c = Tensor::full({4, 4}, NAN);
@@ -126,8 +146,10 @@ TEST(Gemm, BetaZeroIgnoresNaNInC) {
 }
 
 TEST(Gemm, SameBitsWithOneAndTwoThreads) {
+  ASSERT_TRUE(gemm_grid(48, 40, 4000, 1).split_k);
   for (DType dt : {DType::f32, DType::bf16, DType::f16}) {
-    for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{{600, 300, 700}, {64, 900, 520}}) {
+    for (auto [m, n, k] : std::vector<std::array<int64_t, 3>>{
+             {600, 300, 700}, {64, 900, 520}, {48, 40, 4000}}) {  // M, N and K splits
       Tensor A = random_matrix(1, m, k, 0, dt, 11), B = random_matrix(1, n, k, 0, dt, 12);
       std::vector<Tensor> out;
       for (int threads : {1, 2}) {
