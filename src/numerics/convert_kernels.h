@@ -29,4 +29,10 @@ std::size_t avx2_widen_f32(const FloatFormat& f, const void* src, float* dst, st
 std::size_t avx2_tf32(const float* src, float* dst, std::size_t n, const ConvertOptions& o,
                       uint64_t index0);
 
+// AVX-512F kernels (convert_avx512.cpp) for bf16 and f16 only, round to nearest even only
+// (what the compute kernels' row loads and stores use); same prefix contract as above.
+std::size_t avx512_widen_f32(const FloatFormat& f, const void* src, float* dst, std::size_t n);
+std::size_t avx512_narrow_f32_nearest(const FloatFormat& f, const float* src, void* dst,
+                                      std::size_t n);
+
 }  // namespace mixprec::kernels

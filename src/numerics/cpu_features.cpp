@@ -15,6 +15,14 @@ bool cpu_has_avx2_f16c() {
   return has;
 }
 
+bool cpu_has_avx512f() {
+  static const bool has = [] {
+    __builtin_cpu_init();
+    return cpu_has_avx2_f16c() && __builtin_cpu_supports("avx512f");  // OS state checked too
+  }();
+  return has;
+}
+
 const char* isa_name(Isa isa) {
   if (isa == Isa::scalar) return "scalar";
   return cpu_has_avx2_f16c() ? "avx2" : "scalar";

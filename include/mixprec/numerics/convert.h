@@ -16,6 +16,7 @@ namespace mixprec {
 enum class Isa : uint8_t { best, scalar, avx2 };
 
 bool cpu_has_avx2_f16c();
+bool cpu_has_avx512f();         // AVX-512F (with AVX2, FMA and F16C)
 const char* isa_name(Isa isa);  // the kernel `isa` resolves to on this CPU: "avx2" or "scalar"
 
 // Narrowing: f32 -> dst dtype (bf16, f16, f8_e4m3fn, f8_e5m2; f32 copies).

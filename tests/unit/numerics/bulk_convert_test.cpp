@@ -138,5 +138,35 @@ TEST(BulkConvert, WideningIsExactForEveryFormat) {
   }
 }
 
+TEST(BulkConvert, RowConversionsOfTheKernelsMatchTheScalarCodec) {
+  // widen_row_f32 / narrow_row_f32 take this CPU's widest path (AVX-512, AVX2 or scalar):
+  // every 16-bit pattern widened, and every f32 high half with the low halves that decide
+  // rounding (ties, just above and below) narrowed, at a length with a scalar tail.
+  for (const DType d : {DType::bf16, DType::f16}) {
+    const FloatFormat& f = *info(d).format;
+    std::vector<uint16_t> all((1 << 16) + 7);
+    for (std::size_t i = 0; i < all.size(); ++i) all[i] = static_cast<uint16_t>(i);
+    std::vector<float> wide(all.size());
+    widen_row_f32(d, all.data(), wide.data(), all.size());
+    for (std::size_t i = 0; i < all.size(); ++i) {
+      const float want = decode_f32(f, all[i]);
+      ASSERT_TRUE(std::bit_cast<uint32_t>(wide[i]) == std::bit_cast<uint32_t>(want) ||
+                  (std::isnan(want) && std::isnan(wide[i])))
+          << dtype_name(d) << " widen 0x" << std::hex << all[i];
+    }
+    std::vector<float> src;
+    for (uint32_t hi = 0; hi < (1u << 16); ++hi)
+      for (uint32_t lo :
+           {0x0000u, 0x0001u, 0x0FFFu, 0x1000u, 0x1001u, 0x7FFFu, 0x8000u, 0x8001u, 0xFFFFu})
+        src.push_back(std::bit_cast<float>(hi << 16 | lo));
+    src.resize(src.size() - 5);  // not a multiple of 16
+    std::vector<uint16_t> out(src.size());
+    narrow_row_f32(src.data(), d, out.data(), src.size());
+    for (std::size_t i = 0; i < src.size(); ++i)
+      ASSERT_EQ(out[i], encode_f32(f, src[i]))
+          << dtype_name(d) << " narrow 0x" << std::hex << std::bit_cast<uint32_t>(src[i]);
+  }
+}
+
 }  // namespace
 }  // namespace mixprec
