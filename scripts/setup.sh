@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev                 # safetensors headers
   libopenblas-dev                    # sgemm (found by name via pkg-config openblas)
   clang-format                       # style check in CI
+  fortunes                           # default training corpus (/usr/share/games/fortunes)
 )
 
 missing=()

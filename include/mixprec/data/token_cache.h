@@ -1,0 +1,91 @@
+// The token cache: a corpus tokenised once into <dir>/tokens-<fingerprint>.bin, then
+// memory-mapped on every later run while the sources are unchanged.
+//
+// File layout (little-endian, as on every supported target):
+//   [0, 64)  TokenCacheHeader
+//   [64, 64 + token_count * token_bytes)  the tokens, one byte each for the byte tokenizer
+// A file is used only if its size, magic, version, token width, vocabulary, fingerprint and
+// payload checksum all match; anything else (truncation, a flipped bit, an old version) is
+// reported by open_token_cache and the caller rebuilds. A rebuild writes a temporary file
+// beside the target, fsyncs it, then renames it over the target (and fsyncs the directory),
+// so readers see the old file or the new one, never a torn one. (Truncating a cache file in
+// place while a process has it mapped would fault that process: replace it, as rebuilds do.)
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "mixprec/data/corpus.h"
+#include "mixprec/data/mapped_file.h"
+
+namespace mixprec::data {
+
+struct TokenCacheHeader {
+  char magic[8];              // "MXPTOKEN"
+  uint32_t version;           // kTokenCacheVersion
+  uint32_t token_bytes;       // bytes per token on disk (1)
+  uint64_t vocab_size;        // 256
+  uint64_t token_count;       // tokens after the header
+  uint64_t source_hash;       // corpus_fingerprint() of the files it was built from
+  uint64_t payload_checksum;  // token_checksum() of the tokens
+  uint32_t file_count;        // corpus files listed
+  uint32_t skipped_count;     // of which left out as not valid UTF-8
+  uint64_t reserved;          // 0
+};
+static_assert(sizeof(TokenCacheHeader) == 64, "the on-disk header is 64 bytes");
+
+inline constexpr uint32_t kTokenCacheVersion = 1;
+
+// Word-at-a-time 64-bit checksum of a byte stream; the same bytes give the same value
+// however they are split across update() calls.
+class TokenChecksum {
+ public:
+  void update(std::span<const uint8_t> bytes);
+  uint64_t finish() const;
+
+ private:
+  uint64_t state_ = 0x6d69787072656321ull;
+  uint64_t length_ = 0;
+  uint64_t carry_ = 0;  // bytes of an unfinished word, low byte first
+  int carried_ = 0;
+};
+
+uint64_t token_checksum(std::span<const uint8_t> bytes);
+
+// "tokens-<16 hex digits>.bin"
+std::string token_cache_file_name(uint64_t source_hash);
+
+using WarningSink = std::function<void(const std::string&)>;
+
+struct TokenCacheBuild {
+  uint64_t token_count = 0;
+  std::vector<std::filesystem::path> skipped;  // files that were not valid UTF-8
+};
+
+// Concatenates the files' bytes (each validated as UTF-8; a file that is not is skipped and
+// reported through `warn`) into a new cache at `target`, atomically. Throws mixprec::Error
+// naming the corpus when no token results, and naming a file that cannot be read or changed
+// size while being read.
+TokenCacheBuild build_token_cache(const std::filesystem::path& target,
+                                  const std::vector<CorpusFile>& files, uint64_t source_hash,
+                                  const WarningSink& warn);
+
+// A mapped, validated cache file.
+struct TokenCache {
+  std::shared_ptr<const MappedFile> file;
+  TokenCacheHeader header;
+  std::span<const uint8_t> tokens() const;
+};
+
+// The cache at `path` when it exists and is valid for `source_hash`; otherwise nullopt and,
+// when `why` is given, the reason ("missing", "truncated: ...", "checksum mismatch", ...).
+std::optional<TokenCache> open_token_cache(const std::filesystem::path& path, uint64_t source_hash,
+                                           std::string* why = nullptr);
+
+}  // namespace mixprec::data

@@ -1,0 +1,106 @@
+#include "mixprec/data/corpus.h"
+
+#include <algorithm>
+#include <chrono>
+#include <system_error>
+
+#include "mixprec/error.h"
+
+namespace mixprec::data {
+namespace fs = std::filesystem;
+namespace {
+
+[[noreturn]] void fail(const fs::path& path, const std::string& what) {
+  throw Error("data corpus " + path.string(), what);
+}
+
+bool has_excluded_suffix(const fs::path& p, const std::vector<std::string>& suffixes) {
+  const std::string name = p.filename().string();
+  return std::any_of(suffixes.begin(), suffixes.end(), [&](const std::string& s) {
+    return name.size() >= s.size() && name.compare(name.size() - s.size(), s.size(), s) == 0;
+  });
+}
+
+CorpusFile describe(const fs::path& path) {
+  std::error_code ec;
+  CorpusFile f;
+  f.path = fs::absolute(path, ec).lexically_normal();
+  if (ec) fail(path, "cannot resolve: " + ec.message());
+  f.size = fs::file_size(path, ec);
+  if (ec) fail(path, "cannot read its size: " + ec.message());
+  const auto mtime = fs::last_write_time(path, ec);
+  if (ec) fail(path, "cannot read its modification time: " + ec.message());
+  f.mtime_ns =
+      std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count();
+  return f;
+}
+
+void fnv1a(uint64_t& h, const void* data, std::size_t n) {
+  const auto* p = static_cast<const unsigned char*>(data);
+  for (std::size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+}
+
+}  // namespace
+
+std::vector<CorpusFile> list_corpus_files(const CorpusSpec& spec) {
+  MIXPREC_CHECK(!spec.paths.empty(), "data corpus", "no corpus paths given");
+  std::vector<CorpusFile> files;
+  for (const fs::path& root : spec.paths) {
+    std::error_code ec;
+    const fs::file_status st = fs::status(root, ec);
+    if (!fs::exists(st)) fail(root, "does not exist");
+    if (fs::is_regular_file(st)) {
+      files.push_back(describe(root));
+      continue;
+    }
+    if (!fs::is_directory(st)) fail(root, "is neither a file nor a directory");
+    std::vector<fs::path> found;
+    for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
+      if (it->is_regular_file() && !has_excluded_suffix(it->path(), spec.exclude_suffixes)) {
+        found.push_back(it->path());
+      }
+    }
+    if (ec) fail(root, "cannot be listed: " + ec.message());
+    // Directory iteration order is the file system's; sorting makes it the same everywhere.
+    std::sort(found.begin(), found.end(),
+              [](const fs::path& a, const fs::path& b) { return a.string() < b.string(); });
+    for (const fs::path& p : found) files.push_back(describe(p));
+  }
+  if (files.empty()) {
+    std::string roots;
+    for (const fs::path& p : spec.paths) roots += (roots.empty() ? "" : ", ") + p.string();
+    throw Error("data corpus " + roots, "corpus is empty: no files found");
+  }
+  return files;
+}
+
+uint64_t corpus_fingerprint(const std::vector<CorpusFile>& files) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  const std::string tokenizer = "byte256";
+  fnv1a(h, tokenizer.data(), tokenizer.size() + 1);
+  for (const CorpusFile& f : files) {
+    const std::string p = f.path.string();
+    fnv1a(h, p.data(), p.size() + 1);  // the NUL keeps "ab"+"c" apart from "a"+"bc"
+    fnv1a(h, &f.size, sizeof f.size);
+    fnv1a(h, &f.mtime_ns, sizeof f.mtime_ns);
+  }
+  return h;
+}
+
+fs::path default_corpus_path() {
+  const fs::path dir = "/usr/share/games/fortunes";
+  std::error_code ec;
+  MIXPREC_CHECK(fs::is_directory(dir, ec), "data corpus " + dir.string(),
+                "default corpus not found: install the fortunes package: sudo apt-get install "
+                "fortunes");
+  return dir;
+}
+
+CorpusSpec default_corpus() {
+  return CorpusSpec{{default_corpus_path()}, {".dat", ".u8"}};
+}
+
+}  // namespace mixprec::data
