@@ -5,6 +5,7 @@
 #include <algorithm>
 #include <atomic>
 #include <cmath>
+#include <cstring>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -24,12 +25,40 @@ void check_grad(const Tensor& g, const char* where) {
   MIXPREC_CHECK(g.is_contiguous(), where, "gradient must be contiguous");
 }
 
+// The raw bits of a storage type and the mask of its exponent field: a value is inf or NaN
+// exactly when all exponent bits are set. Testing bits (not std::isfinite) lets the compiler
+// vectorise the scans.
+template <class T>
+struct BitsOf {
+  using type = decltype(T::bits);
+  static constexpr type kExpMask = static_cast<type>(T::format().exp_all_ones());
+};
+template <>
+struct BitsOf<float> {
+  using type = uint32_t;
+  static constexpr type kExpMask = 0x7F800000u;
+};
+template <>
+struct BitsOf<double> {
+  using type = uint64_t;
+  static constexpr type kExpMask = 0x7FF0000000000000ull;
+};
+
 template <class T>
 bool finite(T v) {
-  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>)
-    return std::isfinite(v);
-  else
-    return (v.bits & T::format().exp_all_ones()) != T::format().exp_all_ones();
+  typename BitsOf<T>::type b;
+  std::memcpy(&b, &v, sizeof b);
+  return (b & BitsOf<T>::kExpMask) != BitsOf<T>::kExpMask;
+}
+
+// True when any of p[b, e) is inf or NaN.
+template <class T>
+bool any_nonfinite(const T* p, int64_t b, int64_t e) {
+  using B = typename BitsOf<T>::type;
+  const auto* bits = reinterpret_cast<const B*>(p);
+  unsigned bad = 0;
+  for (int64_t i = b; i < e; ++i) bad |= (bits[i] & BitsOf<T>::kExpMask) == BitsOf<T>::kExpMask;
+  return bad != 0;
 }
 
 // Runs fn(begin, end) -> bool over fixed chunks; true when any chunk returned true.
@@ -42,21 +71,20 @@ bool any_chunk(int64_t n, F&& fn) {
   return any.load();
 }
 
+// g * inv_scale tested (and written back when `write`). With inv_scale <= 1 a finite value
+// stays finite, so a read-only scan only needs the bits.
 template <class T>
 bool scan(T* p, int64_t n, float inv_scale, bool write) {
   return any_chunk(n, [&](int64_t b, int64_t e) {
-    bool bad = false;
-    if (inv_scale == 1.0f) {
-      for (int64_t i = b; i < e; ++i) bad |= !finite(p[i]);
-      return bad;
-    }
+    if (inv_scale == 1.0f || (!write && inv_scale < 1.0f)) return any_nonfinite(p, b, e);
+    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    unsigned bad = 0;
     for (int64_t i = b; i < e; ++i) {
-      using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
-      const A v = static_cast<A>(p[i]) * static_cast<A>(inv_scale);
-      bad |= !std::isfinite(v);
-      if (write) p[i] = T(v);
+      const T v = T(static_cast<A>(p[i]) * static_cast<A>(inv_scale));  // rounded once
+      bad |= !finite(v);
+      if (write) p[i] = v;
     }
-    return bad;
+    return bad != 0;
   });
 }
 
