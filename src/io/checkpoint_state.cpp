@@ -1,0 +1,107 @@
+#include "mixprec/io/checkpoint_state.h"
+
+#include <set>
+#include <vector>
+
+#include "mixprec/autograd/grad_mode.h"
+#include "mixprec/error.h"
+
+namespace mixprec::io {
+namespace {
+
+constexpr const char* kWhere = "restore_training_state";
+
+bool starts_with(const std::string& s, const std::string& prefix) {
+  return s.compare(0, prefix.size(), prefix) == 0;
+}
+
+// The entries under `prefix`, with the prefix removed.
+optim::StateDict section(const TensorMap& tensors, const std::string& prefix) {
+  optim::StateDict out;
+  for (auto it = tensors.lower_bound(prefix); it != tensors.end() && starts_with(it->first, prefix);
+       ++it)
+    out.emplace(it->first.substr(prefix.size()), it->second);
+  return out;
+}
+
+std::string describe(const Tensor& t) {
+  return t.defined() ? std::string(dtype_name(t.dtype())) + " " + shape_to_string(t.shape())
+                     : "an undefined tensor";
+}
+
+// Re-throws an Error from a component's loader with the section it read.
+[[noreturn]] void rethrow_in(const Error& e, const char* prefix) {
+  throw Error(kWhere, std::string("in the '") + prefix + "' entries: " + e.what());
+}
+
+}  // namespace
+
+TensorMap flatten_training_state(const TrainingState& state) {
+  TensorMap out;
+  for (const auto& p : state.params) {
+    MIXPREC_CHECK(p != nullptr, "flatten_training_state", "a parameter is null");
+    const bool fresh = out.emplace(kModelPrefix + p->name(), p->master().clone()).second;
+    MIXPREC_CHECK(fresh, "flatten_training_state",
+                  "parameter name '" + p->name() + "' appears twice");
+  }
+  if (state.optimizer)
+    for (const auto& [key, t] : state.optimizer->state_dict())
+      out.emplace(kOptimPrefix + key, t.clone());
+  if (state.scaler)
+    for (const auto& [key, t] : state.scaler->state_dict()) out.emplace(kScalerPrefix + key, t);
+  return out;
+}
+
+void restore_training_state(const TensorMap& tensors, const TrainingState& state) {
+  // 1. Masters: each parameter's entry, checked against its master.
+  std::vector<const Tensor*> masters;
+  std::set<std::string> names;
+  for (const auto& p : state.params) {
+    MIXPREC_CHECK(p != nullptr, kWhere, "a parameter is null");
+    MIXPREC_CHECK(names.insert(p->name()).second, kWhere,
+                  "parameter name '" + p->name() + "' appears twice");
+    const std::string key = kModelPrefix + p->name();
+    const auto it = tensors.find(key);
+    MIXPREC_CHECK(it != tensors.end(), kWhere,
+                  "no entry '" + key + "' for parameter '" + p->name() + "'");
+    const Tensor& t = it->second;
+    MIXPREC_CHECK(t.defined() && t.dtype() == p->master().dtype() &&
+                      t.shape() == p->master().shape() && !t.is_meta(),
+                  kWhere,
+                  "entry '" + key + "' is " + describe(t) + ", the parameter's master is " +
+                      describe(p->master()));
+    masters.push_back(&t);
+  }
+  for (const auto& [key, t] : section(tensors, kModelPrefix))
+    MIXPREC_CHECK(names.count(key), kWhere,
+                  "entry '" + std::string(kModelPrefix) + key + "' matches no parameter");
+
+  // 2. The scaler's state, tried on a copy.
+  const optim::StateDict scaler_state = section(tensors, kScalerPrefix);
+  if (state.scaler) {
+    amp::GradScaler trial = *state.scaler;
+    try {
+      trial.load_state_dict(scaler_state);
+    } catch (const Error& e) {
+      rethrow_in(e, kScalerPrefix);
+    }
+  }
+
+  // 3. The optimizer checks everything before it changes anything; it is the first change.
+  if (state.optimizer) {
+    try {
+      state.optimizer->load_state_dict(section(tensors, kOptimPrefix));
+    } catch (const Error& e) {
+      rethrow_in(e, kOptimPrefix);
+    }
+  }
+  // 4. What remains cannot fail: it was all checked above.
+  if (state.scaler) state.scaler->load_state_dict(scaler_state);
+  NoGradGuard no_grad;
+  for (std::size_t i = 0; i < state.params.size(); ++i) {
+    state.params[i]->master().copy_from(*masters[i]);
+    state.params[i]->refresh();
+  }
+}
+
+}  // namespace mixprec::io
