@@ -8,6 +8,7 @@ PACKAGES=(
   libbenchmark-dev                   # bench/
   libcli11-dev libfmt-dev            # the mixprec command
   nlohmann-json3-dev                 # safetensors headers
+  libtomlplusplus-dev                # TOML training configs (configs/*.toml)
   libopenblas-dev                    # sgemm (found by name via pkg-config openblas)
   clang-format                       # style check in CI
   fortunes                           # default training corpus (/usr/share/games/fortunes)

@@ -1,0 +1,127 @@
+// TrainConfig: everything a training run reads from its TOML file (torchtitan-style sections),
+// with the defaults of configs/moe_small.toml. load_config is strict: unknown sections or
+// keys, wrong types and out-of-range values throw mixprec::Error naming the file, the key (and
+// its line) and the value. to_toml writes a config that load_config reads back equal, so a
+// checkpoint can store the exact config it was trained with.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mixprec/amp/policy.h"
+
+namespace mixprec::config {
+
+struct MoeConfig {
+  std::int64_t n_experts = 8;
+  std::int64_t top_k = 2;
+  // Slots per expert = factor * tokens * top_k / n_experts; 0 = no dropping.
+  double capacity_factor = 0.0;
+  double aux_loss_weight = 0.01;  // load-balancing loss (Switch Transformer)
+  double z_loss_weight = 0.001;   // router z-loss (ST-MoE)
+  bool operator==(const MoeConfig&) const = default;
+};
+
+struct ModelConfig {
+  std::string kind = "moe";  // moe | gpt
+  std::int64_t vocab_size = 256;
+  std::int64_t d_model = 128;
+  std::int64_t n_layers = 4;
+  std::int64_t n_heads = 4;
+  std::int64_t d_ff = 192;  // hidden width of the MLP (of each expert for moe)
+  std::int64_t max_seq_len = 128;
+  std::string norm = "rmsnorm";    // rmsnorm | layernorm
+  std::string mlp = "swiglu";      // swiglu | gelu
+  std::string positions = "rope";  // rope | learned
+  bool tie_embeddings = true;
+  MoeConfig moe;
+  bool operator==(const ModelConfig&) const = default;
+};
+
+struct TrainingConfig {
+  std::int64_t steps = 600;
+  std::int64_t batch_size = 16;
+  std::int64_t seq_len = 128;
+  std::int64_t seed = 1234;
+  std::string data;  // a file or folder of text; "" = the default corpus
+  double val_fraction = 0.1;
+  std::int64_t eval_every = 100;  // 0 = never
+  std::int64_t eval_batches = 8;
+  double grad_clip = 1.0;    // max global norm; 0 = off
+  std::int64_t threads = 0;  // 0 = all cores
+  // Either `precision` (any amp::parse_policy spelling) or torchtitan's pair below; all empty
+  // means bf16-mixed (torchtitan's default pair bfloat16/float32).
+  std::string precision;
+  std::string mixed_precision_param;                             // dtype name, e.g. "bfloat16"
+  std::string mixed_precision_reduce;                            // dtype name, e.g. "float32"
+  amp::MixedPrecisionPolicy policy = amp::preset("bf16-mixed");  // resolved by load_config
+  bool operator==(const TrainingConfig&) const = default;
+};
+
+struct OptimizerConfig {
+  std::string name = "adamw";  // adamw | sgd | adam-mini
+  double lr = 1e-3;
+  double weight_decay = 0.1;
+  double beta1 = 0.9;
+  double beta2 = 0.95;
+  double eps = 1e-8;
+  double momentum = 0.9;  // sgd only
+  bool nesterov = false;  // sgd only
+  bool operator==(const OptimizerConfig&) const = default;
+};
+
+struct LrSchedulerConfig {
+  std::int64_t warmup_steps = 50;
+  std::string decay = "cosine";  // cosine | constant
+  double min_lr_ratio = 0.1;     // final lr = lr * min_lr_ratio (cosine)
+  bool operator==(const LrSchedulerConfig&) const = default;
+};
+
+struct CheckpointConfig {
+  bool enable = false;
+  std::int64_t interval = 200;        // steps between checkpoints
+  std::int64_t keep_last = 2;         // 0 = keep all
+  std::string folder = "checkpoint";  // relative to run_dir
+  bool export_bf16 = false;           // also write bf16 weights at the end
+  bool operator==(const CheckpointConfig&) const = default;
+};
+
+struct MetricsConfig {
+  std::int64_t log_every = 10;
+  bool jsonl = true;  // run_dir/metrics.jsonl
+  bool plot = false;  // a loss-curve plot in run_dir at the end
+  bool operator==(const MetricsConfig&) const = default;
+};
+
+struct ParallelismConfig {
+  std::int64_t data_parallel_shard_degree = -1;  // -1 = every rank (torchtitan)
+  bool reshard_after_forward = true;
+  bool operator==(const ParallelismConfig&) const = default;
+};
+
+struct TrainConfig {
+  std::string run_dir = "outputs";  // torchtitan spells it dump_folder; both are read
+  ModelConfig model;
+  TrainingConfig training;
+  OptimizerConfig optimizer;
+  LrSchedulerConfig lr_scheduler;
+  CheckpointConfig checkpoint;
+  MetricsConfig metrics;
+  ParallelismConfig parallelism;
+  bool operator==(const TrainConfig&) const = default;
+};
+
+// Reads the TOML file at `path`, then applies `overrides` ("section.key=value",
+// "model.moe.top_k=2", "run_dir=out"), each value parsed as its key's type (strings with or
+// without quotes). Resolves the precision policy and checks every value.
+TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// The same from TOML text; `source_name` stands for the file name in error messages.
+TrainConfig load_config_text(std::string_view toml_text, const std::string& source_name,
+                             const std::vector<std::string>& overrides = {});
+
+// Every key, section by section; load_config_text(to_toml(c), ...) == c.
+std::string to_toml(const TrainConfig& config);
+
+}  // namespace mixprec::config

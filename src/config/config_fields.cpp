@@ -1,0 +1,163 @@
+// The key table (see config_fields.h) and TOML formatting of single values.
+#include "config_fields.h"
+
+#include <charconv>
+#include <cstdio>
+
+namespace mixprec::config::detail {
+namespace {
+
+// FIELD("model.moe", model.moe, top_k) binds "model.moe.top_k" to config.model.moe.top_k.
+#define FIELD(section, path, name, ...)                                        \
+  Field {                                                                      \
+    section, #name, [](TrainConfig& c) -> ValueRef { return &c.path.name; }, { \
+      __VA_ARGS__                                                              \
+    }                                                                          \
+  }
+
+std::vector<Field> make_fields() {
+  return {
+      Field{"", "run_dir", [](TrainConfig& c) -> ValueRef { return &c.run_dir; }, {}},
+      FIELD("model", model, kind, "moe", "gpt"),
+      FIELD("model", model, vocab_size),
+      FIELD("model", model, d_model),
+      FIELD("model", model, n_layers),
+      FIELD("model", model, n_heads),
+      FIELD("model", model, d_ff),
+      FIELD("model", model, max_seq_len),
+      FIELD("model", model, norm, "rmsnorm", "layernorm"),
+      FIELD("model", model, mlp, "swiglu", "gelu"),
+      FIELD("model", model, positions, "rope", "learned"),
+      FIELD("model", model, tie_embeddings),
+      FIELD("model.moe", model.moe, n_experts),
+      FIELD("model.moe", model.moe, top_k),
+      FIELD("model.moe", model.moe, capacity_factor),
+      FIELD("model.moe", model.moe, aux_loss_weight),
+      FIELD("model.moe", model.moe, z_loss_weight),
+      FIELD("training", training, steps),
+      FIELD("training", training, batch_size),
+      FIELD("training", training, seq_len),
+      FIELD("training", training, seed),
+      FIELD("training", training, data),
+      FIELD("training", training, val_fraction),
+      FIELD("training", training, eval_every),
+      FIELD("training", training, eval_batches),
+      FIELD("training", training, grad_clip),
+      FIELD("training", training, threads),
+      FIELD("training", training, precision),
+      FIELD("training", training, mixed_precision_param),
+      FIELD("training", training, mixed_precision_reduce),
+      FIELD("optimizer", optimizer, name, "adamw", "sgd", "adam-mini"),
+      FIELD("optimizer", optimizer, lr),
+      FIELD("optimizer", optimizer, weight_decay),
+      FIELD("optimizer", optimizer, beta1),
+      FIELD("optimizer", optimizer, beta2),
+      FIELD("optimizer", optimizer, eps),
+      FIELD("optimizer", optimizer, momentum),
+      FIELD("optimizer", optimizer, nesterov),
+      FIELD("lr_scheduler", lr_scheduler, warmup_steps),
+      FIELD("lr_scheduler", lr_scheduler, decay, "cosine", "constant"),
+      FIELD("lr_scheduler", lr_scheduler, min_lr_ratio),
+      FIELD("checkpoint", checkpoint, enable),
+      FIELD("checkpoint", checkpoint, interval),
+      FIELD("checkpoint", checkpoint, keep_last),
+      FIELD("checkpoint", checkpoint, folder),
+      FIELD("checkpoint", checkpoint, export_bf16),
+      FIELD("metrics", metrics, log_every),
+      FIELD("metrics", metrics, jsonl),
+      FIELD("metrics", metrics, plot),
+      FIELD("parallelism", parallelism, data_parallel_shard_degree),
+      FIELD("parallelism", parallelism, reshard_after_forward),
+  };
+}
+
+#undef FIELD
+
+}  // namespace
+
+const std::vector<Field>& fields() {
+  static const std::vector<Field> table = make_fields();
+  return table;
+}
+
+const std::vector<std::string>& sections() {
+  static const std::vector<std::string> names = [] {
+    std::vector<std::string> out;
+    for (const Field& f : fields()) {
+      if (!f.section.empty() && (out.empty() || out.back() != f.section)) out.push_back(f.section);
+    }
+    return out;
+  }();
+  return names;
+}
+
+const Field* find_field(const std::string& section, const std::string& name) {
+  for (const Field& f : fields()) {
+    if (f.section == section && f.name == name) return &f;
+  }
+  return nullptr;
+}
+
+const Field* find_field(const std::string& key) {
+  for (const Field& f : fields()) {
+    if (f.key() == key) return &f;
+  }
+  return nullptr;
+}
+
+bool is_section(const std::string& section) {
+  for (const std::string& s : sections()) {
+    if (s == section) return true;
+  }
+  return false;
+}
+
+std::string valid_keys(const std::string& section) {
+  std::string out;
+  auto add = [&](const std::string& item) { out += (out.empty() ? "" : ", ") + item; };
+  for (const Field& f : fields()) {
+    if (f.section == section) add(f.name);
+  }
+  if (section.empty()) add("dump_folder");  // torchtitan's name for run_dir
+  const std::string prefix = section.empty() ? "" : section + ".";
+  for (const std::string& s : sections()) {
+    // Direct subsections only: "model" lists "moe", the top level lists "model".
+    if (s.rfind(prefix, 0) == 0 && s.find('.', prefix.size()) == std::string::npos) {
+      add("[" + s + "]");
+    }
+  }
+  return out;
+}
+
+std::string quote_string(const std::string& s) {
+  std::string out = "\"";
+  for (char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
+    if (ch == '"' || ch == '\\') {
+      out += '\\';
+      out += ch;
+    } else if (c < 0x20 || c == 0x7F) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04X", c);
+      out += buf;
+    } else {
+      out += ch;
+    }
+  }
+  return out + "\"";
+}
+
+std::string format_value(const ValueRef& value) {
+  if (auto b = std::get_if<bool*>(&value)) return **b ? "true" : "false";
+  if (auto i = std::get_if<std::int64_t*>(&value)) return std::to_string(**i);
+  if (auto s = std::get_if<std::string*>(&value)) return quote_string(**s);
+  // Shortest text that reads back to the same double; ".0" keeps it a TOML float.
+  char buf[64];
+  const double d = *std::get<double*>(value);
+  const auto end = std::to_chars(buf, buf + sizeof buf, d).ptr;
+  std::string text(buf, end);
+  if (text.find_first_of(".eEn") == std::string::npos) text += ".0";  // n: inf / nan
+  return text;
+}
+
+}  // namespace mixprec::config::detail

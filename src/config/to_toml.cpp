@@ -1,0 +1,21 @@
+// to_toml: every key of the table, section by section, in the form load_config reads back.
+#include "config_fields.h"
+#include "mixprec/config/train_config.h"
+
+namespace mixprec::config {
+
+std::string to_toml(const TrainConfig& config) {
+  TrainConfig copy = config;  // the key table binds non-const members
+  std::string out = "# mixprec training config (written by to_toml)\n";
+  std::string section;  // top-level keys come first, as TOML requires
+  for (const detail::Field& f : detail::fields()) {
+    if (f.section != section) {
+      section = f.section;
+      out += "\n[" + section + "]\n";
+    }
+    out += f.name + " = " + detail::format_value(f.bind(copy)) + "\n";
+  }
+  return out;
+}
+
+}  // namespace mixprec::config

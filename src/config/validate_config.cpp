@@ -1,0 +1,180 @@
+// Checks that need more than a key's type: ranges, choices, and relations between keys
+// (n_heads divides d_model, top_k <= n_experts, seq_len <= max_seq_len, ...).
+#include "validate_config.h"
+
+#include <cmath>
+#include <utility>
+
+#include "config_fields.h"
+#include "mixprec/error.h"
+
+namespace mixprec::config::detail {
+namespace {
+
+class Checker {
+ public:
+  Checker(const TrainConfig& config, const Origins& origins, const std::string& where)
+      : config_(config), origins_(origins), where_(where) {}
+
+  // "line 7: model.n_heads = 3 must divide model.d_model = 64"
+  void require(bool ok, const std::string& key, const std::string& problem) const {
+    if (ok) return;
+    throw Error(where_, origin(key) + key + " = " + value(key) + " " + problem);
+  }
+  std::string value(const std::string& key) const {
+    const Field* f = find_field(key);
+    return format_value(f->bind(config_));
+  }
+  std::string origin(const std::string& key) const {
+    auto it = origins_.find(key);
+    return it == origins_.end() ? "(default) " : it->second + ": ";
+  }
+  // "model.d_model = 64", for the other key of a relation.
+  std::string show(const std::string& key) const { return key + " = " + value(key); }
+
+ private:
+  mutable TrainConfig config_;  // bind() hands out non-const pointers; a copy keeps it honest
+  const Origins& origins_;
+  const std::string& where_;
+};
+
+void check_choices(const TrainConfig& config, const Checker& c) {
+  TrainConfig copy = config;
+  for (const Field& f : fields()) {
+    if (f.choices.empty()) continue;
+    const std::string& v = *std::get<std::string*>(f.bind(copy));
+    bool found = false;
+    std::string list;
+    for (const std::string& choice : f.choices) {
+      found = found || v == choice;
+      list += (list.empty() ? "" : ", ") + choice;
+    }
+    c.require(found, f.key(), "is not one of: " + list);
+  }
+}
+
+void check_model(const ModelConfig& m, const Checker& c) {
+  c.require(m.vocab_size > 0, "model.vocab_size", "must be > 0");
+  c.require(m.d_model > 0, "model.d_model", "must be > 0");
+  c.require(m.n_layers > 0, "model.n_layers", "must be > 0");
+  c.require(m.n_heads > 0, "model.n_heads", "must be > 0");
+  c.require(m.d_model % m.n_heads == 0, "model.n_heads", "must divide " + c.show("model.d_model"));
+  if (m.positions == "rope") {
+    // RoPE rotates pairs of dimensions within each head.
+    c.require((m.d_model / m.n_heads) % 2 == 0, "model.n_heads",
+              "gives an odd head size d_model / n_heads with positions = \"rope\" (" +
+                  c.show("model.d_model") + ")");
+  }
+  c.require(m.d_ff > 0, "model.d_ff", "must be > 0");
+  c.require(m.max_seq_len > 0, "model.max_seq_len", "must be > 0");
+  c.require(m.moe.n_experts > 0, "model.moe.n_experts", "must be > 0");
+  c.require(m.moe.top_k > 0, "model.moe.top_k", "must be > 0");
+  c.require(m.moe.top_k <= m.moe.n_experts, "model.moe.top_k",
+            "must be <= " + c.show("model.moe.n_experts"));
+  c.require(m.moe.capacity_factor >= 0, "model.moe.capacity_factor",
+            "must be >= 0 (0 = no dropping)");
+  c.require(m.moe.aux_loss_weight >= 0, "model.moe.aux_loss_weight", "must be >= 0");
+  c.require(m.moe.z_loss_weight >= 0, "model.moe.z_loss_weight", "must be >= 0");
+}
+
+void check_training(const TrainConfig& cfg, const Checker& c) {
+  const TrainingConfig& t = cfg.training;
+  c.require(t.steps > 0, "training.steps", "must be > 0");
+  c.require(t.batch_size > 0, "training.batch_size", "must be > 0");
+  c.require(t.seq_len > 0, "training.seq_len", "must be > 0");
+  c.require(t.seq_len <= cfg.model.max_seq_len, "training.seq_len",
+            "must be <= " + c.show("model.max_seq_len"));
+  c.require(t.seed >= 0, "training.seed", "must be >= 0");
+  c.require(t.val_fraction >= 0 && t.val_fraction < 1, "training.val_fraction",
+            "must be in [0, 1)");
+  c.require(t.eval_every >= 0, "training.eval_every", "must be >= 0 (0 = never)");
+  c.require(t.eval_batches > 0, "training.eval_batches", "must be > 0");
+  c.require(t.grad_clip >= 0, "training.grad_clip", "must be >= 0 (0 = off)");
+  c.require(t.threads >= 0, "training.threads", "must be >= 0 (0 = all cores)");
+}
+
+void check_optimizer(const TrainConfig& cfg, const Checker& c) {
+  const OptimizerConfig& o = cfg.optimizer;
+  c.require(o.lr > 0, "optimizer.lr", "must be > 0");
+  c.require(o.weight_decay >= 0, "optimizer.weight_decay", "must be >= 0");
+  c.require(o.beta1 >= 0 && o.beta1 < 1, "optimizer.beta1", "must be in [0, 1)");
+  c.require(o.beta2 >= 0 && o.beta2 < 1, "optimizer.beta2", "must be in [0, 1)");
+  c.require(o.eps > 0, "optimizer.eps", "must be > 0");
+  c.require(o.momentum >= 0 && o.momentum < 1, "optimizer.momentum", "must be in [0, 1)");
+  if (o.name == "sgd" && o.nesterov) {
+    c.require(o.momentum > 0, "optimizer.momentum", "must be > 0 with optimizer.nesterov = true");
+  }
+  const LrSchedulerConfig& s = cfg.lr_scheduler;
+  c.require(s.warmup_steps >= 0, "lr_scheduler.warmup_steps", "must be >= 0");
+  c.require(s.warmup_steps <= cfg.training.steps, "lr_scheduler.warmup_steps",
+            "must be <= " + c.show("training.steps"));
+  c.require(s.min_lr_ratio >= 0 && s.min_lr_ratio <= 1, "lr_scheduler.min_lr_ratio",
+            "must be in [0, 1]");
+}
+
+void check_outputs(const TrainConfig& cfg, const Checker& c) {
+  c.require(!cfg.run_dir.empty(), "run_dir", "must not be empty");
+  c.require(cfg.checkpoint.interval > 0, "checkpoint.interval", "must be > 0");
+  c.require(cfg.checkpoint.keep_last >= 0, "checkpoint.keep_last", "must be >= 0 (0 = keep all)");
+  c.require(!cfg.checkpoint.folder.empty(), "checkpoint.folder", "must not be empty");
+  c.require(cfg.metrics.log_every > 0, "metrics.log_every", "must be > 0");
+  const std::int64_t shards = cfg.parallelism.data_parallel_shard_degree;
+  c.require(shards == -1 || shards >= 1, "parallelism.data_parallel_shard_degree",
+            "must be -1 (all ranks) or >= 1");
+}
+
+}  // namespace
+
+void resolve_policy(TrainConfig& config, const Origins& origins, const std::string& where) {
+  TrainingConfig& t = config.training;
+  const Checker c(config, origins, where);
+  const bool titan = !t.mixed_precision_param.empty() || !t.mixed_precision_reduce.empty();
+  if (!t.precision.empty()) {
+    const std::string other = !t.mixed_precision_param.empty() ? "training.mixed_precision_param"
+                                                               : "training.mixed_precision_reduce";
+    c.require(!titan, "training.precision",
+              "and " + c.show(other) + " are both given; use one or the other");
+    try {
+      t.policy = amp::parse_policy(t.precision);
+    } catch (const Error& e) {
+      c.require(false, "training.precision", "is not a precision policy: " + std::string(e.what()));
+    }
+    return;
+  }
+  if (!titan) {
+    t.policy = amp::preset("bf16-mixed");
+    return;
+  }
+  // torchtitan's defaults for the one not given; compute runs in the param dtype (FSDP2).
+  const std::string param = t.mixed_precision_param.empty() ? "bf16" : t.mixed_precision_param;
+  const std::string reduce = t.mixed_precision_reduce.empty() ? "f32" : t.mixed_precision_reduce;
+  for (const auto& [key, name] : {std::pair{"training.mixed_precision_param", param},
+                                  std::pair{"training.mixed_precision_reduce", reduce}}) {
+    DType d = DType::f32;
+    try {
+      d = parse_dtype(name);
+    } catch (const Error& e) {
+      c.require(false, key, "is not a dtype: " + std::string(e.what()));
+    }
+    c.require(d == DType::f64 || d == DType::f32 || d == DType::bf16 || d == DType::f16, key,
+              "must be one of f64, f32, bf16, f16");
+  }
+  t.policy = amp::parse_policy("params=" + param + ",compute=" + param + ",reduce=" + reduce);
+}
+
+void validate(const TrainConfig& config, const Origins& origins, const std::string& where) {
+  const Checker c(config, origins, where);
+  TrainConfig copy = config;
+  for (const Field& f : fields()) {
+    const ValueRef value = f.bind(copy);
+    if (auto d = std::get_if<double*>(&value))
+      c.require(std::isfinite(**d), f.key(), "must be finite");
+  }
+  check_choices(config, c);
+  check_model(config.model, c);
+  check_training(config, c);
+  check_optimizer(config, c);
+  check_outputs(config, c);
+}
+
+}  // namespace mixprec::config::detail

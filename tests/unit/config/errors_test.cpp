@@ -1,0 +1,154 @@
+// Every way a config file can be wrong gives a message naming the file, the key (with its
+// line) and the bad value; unknown keys list the valid ones.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config_testing.h"
+#include "mixprec/config/train_config.h"
+
+namespace mixprec::config {
+namespace {
+
+using testing::load_error;
+
+// The message names this test's file and contains every part of `expect`.
+void expect_message(const std::string& msg, std::initializer_list<std::string> expect) {
+  const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+  EXPECT_NE(msg.find(std::string("[config ")), std::string::npos) << msg;
+  EXPECT_NE(msg.find(std::string("mixprec_cfg_ConfigErrors_") + info->name() + ".toml"),
+            std::string::npos)
+      << msg;
+  for (const std::string& part : expect) EXPECT_NE(msg.find(part), std::string::npos) << msg;
+}
+
+TEST(ConfigErrors, SyntaxErrorNamesLineAndColumn) {
+  expect_message(load_error("[model]\nd_model = 64\nn_layers = = 2\n"),
+                 {"syntax error at line 3, column 12"});
+  expect_message(load_error("[model\n"), {"syntax error at line 1"});
+}
+
+TEST(ConfigErrors, MissingFile) {
+  const std::string msg =
+      mixprec::testing::error_of([] { load_config("/nonexistent/dir/x.toml"); });
+  EXPECT_NE(msg.find("[config /nonexistent/dir/x.toml] cannot open the file"), std::string::npos)
+      << msg;
+}
+
+TEST(ConfigErrors, UnknownKeyListsValidKeys) {
+  expect_message(load_error("[training]\nsteps = 3\nlearning_rate = 0.1\n"),
+                 {"line 3: unknown key 'training.learning_rate'",
+                  "valid keys of [training]: steps, batch_size, seq_len, seed, data, "
+                  "val_fraction, eval_every, eval_batches, grad_clip, threads, precision, "
+                  "mixed_precision_param, mixed_precision_reduce"});
+  expect_message(load_error("[model.moe]\nexperts = 3\n"),
+                 {"line 2: unknown key 'model.moe.experts'",
+                  "valid keys of [model.moe]: n_experts, top_k, capacity_factor, "
+                  "aux_loss_weight, z_loss_weight"});
+  expect_message(load_error("[model]\nd_model = 64\n[model.attn]\nx = 1\n"),
+                 {"line 3: unknown key 'model.attn'", "positions, tie_embeddings, [model.moe]"});
+  expect_message(load_error("runs = \"x\"\n"), {"line 1: unknown key 'runs'",
+                                                "valid keys at the top level: run_dir, "
+                                                "dump_folder, [model], [training]"});
+}
+
+TEST(ConfigErrors, UnknownSectionListsValidSections) {
+  expect_message(load_error("[model]\nd_model = 64\n\n[job]\ndump_folder = \"x\"\n"),
+                 {"line 4: unknown section [job]",
+                  "[lr_scheduler], [checkpoint], [metrics], "
+                  "[parallelism]"});
+  expect_message(load_error("model = 3\n"), {"line 1: 'model' must be a table ([model])"});
+}
+
+TEST(ConfigErrors, WrongTypesNameKeyAndValue) {
+  expect_message(load_error("[training]\nsteps = \"600\"\n"),
+                 {"line 2: training.steps = \"600\" must be an integer"});
+  expect_message(load_error("[training]\nsteps = 1.5\n"),
+                 {"line 2: training.steps = 1.5 must be an integer"});
+  expect_message(load_error("[optimizer]\nlr = \"1e-3\"\n"),
+                 {"line 2: optimizer.lr = \"1e-3\" must be a number"});
+  expect_message(load_error("[model]\ntie_embeddings = 1\n"),
+                 {"line 2: model.tie_embeddings = 1 must be a boolean"});
+  expect_message(load_error("[model]\nkind = [\"moe\"]\n"),
+                 {"line 2: model.kind = [", "must be a string"});
+  expect_message(load_error("[optimizer]\nlr = nan\n"),
+                 {"line 2: optimizer.lr = nan must be finite"});
+}
+
+TEST(ConfigErrors, OutOfRangeNameKeyAndValue) {
+  struct Case {
+    std::string toml;
+    std::string expect;
+  };
+  for (const Case& k : {
+           Case{"[model]\nd_model = 64\nn_heads = 3\n",
+                "line 3: model.n_heads = 3 must divide model.d_model = 64"},
+           Case{"[model]\nd_model = 72\nn_heads = 8\n",
+                "line 3: model.n_heads = 8 gives an odd head size"},
+           Case{"[model.moe]\nn_experts = 4\ntop_k = 5\n",
+                "line 3: model.moe.top_k = 5 must be <= model.moe.n_experts = 4"},
+           Case{"[optimizer]\nlr = 0\n", "line 2: optimizer.lr = 0.0 must be > 0"},
+           Case{"[optimizer]\nlr = -1e-3\n", "line 2: optimizer.lr = -0.001 must be > 0"},
+           Case{"[training]\nval_fraction = 1.0\n",
+                "line 2: training.val_fraction = 1.0 must be in [0, 1)"},
+           Case{"[training]\nval_fraction = -0.1\n",
+                "line 2: training.val_fraction = -0.1 must be in [0, 1)"},
+           Case{"[model]\nmax_seq_len = 64\n[training]\nseq_len = 128\n",
+                "line 4: training.seq_len = 128 must be <= model.max_seq_len = 64"},
+           Case{"[model]\nkind = \"mlp\"\n",
+                "line 2: model.kind = \"mlp\" is not one of: moe, gpt"},
+           Case{"[optimizer]\nname = \"adam\"\n",
+                "line 2: optimizer.name = \"adam\" is not one of: adamw, sgd, adam-mini"},
+           Case{"[lr_scheduler]\ndecay = \"linear\"\n",
+                "lr_scheduler.decay = \"linear\" is not one of: cosine, constant"},
+           Case{"[training]\nsteps = 10\n[lr_scheduler]\nwarmup_steps = 11\n",
+                "line 4: lr_scheduler.warmup_steps = 11 must be <= training.steps = 10"},
+           Case{"[training]\nsteps = 0\n", "line 2: training.steps = 0 must be > 0"},
+           Case{"[optimizer]\nbeta2 = 1.0\n", "line 2: optimizer.beta2 = 1.0 must be in [0, 1)"},
+           Case{"[parallelism]\ndata_parallel_shard_degree = 0\n",
+                "line 2: parallelism.data_parallel_shard_degree = 0 must be -1"},
+           Case{"[model.moe]\ncapacity_factor = -1\n",
+                "line 2: model.moe.capacity_factor = -1.0 must be >= 0"},
+       }) {
+    SCOPED_TRACE(k.toml);
+    expect_message(load_error(k.toml), {k.expect});
+  }
+}
+
+TEST(ConfigErrors, DefaultValueInARelationIsNamedAsDefault) {
+  // seq_len keeps its default 128; only max_seq_len is in the file.
+  expect_message(load_error("[model]\nmax_seq_len = 32\n"),
+                 {"(default) training.seq_len = 128 must be <= model.max_seq_len = 32"});
+}
+
+TEST(ConfigErrors, PrecisionGivenTwoWays) {
+  expect_message(load_error("[training]\nprecision = \"bf16-mixed\"\n"
+                            "mixed_precision_param = \"bfloat16\"\n"),
+                 {"line 2: training.precision = \"bf16-mixed\" and "
+                  "training.mixed_precision_param = \"bfloat16\" are both given"});
+  expect_message(
+      load_error("[training]\nmixed_precision_reduce = \"float32\"\n", {"training.precision=fp32"}),
+      {"training.precision = \"fp32\" and training.mixed_precision_reduce = "
+       "\"float32\" are both given"});
+}
+
+TEST(ConfigErrors, BadPrecisionValues) {
+  expect_message(load_error("[training]\nprecision = \"bf17-mixed\"\n"),
+                 {"line 2: training.precision = \"bf17-mixed\" is not a precision policy",
+                  "bf17-mixed", "bf16-mixed"});
+  expect_message(load_error("[training]\nmixed_precision_param = \"bfloat15\"\n"),
+                 {"line 2: training.mixed_precision_param = \"bfloat15\" is not a dtype"});
+  expect_message(load_error("[training]\nmixed_precision_reduce = \"e4m3\"\n"),
+                 {"line 2: training.mixed_precision_reduce = \"e4m3\" must be one of f64, f32, "
+                  "bf16, f16"});
+}
+
+TEST(ConfigErrors, RunDirGivenTwoWays) {
+  expect_message(load_error("run_dir = \"a\"\ndump_folder = \"b\"\n"),
+                 {"run_dir (line 1) and dump_folder (line 2) are both given"});
+  expect_message(load_error("dump_folder = \"b\"\nrun_dir = \"a\"\n"),
+                 {"run_dir (line 2) and dump_folder (line 1) are both given"});
+}
+
+}  // namespace
+}  // namespace mixprec::config

@@ -1,0 +1,97 @@
+// to_toml writes what load_config reads back equal: the shipped configs, every field changed
+// from its default, strings that need escaping and doubles with long expansions.
+#include <gtest/gtest.h>
+
+#include <string>
+
+#include "config_testing.h"
+#include "mixprec/config/train_config.h"
+
+namespace mixprec::config {
+namespace {
+
+using testing::load_text;
+using testing::repo_config;
+
+TEST(ConfigRoundTrip, ShippedConfigs) {
+  for (const char* name : {"tiny.toml", "moe_small.toml", "gpt_small.toml"}) {
+    const TrainConfig c = load_config(repo_config(name));
+    EXPECT_EQ(load_text(to_toml(c)), c) << name << "\n" << to_toml(c);
+  }
+}
+
+TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
+  TrainConfig c;
+  c.run_dir = "runs/a \"quoted\" dir\\with\tescapes\nand é";
+  c.model = {.kind = "gpt",
+             .vocab_size = 300,
+             .d_model = 96,
+             .n_layers = 3,
+             .n_heads = 6,
+             .d_ff = 200,
+             .max_seq_len = 256,
+             .norm = "layernorm",
+             .mlp = "gelu",
+             .positions = "learned",
+             .tie_embeddings = false,
+             .moe = {.n_experts = 3,
+                     .top_k = 3,
+                     .capacity_factor = 1.25,
+                     .aux_loss_weight = 0.1 + 0.2,
+                     .z_loss_weight = 1e-300}};
+  c.training.steps = 7;
+  c.training.batch_size = 3;
+  c.training.seq_len = 200;
+  c.training.seed = 9007199254740993;  // 2^53 + 1: not a double
+  c.training.data = "/data/x.txt";
+  c.training.val_fraction = 1.0 / 3.0;
+  c.training.eval_every = 0;
+  c.training.eval_batches = 1;
+  c.training.grad_clip = 0;
+  c.training.threads = 2;
+  c.training.precision = "fp16-mixed";
+  c.training.policy = amp::preset("fp16-mixed");
+  c.optimizer = {.name = "sgd",
+                 .lr = 0.123456789012345678,
+                 .weight_decay = 0,
+                 .beta1 = 0.5,
+                 .beta2 = 0.75,
+                 .eps = 2.5e-7,
+                 .momentum = 0.8,
+                 .nesterov = true};
+  c.lr_scheduler = {.warmup_steps = 7, .decay = "constant", .min_lr_ratio = 1.0};
+  c.checkpoint = {
+      .enable = true, .interval = 3, .keep_last = 0, .folder = "ck", .export_bf16 = true};
+  c.metrics = {.log_every = 1, .jsonl = false, .plot = true};
+  c.parallelism = {.data_parallel_shard_degree = 2, .reshard_after_forward = false};
+  const std::string text = to_toml(c);
+  EXPECT_EQ(load_text(text), c) << text;
+  // A few lines checked by hand.
+  EXPECT_NE(
+      text.find("\nrun_dir = \"runs/a \\\"quoted\\\" dir\\\\with\\u0009escapes\\u000Aand é\"\n"),
+      std::string::npos)
+      << text;
+  EXPECT_NE(text.find("\n[model.moe]\nn_experts = 3\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nmin_lr_ratio = 1.0\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\nseed = 9007199254740993\n"), std::string::npos) << text;
+}
+
+TEST(ConfigRoundTrip, TorchtitanPrecisionPair) {
+  TrainConfig c = load_text(
+      "[training]\nmixed_precision_param = \"float16\"\nmixed_precision_reduce = \"float32\"\n");
+  EXPECT_EQ(c.training.policy, amp::parse_policy("params=f16,compute=f16,reduce=f32"));
+  EXPECT_EQ(load_text(to_toml(c)), c);
+}
+
+TEST(ConfigRoundTrip, DefaultsAndEquality) {
+  EXPECT_EQ(load_text(to_toml(TrainConfig{})), TrainConfig{});
+  TrainConfig a, b;
+  b.model.moe.z_loss_weight = 0.002;
+  EXPECT_NE(a, b);
+  b = a;
+  b.training.policy.loss_scaling = true;
+  EXPECT_NE(a, b);
+}
+
+}  // namespace
+}  // namespace mixprec::config
