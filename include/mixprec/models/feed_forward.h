@@ -1,0 +1,24 @@
+// The position-wise MLP of a transformer block (and of each MoE expert), without biases:
+//   swiglu: w_down · (silu(w_gate · x) * (w_up · x))   (LLaMA)
+//   gelu:   w_down · gelu(w_up · x)                     (GPT-2, exact erf form)
+#pragma once
+
+#include <string_view>
+
+#include "mixprec/tensor/tensor.h"
+
+namespace mixprec::models {
+
+enum class MlpKind { swiglu, gelu };
+MlpKind parse_mlp_kind(std::string_view name);  // "swiglu" | "gelu"
+
+struct FeedForwardWeights {
+  Tensor w_gate;  // [d_ff, d]; swiglu only (undefined for gelu)
+  Tensor w_up;    // [d_ff, d]
+  Tensor w_down;  // [d, d_ff]
+};
+
+// x [..., d] -> [..., d]
+Tensor feed_forward(const Tensor& x, const FeedForwardWeights& w, MlpKind kind);
+
+}  // namespace mixprec::models

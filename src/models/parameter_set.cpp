@@ -1,0 +1,100 @@
+#include "mixprec/models/parameter_set.h"
+
+#include <cmath>
+
+#include "mixprec/tensor/generator.h"
+
+namespace mixprec::models {
+
+uint64_t name_stream(std::string_view name) {
+  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a offset basis
+  for (const char c : name) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;  // FNV prime
+  }
+  return h;
+}
+
+Tensor initial_values(const ParamSpec& spec, uint64_t seed) {
+  switch (spec.init.kind) {
+    case InitKind::zeros:
+      return Tensor::zeros(spec.shape);
+    case InitKind::ones:
+      return Tensor::ones(spec.shape);
+    case InitKind::normal: {
+      // A fresh generator on the name's stream: Tensor::normal draws element i at counter i.
+      Generator gen(seed, name_stream(spec.name));
+      return Tensor::normal(spec.shape, 0.0, spec.init.std, gen);
+    }
+  }
+  return {};
+}
+
+void ParameterSet::add(ParamSpec spec) {
+  const std::string where = "ParameterSet::add(" + spec.name + ")";
+  MIXPREC_CHECK(entries_.empty(), where, "the set is already materialized");
+  MIXPREC_CHECK(!spec.name.empty(), where, "empty parameter name");
+  MIXPREC_CHECK(!index_.contains(spec.name), where, "name '" + spec.name + "' added twice");
+  for (const int64_t s : spec.shape)
+    MIXPREC_CHECK(s > 0, where, "shape " + shape_to_string(spec.shape) + " has a size <= 0");
+  MIXPREC_CHECK(spec.init.std >= 0 && std::isfinite(spec.init.std), where,
+                "init std " + std::to_string(spec.init.std) + " must be finite and >= 0");
+  index_.emplace(spec.name, specs_.size());
+  specs_.push_back(std::move(spec));
+}
+
+std::size_t ParameterSet::index_of(std::string_view name, const char* where) const {
+  const auto it = index_.find(name);
+  MIXPREC_CHECK(it != index_.end(), where, "no parameter named '" + std::string(name) + "'");
+  return it->second;
+}
+
+bool ParameterSet::contains(std::string_view name) const {
+  return index_.find(name) != index_.end();
+}
+
+const ParamSpec& ParameterSet::spec(std::string_view name) const {
+  return specs_[index_of(name, "ParameterSet::spec")];
+}
+
+int64_t ParameterSet::parameter_count() const {
+  int64_t n = 0;
+  for (const ParamSpec& s : specs_) n += s.numel();
+  return n;
+}
+
+ParameterBytes ParameterSet::bytes(const amp::MixedPrecisionPolicy& policy) const {
+  const auto n = static_cast<std::size_t>(parameter_count());
+  ParameterBytes b;
+  b.master = n * dtype_size(policy.master_dtype());
+  // Parameter keeps one tensor when param and master dtypes agree.
+  b.working = policy.param_dtype == policy.master_dtype() ? 0 : n * dtype_size(policy.param_dtype);
+  b.grads = n * dtype_size(policy.reduce_dtype);
+  return b;
+}
+
+void ParameterSet::materialize(uint64_t seed, const amp::MixedPrecisionPolicy& policy) {
+  std::vector<Entry> entries;
+  entries.reserve(specs_.size());
+  for (const ParamSpec& s : specs_) {
+    entries.emplace_back(s.name, std::make_shared<optim::Parameter>(s.name, initial_values(s, seed),
+                                                                    policy, s.role));
+  }
+  entries_ = std::move(entries);
+}
+
+optim::ParamList ParameterSet::parameters() const {
+  optim::ParamList out;
+  out.reserve(entries_.size());
+  for (const Entry& e : entries_) out.push_back(e.second);
+  return out;
+}
+
+optim::Parameter& ParameterSet::at(std::string_view name) const {
+  const std::size_t i = index_of(name, "ParameterSet::at");
+  MIXPREC_CHECK(i < entries_.size(), "ParameterSet::at",
+                "parameter '" + std::string(name) + "' is not materialized yet");
+  return *entries_[i].second;
+}
+
+}  // namespace mixprec::models

@@ -1,0 +1,125 @@
+// Transformer forward pass and loss.
+#include <string>
+
+#include "mixprec/amp/autocast.h"
+#include "mixprec/models/transformer.h"
+#include "mixprec/ops.h"
+
+namespace mixprec::models {
+
+// `prefix` is "blocks.3." or "" (top level); `name` the norm's own name.
+Tensor Transformer::norm(const Tensor& x, const std::string& prefix, const char* name) const {
+  amp::ModuleScope scope(name);
+  const std::string full = prefix + name;
+  const Tensor& w = params_.value(full + ".weight");
+  return layernorm_ ? layernorm(x, w, params_.value(full + ".bias")) : rmsnorm(x, w);
+}
+
+Tensor Transformer::attention(const Tensor& x, const std::string& prefix) const {
+  amp::ModuleScope scope("attn");
+  const int64_t B = x.size(0), T = x.size(1), d = config_.d_model, H = config_.n_heads;
+  // [B, T, d] -> [B, H, T, Dh] (a strided view of the projection)
+  auto heads = [&](const char* name) {
+    return linear(x, params_.value(prefix + name)).view({B, T, H, d / H}).permute({0, 2, 1, 3});
+  };
+  Tensor q = heads("attn.wq"), k = heads("attn.wk");
+  const Tensor v = heads("attn.wv");
+  if (rope_) {
+    q = rope(q);
+    k = rope(k);
+  }
+  const Tensor a = scaled_dot_product_attention(q, k, v, /*causal=*/true);
+  return linear(a.transpose(1, 2).reshape({B, T, d}), params_.value(prefix + "attn.wo"));
+}
+
+FeedForwardWeights Transformer::ffn_weights(const std::string& prefix) const {
+  FeedForwardWeights w;
+  if (mlp_ == MlpKind::swiglu) w.w_gate = params_.value(prefix + ".w_gate");
+  w.w_up = params_.value(prefix + ".w_up");
+  w.w_down = params_.value(prefix + ".w_down");
+  return w;
+}
+
+Tensor Transformer::block(const Tensor& h_in, int64_t layer) {
+  const std::string name = "blocks." + std::to_string(layer);
+  const std::string prefix = name + ".";
+  amp::ModuleScope scope(name);
+  Tensor h = add(h_in, attention(norm(h_in, prefix, "attn_norm"), prefix));
+  const Tensor x = norm(h, prefix, "mlp_norm");
+  if (!moe_) {
+    amp::ModuleScope mlp_scope("mlp");
+    return add(h, feed_forward(x, ffn_weights(prefix + "mlp"), mlp_));
+  }
+  amp::ModuleScope moe_scope("moe");
+  MoeWeights w;
+  w.router = params_.value(prefix + "moe.router");
+  for (int64_t e = 0; e < config_.moe.n_experts; ++e)
+    w.experts.push_back(ffn_weights(prefix + "moe.experts." + std::to_string(e)));
+  const int64_t B = x.size(0), T = x.size(1), d = config_.d_model;
+  MoeOutput m =
+      moe_forward(x.reshape({B * T, d}), w, {config_.moe.top_k, config_.moe.capacity_factor, mlp_});
+  moe_stats_.push_back(std::move(m.stats));
+  router_logits_.push_back(m.router_logits);
+  aux_losses_.push_back(m.aux_loss);
+  z_losses_.push_back(m.z_loss);
+  return add(h, m.out.view({B, T, d}));
+}
+
+Tensor Transformer::forward(const Tensor& tokens) {
+  MIXPREC_CHECK(
+      tokens.ndim() == 2 && (tokens.dtype() == DType::i64 || tokens.dtype() == DType::i32),
+      "Transformer::forward",
+      "expects integer tokens [B, T], got " + shape_to_string(tokens.shape()) + " " +
+          dtype_name(tokens.dtype()));
+  const int64_t T = tokens.size(1);
+  MIXPREC_CHECK(T <= config_.max_seq_len, "Transformer::forward",
+                "sequence length " + std::to_string(T) +
+                    " exceeds model.max_seq_len = " + std::to_string(config_.max_seq_len));
+  moe_stats_.clear();
+  router_logits_.clear();
+  aux_losses_.clear();
+  z_losses_.clear();
+
+  Tensor h;
+  {
+    amp::ModuleScope scope("tok_emb");
+    h = embedding(tokens, params_.value("tok_emb.weight"));  // [B, T, d]
+  }
+  if (!rope_) {
+    amp::ModuleScope scope("pos_emb");
+    std::vector<int64_t> positions(static_cast<std::size_t>(T));
+    for (int64_t t = 0; t < T; ++t) positions[static_cast<std::size_t>(t)] = t;
+    h = add(h, embedding(Tensor::from_vector(positions), params_.value("pos_emb.weight")));
+  }
+  for (int64_t l = 0; l < config_.n_layers; ++l) h = block(h, l);
+  h = norm(h, "", "final_norm");
+  amp::ModuleScope scope("lm_head");
+  return linear(h, params_.value(config_.tie_embeddings ? "tok_emb.weight" : "lm_head.weight"));
+}
+
+LossParts Transformer::loss(const Tensor& tokens, const Tensor& targets) {
+  MIXPREC_CHECK(targets.shape() == tokens.shape(), "Transformer::loss",
+                "targets " + shape_to_string(targets.shape()) + " do not match tokens " +
+                    shape_to_string(tokens.shape()));
+  const Tensor logits = forward(tokens);
+  const int64_t n = tokens.numel(), V = config_.vocab_size;
+  LossParts p;
+  p.ce = cross_entropy(logits.reshape({n, V}), targets.reshape({n}));
+  const DType ld = p.ce.dtype();  // f32 (f64 for an f64 model)
+  auto layer_mean = [&](const std::vector<Tensor>& parts) {
+    if (parts.empty()) return Tensor::zeros({}, ld);
+    Tensor s = parts[0];
+    for (std::size_t i = 1; i < parts.size(); ++i) s = add(s, parts[i]);
+    return scale(s, 1.0 / static_cast<double>(parts.size())).to(ld);
+  };
+  p.aux = layer_mean(aux_losses_);
+  p.z = layer_mean(z_losses_);
+  p.total = p.ce;
+  if (moe_) {
+    p.total = add(p.total, scale(p.aux, config_.moe.aux_loss_weight));
+    p.total = add(p.total, scale(p.z, config_.moe.z_loss_weight));
+  }
+  return p;
+}
+
+}  // namespace mixprec::models
