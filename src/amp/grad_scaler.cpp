@@ -3,6 +3,7 @@
 #include "mixprec/amp/grad_scaler.h"
 
 #include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdio>
 #include <string>
@@ -93,11 +94,9 @@ Tensor GradScaler::scale(const Tensor& loss) const {
 }
 
 GradScaler::PerOptimizer& GradScaler::check(optim::Optimizer& opt, bool write) {
-  PerOptimizer& st = this_iteration_[&opt];
+  PerOptimizer st;  // recorded only once the scan succeeds: a throw leaves no phantom step
   const float inv = inv_scale();
   bool any_grad = false;
-  st.found_inf = false;
-  st.first_nonfinite.clear();
   for (const auto& p : opt.parameters()) {
     Tensor g = p->grad();
     if (!g.defined()) continue;
@@ -119,7 +118,11 @@ GradScaler::PerOptimizer& GradScaler::check(optim::Optimizer& opt, bool write) {
   }
   MIXPREC_CHECK(any_grad, kWhere,
                 "no parameter of this optimizer has a gradient (run backward() first)");
-  return st;
+  PerOptimizer& recorded = this_iteration_[&opt];
+  const bool unscaled = recorded.unscaled;
+  recorded = std::move(st);
+  recorded.unscaled = unscaled;
+  return recorded;
 }
 
 void GradScaler::unscale(optim::Optimizer& opt) {
@@ -166,8 +169,11 @@ void GradScaler::update() {
   if (found_inf) {
     s.growth_tracker = 0;
     if (--s.hysteresis_left <= 0) {
+      // Never below the smallest normal f32: 1/scale must stay finite (with min_scale 0, a
+      // run of NaN steps would otherwise drive the scale to 0 and skip every step after).
+      const double floor = std::max(options_.min_scale, static_cast<double>(FLT_MIN));
       s.scale = static_cast<float>(
-          std::max(static_cast<double>(s.scale) * options_.backoff_factor, options_.min_scale));
+          std::max(static_cast<double>(s.scale) * options_.backoff_factor, floor));
       s.hysteresis_left = options_.hysteresis;
     }
     return;
@@ -185,8 +191,11 @@ void GradScaler::load_state(const ScalerState& state) {
   MIXPREC_CHECK(state.scale > 0 && std::isfinite(state.scale), kWhere,
                 "loaded scale must be positive and finite, got " + scale_text(state.scale));
   MIXPREC_CHECK(state.growth_tracker >= 0 && state.hysteresis_left >= 1 &&
-                    state.steps_skipped >= 0 && state.steps_taken >= 0,
-                kWhere, "loaded counters are negative (or hysteresis_left < 1)");
+                    state.hysteresis_left <= options_.hysteresis && state.steps_skipped >= 0 &&
+                    state.steps_taken >= 0,
+                kWhere,
+                "loaded counters are negative, or hysteresis_left is outside [1, hysteresis = " +
+                    std::to_string(options_.hysteresis) + "]");
   state_ = state;
   this_iteration_.clear();
 }

@@ -197,7 +197,8 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   p.f32_master = m == DType::f32;
   p.master_update = update.value_or(MasterUpdate::nearest);
   p.matmul_precision = matmul.value_or(MatmulPrecision::highest);
-  p.loss_scaling = loss_scaling.value_or(false);
+  // f16 compute needs loss scaling unless the spelling says otherwise (as the fp16 presets).
+  p.loss_scaling = loss_scaling.value_or(p.compute_dtype == DType::f16);
   return p;
 }
 

@@ -77,12 +77,18 @@ template <class T>
 bool scan(T* p, int64_t n, float inv_scale, bool write) {
   return any_chunk(n, [&](int64_t b, int64_t e) {
     if (inv_scale == 1.0f || (!write && inv_scale < 1.0f)) return any_nonfinite(p, b, e);
-    using A = std::conditional_t<std::is_same_v<T, double>, double, float>;
+    // The product in f64 is exact for every storage type but f64, so a narrow gradient is
+    // rounded once. A read-only check tests the product in f32 (what an optimizer reading
+    // g * inv_scale sees); a write tests what is stored.
     unsigned bad = 0;
     for (int64_t i = b; i < e; ++i) {
-      const T v = T(static_cast<A>(p[i]) * static_cast<A>(inv_scale));  // rounded once
-      bad |= !finite(v);
-      if (write) p[i] = v;
+      const double v = static_cast<double>(p[i]) * static_cast<double>(inv_scale);
+      if (write) {
+        p[i] = T(v);
+        bad |= !finite(p[i]);
+      } else {
+        bad |= !std::isfinite(static_cast<float>(v));
+      }
     }
     return bad != 0;
   });

@@ -32,6 +32,8 @@ std::string diagnose_safetensors_layout(const std::string& path) {
     return "the file is truncated inside its header, or is no safetensors file (" +
            std::to_string(header_len) + " header bytes announced, " +
            std::to_string(file_size - 8) + " present)";
+  if (header_len > 100'000'000)  // the loader's cap: a corrupt length must not allocate GBs
+    return "the header length " + std::to_string(header_len) + " is implausible";
   std::string text(header_len, '\0');
   in.read(text.data(), static_cast<std::streamsize>(header_len));
   const nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);

@@ -29,6 +29,10 @@ Parameter::Parameter(std::string name, const Tensor& init, const amp::MixedPreci
                     " is not one an optimizer updates (f32, bf16, f16)");
   MIXPREC_CHECK(is_floating(policy.param_dtype) && is_floating(policy.reduce_dtype), where,
                 "param and reduce dtypes must be floating");
+  // The working copy is the master rounded: it cannot be wider (an f64 copy of an f32 master).
+  MIXPREC_CHECK(dtype_size(policy.param_dtype) <= dtype_size(policy.master_dtype()), where,
+                std::string("param dtype ") + dtype_name(policy.param_dtype) +
+                    " is wider than the master dtype " + dtype_name(policy.master_dtype()));
   MIXPREC_CHECK(role.heads >= 0, where, "role.heads is " + std::to_string(role.heads));
   if (role.heads > 0)
     MIXPREC_CHECK(init.ndim() >= 2 && init.size(0) % role.heads == 0, where,

@@ -79,14 +79,19 @@ StatefulOptimizer::ParamState& StatefulOptimizer::state_for(Parameter& param) {
 void StatefulOptimizer::step(float inv_scale) {
   MIXPREC_CHECK(std::isfinite(inv_scale), where_,
                 "inv_scale must be finite, got " + std::to_string(inv_scale));
+  // Every gradient is checked before any parameter changes: a bad one leaves the step unmade.
+  std::vector<Tensor> grads;  // [parameters with a gradient], in group order
+  for (const ParamGroup& group : groups_)
+    for (const auto& p : group.params)
+      if (const Tensor raw = p->grad(); raw.defined())  // as PyTorch: no gradient, no update
+        grads.push_back(detail::checked_grad(*p, raw, where_));
+  std::size_t next = 0;
   for (const ParamGroup& group : groups_) {
     for (const auto& p : group.params) {
-      const Tensor raw = p->grad();
-      if (!raw.defined()) continue;  // as PyTorch: no gradient, no update, no state
-      const Tensor grad = detail::checked_grad(*p, raw, where_);
+      if (!p->grad().defined()) continue;
       ParamState& st = state_for(*p);
       ++st.step;
-      update(*p, group, st, grad, inv_scale);
+      update(*p, group, st, grads[next++], inv_scale);
     }
   }
   ++steps_;

@@ -71,7 +71,9 @@ class GradScaler {
   Tensor scale(const Tensor& loss) const;
   // One fused pass over the optimizer's gradients: multiply by 1/scale in place (1/scale
   // computed in f64, rounded to f32, as PyTorch) and test for inf/NaN. Error if called twice
-  // for an optimizer, or after its step, before update().
+  // for an optimizer, or after its step, before update(). Unscaling f16 gradients in place
+  // loses what falls below f16's range after the division (PyTorch refuses f16 here); skip
+  // unscale() (step() then folds 1/scale into the optimizer's f32 math) unless you clip.
   void unscale(optim::Optimizer& opt);
   // Steps the optimizer unless a gradient is non-finite (checked here when unscale() was not
   // called, with 1/scale folded into the optimizer's own pass). Error if called twice before

@@ -38,7 +38,8 @@ struct StepNumerics {
   float loss_scale = 1.0f;
   bool skipped = false;
   std::string skip_reason, first_nonfinite;
-  double grad_norm = 0;  // global L2 norm of the true gradients, f64 (inf if any is non-finite)
+  double grad_norm =
+      0;  // global L2 norm of the true gradients, f64 (inf if any is non-finite; null in JSON)
   int64_t numel = 0, underflow = 0, overflow = 0, nonfinite = 0;  // over all parameters
   std::vector<ParamNumerics> params;                              // when per_param
 

@@ -1,7 +1,8 @@
 // Anomaly mode: finds the first op whose output holds an inf or NaN. While an
 // AnomalyModeGuard is alive, every op output that records autograd history (forward) and
 // every gradient a backward node returns is checked; the first non-finite one is recorded
-// (op name, forward or backward, shape), and optionally thrown as mixprec::Error. Costs one
+// (op name, forward or backward, shape), and optionally thrown as mixprec::Error (fp8 outputs
+// are not checked). Costs one
 // read of each checked tensor, so it is for debugging runs, as torch.autograd's anomaly mode.
 #pragma once
 

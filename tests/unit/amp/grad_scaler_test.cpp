@@ -250,8 +250,9 @@ TEST(GradScaler, SkippedStepLeavesAdamWMastersAndStateBitIdentical) {
   bf16_mixed.param_dtype = bf16_mixed.compute_dtype = DType::bf16;
   ParamList params;
   for (int i = 0; i < 3; ++i)
-    params.push_back(std::make_shared<Parameter>(
-        std::string("p").append(std::to_string(i)), testing::randn({5, 7}, DType::f32, 10 + i), bf16_mixed));
+    params.push_back(std::make_shared<Parameter>(std::string("p").append(std::to_string(i)),
+                                                 testing::randn({5, 7}, DType::f32, 10 + i),
+                                                 bf16_mixed));
   optim::AdamW opt(params, 1e-2);
   GradScaler scaler;
   auto set_grads = [&](double bad) {
@@ -379,6 +380,27 @@ TEST(GradScaler, StateRoundTripsExactlyAndContinuesTheSameTrajectory) {
   optim::StateDict broken = a.state_dict();
   broken.erase("growth_tracker");
   EXPECT_THROW(b.load_state_dict(broken), Error);
+}
+
+TEST(GradScaler, AFailedStepLeavesNoRecordAndTheScaleNeverReachesZero) {
+  GradScaler scaler;
+  RecordingSgd empty({param("v", 3, DType::f32, 1.0)});
+  empty.zero_grad();
+  EXPECT_THROW(scaler.step(empty), Error);
+  EXPECT_THROW(scaler.update(), Error);  // the failed step() recorded nothing
+  // Backing off from a tiny scale stops at the smallest normal f32: 1/scale stays finite.
+  ScalerOptions o;
+  o.init_scale = std::ldexp(1.0, -120);
+  GradScaler tiny(o);
+  RecordingSgd opt({param("w", 2, DType::f32, 1.0)});
+  for (int i = 0; i < 20; ++i) iterate(tiny, opt, false);
+  EXPECT_EQ(tiny.get_scale(), FLT_MIN);
+  EXPECT_TRUE(iterate(tiny, opt, true).stepped);
+  EXPECT_TRUE(std::isfinite(opt.last_inv_scale));
+  // A saved state that could not come from these options is refused.
+  ScalerState bad = GradScaler().state();
+  bad.hysteresis_left = 4;
+  EXPECT_THROW(GradScaler().load_state(bad), Error);
 }
 
 TEST(GradScaler, BadOptionsAreErrors) {

@@ -73,13 +73,20 @@ TEST(Policy, JmpStrings) {
   // Unspecified keys are f32; reduce and master follow params (the wider of f32 and params).
   EXPECT_EQ(parse_policy("params=float32,compute=bfloat16,output=float32"),
             dtypes(DType::f32, DType::bf16, DType::f32, DType::f32));
+  // f16 compute turns loss scaling on unless loss_scaling= says otherwise.
+  auto scaled = [](MixedPrecisionPolicy p) {
+    p.loss_scaling = true;
+    return p;
+  };
   EXPECT_EQ(parse_policy(" p = f32 , c=half,o= bfloat16 "),
-            dtypes(DType::f32, DType::f16, DType::f32, DType::bf16));
+            scaled(dtypes(DType::f32, DType::f16, DType::f32, DType::bf16)));
+  EXPECT_EQ(parse_policy("c=f16,loss_scaling=off"),
+            dtypes(DType::f32, DType::f16, DType::f32, DType::f32));
   EXPECT_EQ(parse_policy("c=bf16"), dtypes(DType::f32, DType::bf16, DType::f32, DType::f32));
   EXPECT_EQ(parse_policy("p=bf16,c=bf16,r=bf16"),
             dtypes(DType::bf16, DType::bf16, DType::bf16, DType::f32));
   EXPECT_EQ(parse_policy("params=fp16,compute=fp16,reduce=float32,output=float16"),
-            dtypes(DType::f16, DType::f16, DType::f32, DType::f16));
+            scaled(dtypes(DType::f16, DType::f16, DType::f32, DType::f16)));
   MixedPrecisionPolicy f64 = dtypes(DType::f64, DType::f32, DType::f64, DType::f32);
   f64.f32_master = false;  // master defaults to the wider of f32 and params
   EXPECT_EQ(parse_policy("params=double"), f64);
@@ -98,7 +105,9 @@ TEST(Policy, BareDtypeAppliesToAllWithF32Master) {
   const MixedPrecisionPolicy bf16 = parse_policy("bf16");
   EXPECT_EQ(bf16, dtypes(DType::bf16, DType::bf16, DType::bf16, DType::bf16));
   EXPECT_TRUE(bf16.f32_master);
-  EXPECT_EQ(parse_policy("float16"), dtypes(DType::f16, DType::f16, DType::f16, DType::f16));
+  MixedPrecisionPolicy f16 = dtypes(DType::f16, DType::f16, DType::f16, DType::f16);
+  f16.loss_scaling = true;  // f16 compute
+  EXPECT_EQ(parse_policy("float16"), f16);
   EXPECT_EQ(parse_policy("f32"), preset("fp32"));
   MixedPrecisionPolicy f64 = dtypes(DType::f64, DType::f64, DType::f64, DType::f64);
   f64.f32_master = false;

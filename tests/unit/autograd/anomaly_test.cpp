@@ -51,5 +51,12 @@ TEST(AnomalyMode, OffByDefaultAndThrowsWhenAsked) {
   EXPECT_FALSE(anomaly_mode_enabled());
 }
 
+TEST(AnomalyMode, Fp8OutputsAreNotScannedAndDoNotThrow) {
+  Tensor w = Tensor::full({4}, 0.5).set_requires_grad(true);
+  AnomalyModeGuard guard(/*throw_on_first=*/true);
+  EXPECT_NO_THROW(w.to(DType::f8_e4m3fn));
+  EXPECT_FALSE(first_anomaly().found);
+}
+
 }  // namespace
 }  // namespace mixprec

@@ -318,6 +318,28 @@ TEST(Optimizers, RejectBadGradientsAndOptions) {
   EXPECT_THROW(AdamW({p, p}, 0.1), Error);  // the same name twice
 }
 
+TEST(Optimizers, ABadGradientAnywhereLeavesEveryParameterUnchanged) {
+  auto a = make_param("a", {4, 3}, 14, make_policy(DType::bf16));
+  auto b = make_param("b", {4, 3}, 15, make_policy(DType::bf16));
+  AdamW opt({a, b}, 1e-2);
+  a->set_grad(Tensor::ones({4, 3}));
+  b->set_grad(Tensor::ones({4, 3}));
+  opt.step();  // real state first
+  const Tensor ma = a->master().clone(), wa = a->value().detach().clone();
+  const StateDict before = opt.state_dict();
+  b->set_grad(Tensor::zeros({4, 3}, DType::f64));  // a's gradient is fine, b's dtype is not
+  EXPECT_THROW(opt.step(), Error);
+  EXPECT_TRUE(same_bits(a->master(), ma));
+  EXPECT_TRUE(same_bits(a->value(), wa));
+  EXPECT_EQ(opt.steps(), 1);
+  for (const auto& [key, t] : opt.state_dict()) EXPECT_TRUE(same_bits(t, before.at(key))) << key;
+}
+
+TEST(Optimizers, AWorkingCopyWiderThanItsMasterIsRefused) {
+  amp::MixedPrecisionPolicy p = make_policy(DType::f64);  // f64 copy of an f32 master
+  EXPECT_THROW(Parameter("w", Tensor::ones({2}), p), Error);
+}
+
 }  // namespace
 }  // namespace mixprec::optim
 
