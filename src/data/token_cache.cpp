@@ -1,8 +1,6 @@
 #include "mixprec/data/token_cache.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
+#include <unistd.h>  // pwrite
 
 #include <cerrno>
 #include <cinttypes>
@@ -14,6 +12,7 @@
 #include "mixprec/data/byte_tokenizer.h"
 #include "mixprec/data/utf8.h"
 #include "mixprec/error.h"
+#include "mixprec/io/atomic_file.h"
 
 namespace mixprec::data {
 namespace fs = std::filesystem;
@@ -23,17 +22,6 @@ constexpr char kMagic[8] = {'M', 'X', 'P', 'T', 'O', 'K', 'E', 'N'};
 
 [[noreturn]] void fail(const fs::path& path, const std::string& what) {
   throw Error("data cache " + path.string(), what);
-}
-
-void write_all(int fd, const void* data, std::size_t n, const fs::path& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) fail(path, std::string("write failed: ") + std::strerror(errno));
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
 }
 
 std::string read_whole(const CorpusFile& f) {
@@ -57,7 +45,8 @@ TokenCacheHeader write_tokens(int fd, const fs::path& target, const std::vector<
                               uint64_t source_hash, const WarningSink& warn,
                               TokenCacheBuild& result) {
   TokenCacheHeader header{};
-  write_all(fd, &header, sizeof header, target);  // placeholder until the counts are known
+  io::write_all(fd, &header, sizeof header,
+                "data cache " + target.string());  // placeholder until the counts are known
   TokenChecksum checksum;
   for (const CorpusFile& f : files) {
     const std::string bytes = read_whole(f);
@@ -72,7 +61,7 @@ TokenCacheHeader write_tokens(int fd, const fs::path& target, const std::vector<
     // Byte tokenizer: the tokens are the bytes themselves, one byte each on disk.
     const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
     checksum.update({p, bytes.size()});
-    write_all(fd, p, bytes.size(), target);
+    io::write_all(fd, p, bytes.size(), "data cache " + target.string());
     result.token_count += bytes.size();
   }
   std::memcpy(header.magic, kMagic, sizeof kMagic);
@@ -97,46 +86,23 @@ std::string token_cache_file_name(uint64_t source_hash) {
 
 TokenCacheBuild build_token_cache(const fs::path& target, const std::vector<CorpusFile>& files,
                                   uint64_t source_hash, const WarningSink& warn) {
-  std::string tmp_name = target.string() + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp_name.data());  // unique: concurrent builders never share one
-  if (fd < 0) fail(target, "cannot create " + tmp_name + ": " + std::strerror(errno));
-  ::fchmod(fd, 0644);
-  const fs::path tmp(tmp_name);
   TokenCacheBuild result;
-  try {
-    const TokenCacheHeader header = write_tokens(fd, target, files, source_hash, warn, result);
-    if (result.token_count == 0) {
-      std::string list;
-      for (const CorpusFile& f : files) list += (list.empty() ? "" : ", ") + f.path.string();
-      throw Error("data corpus " + list, "corpus is empty: no UTF-8 text in " +
-                                             std::to_string(files.size()) + " file(s) (" +
-                                             std::to_string(result.skipped.size()) + " skipped)");
-    }
-    if (::pwrite(fd, &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header)) {
-      fail(target, std::string("header write failed: ") + std::strerror(errno));
-    }
-    if (::fsync(fd) != 0) fail(target, std::string("fsync failed: ") + std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw;
-  }
-  ::close(fd);
-  std::error_code ec;
-  fs::rename(tmp, target, ec);
-  if (ec) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    fail(target, "cannot rename the temporary file into place: " + ec.message());
-  }
-  // Make the rename itself durable.
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  const std::string where = "data cache " + target.string();
+  io::write_file_atomically(
+      target.string(),
+      [&](int fd) {
+        const TokenCacheHeader header = write_tokens(fd, target, files, source_hash, warn, result);
+        if (result.token_count == 0) {
+          std::string list;
+          for (const CorpusFile& f : files) list += (list.empty() ? "" : ", ") + f.path.string();
+          throw Error("data corpus " + list,
+                      "corpus is empty: no UTF-8 text in " + std::to_string(files.size()) +
+                          " file(s) (" + std::to_string(result.skipped.size()) + " skipped)");
+        }
+        if (::pwrite(fd, &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header))
+          fail(target, std::string("header write failed: ") + std::strerror(errno));
+      },
+      where);
   return result;
 }
 

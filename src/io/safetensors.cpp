@@ -1,9 +1,5 @@
 #include "mixprec/io/safetensors.h"
 
-#include <fcntl.h>
-#include <sys/stat.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
@@ -13,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "mixprec/error.h"
+#include "mixprec/io/atomic_file.h"
 
 namespace mixprec::io {
 namespace {
@@ -35,17 +32,6 @@ constexpr uint64_t kMaxHeader = 100'000'000;
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {
   throw Error("safetensors " + path, what);
-}
-
-void write_all(int fd, const void* data, std::size_t n, const std::string& path) {
-  const char* p = static_cast<const char*>(data);
-  while (n > 0) {
-    const ssize_t w = ::write(fd, p, n);
-    if (w < 0 && errno == EINTR) continue;
-    if (w <= 0) fail(path, std::string("write failed: ") + std::strerror(errno));
-    p += w;
-    n -= static_cast<std::size_t>(w);
-  }
 }
 
 }  // namespace
@@ -85,44 +71,19 @@ void save_safetensors(const std::string& path, const TensorList& tensors,
   std::string text = header.dump();
   text.append((8 - text.size() % 8) % 8, ' ');  // pad so the data starts 8-byte aligned
 
-  namespace fs = std::filesystem;
-  const fs::path target(path);
-  // A unique temporary (mkstemp: O_EXCL, random suffix), so concurrent saves never share one.
-  std::string tmp_name = target.string() + ".tmp.XXXXXX";
-  const int fd = ::mkstemp(tmp_name.data());
-  if (fd < 0) fail(path, "cannot create " + tmp_name + ": " + std::strerror(errno));
-  ::fchmod(fd, 0644);  // mkstemp creates 0600; a checkpoint is an ordinary file
-  const fs::path tmp(tmp_name);
-  try {
-    const uint64_t header_len = text.size();  // little-endian on every supported target
-    write_all(fd, &header_len, sizeof header_len, path);
-    write_all(fd, text.data(), text.size(), path);
-    for (const auto& [name, t] : tensors) {
-      const Tensor c = t.contiguous();
-      write_all(fd, c.raw_data(), c.nbytes(), path);
-    }
-    if (::fsync(fd) != 0) fail(path, std::string("fsync failed: ") + std::strerror(errno));
-  } catch (...) {
-    ::close(fd);
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    throw;
-  }
-  ::close(fd);
-  std::error_code rename_error;
-  fs::rename(tmp, target, rename_error);
-  if (rename_error) {
-    std::error_code ignored;
-    fs::remove(tmp, ignored);
-    fail(path, "cannot rename the temporary file into place: " + rename_error.message());
-  }
-  // Make the rename itself durable.
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  const int dfd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dfd >= 0) {
-    ::fsync(dfd);
-    ::close(dfd);
-  }
+  const std::string where = "safetensors " + path;
+  write_file_atomically(
+      path,
+      [&](int fd) {
+        const uint64_t header_len = text.size();  // little-endian on every supported target
+        write_all(fd, &header_len, sizeof header_len, where);
+        write_all(fd, text.data(), text.size(), where);
+        for (const auto& [name, t] : tensors) {
+          const Tensor c = t.contiguous();
+          write_all(fd, c.raw_data(), c.nbytes(), where);
+        }
+      },
+      where);
 }
 
 SafetensorsFile load_safetensors(const std::string& path) {

@@ -1,0 +1,21 @@
+// Writing a file so that readers see the old contents or the complete new ones, never a
+// mixture: write a unique temporary next to the target (mkstemp), fsync it, rename it over the
+// target, fsync the directory. Any failure removes the temporary and leaves the target as it
+// was. Shared by safetensors files (checkpoints) and the token cache.
+#pragma once
+
+#include <cstddef>
+#include <functional>
+#include <string>
+
+namespace mixprec::io {
+
+// Calls write(fd) on the open temporary, then publishes it as `target` (mode 0644). Errors,
+// and whatever `write` throws, propagate as mixprec::Error("<where>", ...).
+void write_file_atomically(const std::string& target, const std::function<void(int fd)>& write,
+                           const std::string& where);
+
+// All n bytes to fd (retrying short writes and EINTR); Error(where, ...) on failure.
+void write_all(int fd, const void* data, std::size_t n, const std::string& where);
+
+}  // namespace mixprec::io
