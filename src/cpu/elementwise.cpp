@@ -236,10 +236,6 @@ Tensor map_broadcast(const char* where, const std::array<Tensor, NI>& operands, 
 }  // namespace
 
 VecIsa vec_isa(Isa isa) {
-  static const bool avx512 = [] {
-    __builtin_cpu_init();
-    return cpu_has_avx2_f16c() && __builtin_cpu_supports("avx512f");
-  }();
   switch (isa) {
     case Isa::scalar:
       return VecIsa::baseline;
@@ -249,7 +245,7 @@ VecIsa vec_isa(Isa isa) {
     case Isa::best:
       break;
   }
-  return avx512 ? VecIsa::avx512 : cpu_has_avx2_f16c() ? VecIsa::avx2 : VecIsa::baseline;
+  return cpu_has_avx512f() ? VecIsa::avx512 : cpu_has_avx2_f16c() ? VecIsa::avx2 : VecIsa::baseline;
 }
 
 DType compute_dtype(std::initializer_list<DType> dtypes) {

@@ -364,6 +364,16 @@ constexpr RowOps<typename P::S> make_row_ops() {
 }
 
 template <class P, class T>
+constexpr StoredRowOps<T> make_stored_row_ops();
+
+// Every f32-math table of one ISA build.
+template <class P>
+constexpr RowKernels make_row_kernels() {
+  return {make_row_ops<P>(), make_stored_row_ops<P, float>(), make_stored_row_ops<P, bf16>(),
+          make_stored_row_ops<P, f16>()};
+}
+
+template <class P, class T>
 constexpr StoredRowOps<T> make_stored_row_ops() {
   return {&softmax_row<P, T>,
           &log_softmax_row<P, T>,

@@ -30,21 +30,22 @@ struct F64x2 {
   using V = double __attribute__((vector_size(16)));
 };
 
-constexpr RowOps<float> kPortableF32 = make_row_ops<F32x4>();
+constexpr RowKernels kPortable = make_row_kernels<F32x4>();
 constexpr RowOps<double> kPortableF64 = make_row_ops<F64x2>();
 constexpr StoredRowOps<double> kStoredF64 = make_stored_row_ops<F64x2, double>();
-constexpr StoredRowOps<float> kStoredF32 = make_stored_row_ops<F32x4, float>();
-constexpr StoredRowOps<bf16> kStoredBF16 = make_stored_row_ops<F32x4, bf16>();
-constexpr StoredRowOps<f16> kStoredF16 = make_stored_row_ops<F32x4, f16>();
 
-const StoredRowOps<float>& portable_stored(const float*) {
-  return kStoredF32;
-}
-const StoredRowOps<bf16>& portable_stored(const bf16*) {
-  return kStoredBF16;
-}
-const StoredRowOps<f16>& portable_stored(const f16*) {
-  return kStoredF16;
+// The tables of `isa` (Error when this CPU cannot run it).
+const RowKernels& kernels(RowIsa isa) {
+  MIXPREC_CHECK(row_isa_supported(isa), "row kernels",
+                std::string("this CPU cannot run the ") + row_isa_name(isa) + " row kernels");
+  switch (isa) {
+    case RowIsa::avx512:
+      return avx512_row_kernels();
+    case RowIsa::avx2:
+      return avx2_row_kernels();
+    default:
+      return kPortable;
+  }
 }
 
 RowIsa best_row_isa() {
@@ -61,13 +62,8 @@ bool row_isa_supported(RowIsa isa) {
       return true;
     case RowIsa::avx2:
       return cpu_has_avx2_f16c();  // AVX2 + FMA (+ F16C), OS support checked
-    case RowIsa::avx512: {
-      static const bool has = [] {
-        __builtin_cpu_init();
-        return cpu_has_avx2_f16c() && __builtin_cpu_supports("avx512f");
-      }();
-      return has;
-    }
+    case RowIsa::avx512:
+      return cpu_has_avx512f();
   }
   return false;
 }
@@ -77,16 +73,7 @@ const char* row_isa_name(RowIsa isa) {
 }
 
 const RowOps<float>& row_ops_f32(RowIsa isa) {
-  MIXPREC_CHECK(row_isa_supported(isa), "row_ops_f32",
-                std::string("this CPU cannot run the ") + row_isa_name(isa) + " row kernels");
-  switch (isa) {
-    case RowIsa::avx512:
-      return avx512_row_ops_f32();
-    case RowIsa::avx2:
-      return avx2_row_ops_f32();
-    default:
-      return kPortableF32;
-  }
+  return kernels(isa).f32;
 }
 
 template <>
@@ -97,16 +84,7 @@ const RowOps<float>& row_ops<float>() {
 
 template <class T>
 const StoredRowOps<T>& stored_row_ops(RowIsa isa) {
-  MIXPREC_CHECK(row_isa_supported(isa), "stored_row_ops",
-                std::string("this CPU cannot run the ") + row_isa_name(isa) + " row kernels");
-  switch (isa) {
-    case RowIsa::avx512:
-      return avx512_stored_row_ops<T>();
-    case RowIsa::avx2:
-      return avx2_stored_row_ops<T>();
-    default:
-      return portable_stored(static_cast<const T*>(nullptr));
-  }
+  return kernels(isa).template stored<T>();
 }
 template const StoredRowOps<float>& stored_row_ops<float>(RowIsa);
 template const StoredRowOps<bf16>& stored_row_ops<bf16>(RowIsa);

@@ -94,12 +94,25 @@ const char* row_isa_name(RowIsa isa);
 const RowOps<float>& row_ops_f32(RowIsa isa);  // Error when unsupported
 template <class T>
 const StoredRowOps<T>& stored_row_ops(RowIsa isa);  // T = float, bf16, f16
+
+// Every f32-math row kernel of one ISA build.
+struct RowKernels {
+  RowOps<float> f32;
+  StoredRowOps<float> stored_f32;
+  StoredRowOps<bf16> stored_bf16;
+  StoredRowOps<f16> stored_f16;
+  template <class T>
+  constexpr const StoredRowOps<T>& stored() const {
+    if constexpr (std::is_same_v<T, float>)
+      return stored_f32;
+    else if constexpr (std::is_same_v<T, bf16>)
+      return stored_bf16;
+    else
+      return stored_f16;
+  }
+};
 // The builds in softmax_row_ops_avx2.cpp and softmax_row_ops_avx512.cpp.
-const RowOps<float>& avx2_row_ops_f32();
-const RowOps<float>& avx512_row_ops_f32();
-template <class T>
-const StoredRowOps<T>& avx2_stored_row_ops();
-template <class T>
-const StoredRowOps<T>& avx512_stored_row_ops();
+const RowKernels& avx2_row_kernels();
+const RowKernels& avx512_row_kernels();
 
 }  // namespace mixprec::cpu

@@ -34,27 +34,12 @@ struct F32x8 {
   }
 };
 
-constexpr RowOps<float> kAvx2F32 = make_row_ops<F32x8>();
-constexpr StoredRowOps<float> kAvx2StoredF32 = make_stored_row_ops<F32x8, float>();
-constexpr StoredRowOps<bf16> kAvx2StoredBF16 = make_stored_row_ops<F32x8, bf16>();
-constexpr StoredRowOps<f16> kAvx2StoredF16 = make_stored_row_ops<F32x8, f16>();
+constexpr RowKernels kAvx2Kernels = make_row_kernels<F32x8>();
 
 }  // namespace
 
-const RowOps<float>& avx2_row_ops_f32() {
-  return kAvx2F32;
-}
-template <>
-const StoredRowOps<float>& avx2_stored_row_ops<float>() {
-  return kAvx2StoredF32;
-}
-template <>
-const StoredRowOps<bf16>& avx2_stored_row_ops<bf16>() {
-  return kAvx2StoredBF16;
-}
-template <>
-const StoredRowOps<f16>& avx2_stored_row_ops<f16>() {
-  return kAvx2StoredF16;
+const RowKernels& avx2_row_kernels() {
+  return kAvx2Kernels;
 }
 
 }  // namespace mixprec::cpu

@@ -36,27 +36,12 @@ struct F32x16 {
   }
 };
 
-constexpr RowOps<float> kAvx512F32 = make_row_ops<F32x16>();
-constexpr StoredRowOps<float> kAvx512StoredF32 = make_stored_row_ops<F32x16, float>();
-constexpr StoredRowOps<bf16> kAvx512StoredBF16 = make_stored_row_ops<F32x16, bf16>();
-constexpr StoredRowOps<f16> kAvx512StoredF16 = make_stored_row_ops<F32x16, f16>();
+constexpr RowKernels kAvx512Kernels = make_row_kernels<F32x16>();
 
 }  // namespace
 
-const RowOps<float>& avx512_row_ops_f32() {
-  return kAvx512F32;
-}
-template <>
-const StoredRowOps<float>& avx512_stored_row_ops<float>() {
-  return kAvx512StoredF32;
-}
-template <>
-const StoredRowOps<bf16>& avx512_stored_row_ops<bf16>() {
-  return kAvx512StoredBF16;
-}
-template <>
-const StoredRowOps<f16>& avx512_stored_row_ops<f16>() {
-  return kAvx512StoredF16;
+const RowKernels& avx512_row_kernels() {
+  return kAvx512Kernels;
 }
 
 }  // namespace mixprec::cpu

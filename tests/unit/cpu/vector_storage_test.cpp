@@ -71,11 +71,9 @@ struct Build {
 
 template <class T>
 std::vector<Build<T>> builds() {
-  __builtin_cpu_init();
-  const bool avx512 = cpu_has_avx2_f16c() && __builtin_cpu_supports("avx512f");
   return {{"baseline", true, load4<T>, store4<T>},
           {"avx2", cpu_has_avx2_f16c(), load8<T>, store8<T>},
-          {"avx512", avx512, load16<T>, store16<T>}};
+          {"avx512", cpu_has_avx512f(), load16<T>, store16<T>}};
 }
 
 template <class T>
