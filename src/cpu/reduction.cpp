@@ -97,12 +97,7 @@ void reduce_cols(const T* x, int64_t outer, int64_t n, int64_t inner, acc_t<T>* 
                    std::fill(acc, acc + w, A(0));
                    for (int64_t k = b * kRows; k < k1; ++k) {
                      const T* row = x + (o * n + k) * inner + c0;
-                     const A* p = buf.data();
-                     if constexpr (std::is_same_v<T, A>) {
-                       p = row;
-                     } else {
-                       load_row(row, buf.data(), w);
-                     }
+                     const A* p = as_acc(row, buf.data(), w);
                      for (int64_t i = 0; i < w; ++i) acc[i] += term<A, Squares>(p[i]);
                    }
                  }

@@ -168,12 +168,7 @@ void max_cols(const T* x, int64_t outer, int64_t n, int64_t inner, acc_t<T>* val
                    int32_t* li = local.data();
                    for (int64_t k = k0; k < k1; ++k) {
                      const T* row = x + (o * n + k) * inner + c0;
-                     const A* p = buf.data();
-                     if constexpr (std::is_same_v<T, A>) {
-                       p = row;
-                     } else {
-                       load_row(row, buf.data(), w);
-                     }
+                     const A* p = as_acc(row, buf.data(), w);
                      if (k == k0) {
                        std::copy(p, p + w, bv);
                        std::fill(li, li + w, 0);

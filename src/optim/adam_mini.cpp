@@ -15,30 +15,16 @@ namespace {
 // kChunk elements (never crossing a block), added in order.
 std::vector<double> block_mean_sq(const Tensor& grad, float inv_scale, AdamMiniPartition part) {
   using detail::kChunk;
-  using detail::kTile;
   const int64_t pieces_per_block = (part.block_size + kChunk - 1) / kChunk;
   const int64_t pieces = part.blocks * pieces_per_block;
-  const DType dt = grad.dtype();
-  const char* base = static_cast<const char*>(grad.raw_data());
-  const auto esize = static_cast<int64_t>(dtype_size(dt));
   std::vector<double> partial(static_cast<std::size_t>(pieces), 0.0);
   const int64_t grain = std::max<int64_t>(1, kChunk / std::min(part.block_size, kChunk));
   parallel_for(pieces, grain, [&](int64_t first, int64_t last) {
-    alignas(64) float buf[kTile];  // [kTile] gradient widened to f32
     for (int64_t piece = first; piece < last; ++piece) {
       const int64_t block = piece / pieces_per_block;
       const int64_t begin = block * part.block_size + (piece % pieces_per_block) * kChunk;
       const int64_t end = std::min((block + 1) * part.block_size, begin + kChunk);
-      double sum = 0;
-      for (int64_t at = begin; at < end; at += kTile) {
-        const int64_t n = std::min(kTile, end - at);
-        widen_row_f32(dt, base + at * esize, buf, static_cast<std::size_t>(n));
-        for (int64_t i = 0; i < n; ++i) {
-          const double g = static_cast<double>(buf[i] * inv_scale);
-          sum += g * g;
-        }
-      }
-      partial[static_cast<std::size_t>(piece)] = sum;
+      partial[static_cast<std::size_t>(piece)] = detail::square_sum(grad, begin, end, inv_scale);
     }
   });
   std::vector<double> mean(static_cast<std::size_t>(part.blocks));

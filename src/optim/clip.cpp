@@ -5,53 +5,22 @@
 #include <vector>
 
 #include "fused_update.h"
-#include "mixprec/numerics/convert.h"
+#include "mixprec/cpu/grad_scan.h"
 #include "mixprec/parallel.h"
 
 namespace mixprec::optim {
 namespace {
 
 using detail::kChunk;
-using detail::kTile;
 
 // f64 sums of (g * inv_scale)^2 over each kChunk piece of g, appended in order.
 void append_square_sums(const Tensor& g, float inv_scale, std::vector<double>& out) {
   const int64_t n = g.numel(), pieces = (n + kChunk - 1) / kChunk;
   const std::size_t first = out.size();
   out.resize(first + static_cast<std::size_t>(pieces), 0.0);
-  const DType dt = g.dtype();
-  const char* base = static_cast<const char*>(g.raw_data());
-  const auto esize = static_cast<int64_t>(dtype_size(dt));
   parallel_for(n, kChunk, [&](int64_t begin, int64_t end) {
-    alignas(64) float buf[kTile];  // [kTile] gradient widened to f32
-    double sum = 0;
-    for (int64_t at = begin; at < end; at += kTile) {
-      const int64_t m = std::min(kTile, end - at);
-      widen_row_f32(dt, base + at * esize, buf, static_cast<std::size_t>(m));
-      for (int64_t i = 0; i < m; ++i) {
-        const double x = static_cast<double>(buf[i] * inv_scale);
-        sum += x * x;
-      }
-    }
+    const double sum = detail::square_sum(g, begin, end, inv_scale);
     out[first + static_cast<std::size_t>(begin / kChunk)] = sum;
-  });
-}
-
-// g *= factor in place, each element computed in f32 and rounded once to g's dtype.
-void scale_in_place(Tensor& g, float factor) {
-  const DType dt = g.dtype();
-  char* base = static_cast<char*>(g.raw_data());
-  const auto esize = static_cast<int64_t>(dtype_size(dt));
-  parallel_for(g.numel(), kChunk, [&](int64_t begin, int64_t end) {
-    alignas(64) float buf[kTile];  // [kTile] f32 working copy of the gradient
-    for (int64_t at = begin; at < end; at += kTile) {
-      const int64_t m = std::min(kTile, end - at);
-      char* p = base + at * esize;
-      float* x = dt == DType::f32 ? reinterpret_cast<float*>(p) : buf;
-      if (dt != DType::f32) widen_row_f32(dt, p, buf, static_cast<std::size_t>(m));
-      for (int64_t i = 0; i < m; ++i) x[i] *= factor;
-      if (dt != DType::f32) narrow_row_f32(buf, dt, p, static_cast<std::size_t>(m));
-    }
   });
 }
 
@@ -84,7 +53,7 @@ double clip_grad_norm(const ParamList& params, double max_norm) {
     const Tensor raw = p->grad();
     if (!raw.defined()) continue;
     Tensor g = raw.contiguous();
-    scale_in_place(g, coef);
+    cpu::unscale_and_check(g, coef);  // g *= coef, rounded once into g's dtype
     if (!g.shares_storage_with(raw)) p->set_grad(g);
   }
   return norm;

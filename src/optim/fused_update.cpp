@@ -71,6 +71,23 @@ uint64_t rounding_stream(const RoundingKeys& keys, int buffer) {
                                                 static_cast<uint64_t>(buffer)));
 }
 
+double square_sum(const Tensor& grad, int64_t begin, int64_t end, float inv_scale) {
+  const DType dt = grad.dtype();
+  const char* base = byte_ptr(grad);
+  const auto esize = static_cast<int64_t>(dtype_size(dt));
+  alignas(64) float buf[kTile];  // [kTile] gradient widened to f32
+  double sum = 0;
+  for (int64_t at = begin; at < end; at += kTile) {
+    const int64_t n = std::min(kTile, end - at);
+    widen_row_f32(dt, base + at * esize, buf, static_cast<std::size_t>(n));
+    for (int64_t i = 0; i < n; ++i) {
+      const double g = static_cast<double>(buf[i] * inv_scale);
+      sum += g * g;
+    }
+  }
+  return sum;
+}
+
 Tensor checked_grad(const Parameter& param, const Tensor& grad, const char* where) {
   MIXPREC_CHECK(grad.shape() == param.master().shape(), where,
                 "gradient of " + param.name() + " has shape " + shape_to_string(grad.shape()) +

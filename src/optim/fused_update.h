@@ -51,6 +51,10 @@ uint64_t rounding_stream(const RoundingKeys& keys, int buffer);
 void fused_update(Parameter& param, const Tensor& grad, float inv_scale, std::span<Tensor> state,
                   Tensor& kahan, const RoundingKeys& keys, const TileRule& rule);
 
+// f64 sum of (g[i] * inv_scale)^2 over elements [begin, end) of a contiguous f32/bf16/f16
+// gradient, widened tile by tile (the squares of clipping's norm and of Adam-mini's blocks).
+double square_sum(const Tensor& grad, int64_t begin, int64_t end, float inv_scale);
+
 // The gradient as the optimizers read it: contiguous, the parameter's shape, f32/bf16/f16.
 Tensor checked_grad(const Parameter& param, const Tensor& grad, const char* where);
 

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "mixprec/error.h"
+#include "support/op_testing.h"
 
 namespace mixprec::io {
 namespace {
@@ -80,16 +81,7 @@ std::vector<std::string> temporaries(const fs::path& dir) {
   return out;
 }
 
-// The message of the mixprec::Error fn throws ("" when none).
-template <class Fn>
-std::string error_of(Fn&& fn) {
-  try {
-    fn();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "";
-}
+using mixprec::testing::error_of;
 
 TEST_F(CheckpointStoreTest, RoundTripsEveryDTypeBitExactWithMetadata) {
   TensorMap tensors;
