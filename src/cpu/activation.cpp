@@ -10,14 +10,17 @@
 #include <string>
 #include <type_traits>
 
+#include "../numerics/vector_storage.h"
 #include "mixprec/cpu/elementwise.h"
-#include "vector_storage.h"
 
 // The vector helpers are always inlined, so the ABI of passing 32-byte vectors never applies.
 #pragma GCC diagnostic ignored "-Wpsabi"
 
 namespace mixprec::cpu {
 namespace {
+
+using simd::Lanes;
+using simd::StorageLanes;
 
 template <class vf>
 using int_lanes = decltype(vf{} < vf{});  // int32 lanes, as comparisons return

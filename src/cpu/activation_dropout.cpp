@@ -13,15 +13,17 @@
 
 #include <immintrin.h>
 
+#include "../numerics/vector_lanes.h"
 #include "mixprec/cpu/activation.h"
 #include "mixprec/cpu/elementwise.h"
 #include "mixprec/numerics/philox.h"
-#include "vector_lanes.h"
 
 #pragma GCC diagnostic ignored "-Wpsabi"  // vector helpers are always inlined
 
 namespace mixprec::cpu {
 namespace {
+
+using simd::Lanes;
 
 // 64-bit products of the even uint32 lanes of a with k (pmuludq: generic vector code would
 // expand a 64-bit multiply). Not always_inline: the AVX ones inline into the flattened

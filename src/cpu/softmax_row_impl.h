@@ -7,8 +7,8 @@
 // <cmath>, <cstdint>, <cstring> and <type_traits> first (before any target pragma).
 #pragma once
 
+#include "../numerics/vector_storage.h"
 #include "softmax_row_ops.h"
-#include "vector_storage.h"
 
 namespace mixprec::cpu {
 namespace {  // NOLINT(google-build-namespaces): one private copy per ISA translation unit
@@ -32,8 +32,8 @@ struct Lanes {
     return v;
   }
   // A whole vector from bf16 / f16 storage.
-  static V load(const bf16* p) { return StorageLanes<static_cast<int>(N)>::load(p); }
-  static V load(const f16* p) { return StorageLanes<static_cast<int>(N)>::load(p); }
+  static V load(const bf16* p) { return simd::StorageLanes<static_cast<int>(N)>::load(p); }
+  static V load(const f16* p) { return simd::StorageLanes<static_cast<int>(N)>::load(p); }
   // The first c lanes from p, `fill` in the others.
   template <class T>
   static V load(const T* p, int64_t c, S fill) {
@@ -44,8 +44,8 @@ struct Lanes {
   }
   static void store(S* p, V v) { std::memcpy(p, &v, sizeof v); }
   // Rounded to nearest even (vector_storage.h).
-  static void store(bf16* p, V v) { StorageLanes<static_cast<int>(N)>::store(p, v); }
-  static void store(f16* p, V v) { StorageLanes<static_cast<int>(N)>::store(p, v); }
+  static void store(bf16* p, V v) { simd::StorageLanes<static_cast<int>(N)>::store(p, v); }
+  static void store(f16* p, V v) { simd::StorageLanes<static_cast<int>(N)>::store(p, v); }
   template <class T>
   static void store(T* p, V v, int64_t c) {
     if (c == N) return store(p, v);

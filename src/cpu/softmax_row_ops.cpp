@@ -11,7 +11,7 @@
 #include "mixprec/numerics/storage_types.h"
 #include "softmax_row_impl.h"
 #include "softmax_row_ops.h"
-#include "vector_storage.h"
+#include "../numerics/vector_storage.h"
 
 namespace mixprec::cpu {
 namespace {

@@ -1,8 +1,8 @@
-// The vector loads and stores kernels use for bf16 / f16 rows (src/cpu/vector_storage.h),
+// The vector loads and stores kernels use for bf16 / f16 rows (src/numerics/vector_storage.h),
 // per ISA, against the scalar encoder and decoder: every 16-bit pattern is loaded, and every
 // high half of an f32 combined with low halves that decide the rounding (0, 1, just below,
 // at and just above the tie, all ones) is stored, for the baseline, AVX2 and AVX-512 builds.
-#include "cpu/vector_storage.h"
+#include "numerics/vector_storage.h"
 
 #include <gtest/gtest.h>
 
@@ -15,7 +15,7 @@
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/encode.h"
 
-namespace mixprec::cpu {
+namespace mixprec::simd {
 namespace {
 
 // Each build converts whole arrays (n a multiple of 16) through its own vectors.
@@ -112,4 +112,4 @@ TEST(VectorStorage, F16LoadsAndStoresOfEveryBuildMatchTheScalarCodec) {
 }
 
 }  // namespace
-}  // namespace mixprec::cpu
+}  // namespace mixprec::simd

@@ -1,12 +1,12 @@
 // GCC vector types of L 32-bit lanes for kernels written once and compiled per ISA (private
-// to src/cpu). typedef, not an alias template: GCC drops vector_size on alias templates.
+// to the library). typedef, not an alias template: GCC drops vector_size on alias templates.
 #pragma once
 
 #include <cstdint>
 
 #define MIXPREC_INLINE [[gnu::always_inline]] inline
 
-namespace mixprec::cpu {
+namespace mixprec::simd {
 
 // L float lanes (vf), L uint32 lanes (vu), and the same bytes as L/2 uint64 lanes (vu64).
 template <int L>
@@ -30,4 +30,4 @@ struct Lanes<16> {
   typedef uint64_t vu64 __attribute__((vector_size(64)));
 };
 
-}  // namespace mixprec::cpu
+}  // namespace mixprec::simd

@@ -25,7 +25,7 @@
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-namespace mixprec::cpu {
+namespace mixprec::simd {
 
 // bf16 bits (in the low half of each lane) of f32 bits b, rounded to nearest even.
 template <class vu>
@@ -108,4 +108,4 @@ struct StorageLanes<16> {
 };
 #undef MIXPREC_AVX512
 
-}  // namespace mixprec::cpu
+}  // namespace mixprec::simd
