@@ -55,9 +55,9 @@ void norm_backward_rows(const T* x, const void* dy, DType g_dtype, const std::ve
                         const acc_t<T>* mean, const acc_t<T>* rstd, T* dx, acc_t<T>* pw,
                         acc_t<T>* pb, int64_t chunk, const BackwardArgs& a) {
   using A = acc_t<T>;
-  const RowOps<A>& ops = row_ops<A>();
   const StoredRowOps<T>& stored = stored_row_ops<T>();
-  const bool direct = g_dtype == dtype_of<T>();  // dy stored like x: no f32 row copies
+  const StoredRowOps<A>& ops = stored_row_ops<A>();  // on f32 (f64) copies of the rows
+  const bool direct = g_dtype == dtype_of<T>();      // dy stored like x: no f32 row copies
   const int64_t D = a.D;
   const size_t g_size = dtype_size(g_dtype);
   const A* wp = w.empty() ? nullptr : w.data();
@@ -79,7 +79,7 @@ void norm_backward_rows(const T* x, const void* dy, DType g_dtype, const std::ve
       load_row(x + r * D, xrow.data(), D);
       load_grad_row(g_dtype, static_cast<const char*>(dy) + r * D * g_size, grow.data(), D);
       ops.norm_backward(xrow.data(), grow.data(), wp, a.center ? mean[r] : A(0), rstd[r], D,
-                        a.center, sw, sb, a.need_dx);
+                        a.center, sw, sb, a.need_dx ? xrow.data() : nullptr);
       if (a.need_dx) store_row(xrow.data(), dx + r * D, D);
     }
   });

@@ -61,7 +61,7 @@ void softmax_backward_rows(const T* x, const acc_t<T>* m, const acc_t<T>* ls, co
     });
     return;
   }
-  const RowOps<A>& ops = row_ops<A>();
+  const StoredRowOps<A>& ops = stored_row_ops<A>();  // on f32 (f64) copies of the rows
   const size_t g_size = dtype_size(g_dtype);
   parallel_for(rows, rows_per_chunk(D), [&](int64_t r0, int64_t r1) {
     std::vector<A> xrow(static_cast<size_t>(D));  // [D] x, then dx
@@ -69,8 +69,10 @@ void softmax_backward_rows(const T* x, const acc_t<T>* m, const acc_t<T>* ls, co
     for (int64_t r = r0; r < r1; ++r) {
       load_row(x + r * D, xrow.data(), D);
       load_grad_row(g_dtype, static_cast<const char*>(dy) + r * D * g_size, grow.data(), D);
-      (log ? ops.log_softmax_backward : ops.softmax_backward)(xrow.data(), grow.data(), D, m[r],
-                                                              ls[r]);
+      if (log)
+        ops.log_softmax_backward(xrow.data(), grow.data(), xrow.data(), D, m[r], ls[r]);
+      else
+        ops.softmax_backward(xrow.data(), grow.data(), xrow.data(), xrow.data(), D, m[r], ls[r]);
       store_row(xrow.data(), dx + r * D, D);
     }
   });

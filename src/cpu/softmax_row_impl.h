@@ -335,32 +335,7 @@ void ce_backward_row(const T* x, T* dx, int64_t n, int64_t target, typename P::S
 
 template <class P>
 constexpr RowOps<typename P::S> make_row_ops() {
-  using S = typename P::S;
-  return {&row_max<P>,
-          &row_sum<P>,
-          &row_dot<P>,
-          &exp_shifted_sum<P>,
-          &exp_row<P>,
-          &add_row<P>,
-          [](S* v, int64_t n, S* max, S* log_sum) { softmax_row<P, S>(v, v, v, n, max, log_sum); },
-          [](S* v, int64_t n, S* max, S* log_sum) { log_softmax_row<P, S>(v, v, n, max, log_sum); },
-          [](S* x, const S* g, int64_t n, S max, S log_sum) {
-            softmax_backward_row<P, S>(x, g, x, x, n, max, log_sum);
-          },
-          [](S* x, const S* g, int64_t n, S max, S log_sum) {
-            log_softmax_backward_row<P, S>(x, g, x, n, max, log_sum);
-          },
-          [](S* v, const S* w, const S* b, int64_t n, S eps, bool center, S* mean, S* rstd) {
-            norm_forward_row<P, S>(v, v, w, b, n, eps, center, mean, rstd);
-          },
-          [](S* x, S* g, const S* w, S mean, S rstd, int64_t n, bool center, S* dw, S* db,
-             bool need_dx) {
-            norm_backward_row<P, S>(x, g, w, mean, rstd, n, center, dw, db, need_dx ? x : nullptr);
-          },
-          &ce_forward_row<P, S>,
-          [](S* v, int64_t n, int64_t target, S max, S log_sum, S scale) {
-            ce_backward_row<P, S>(v, v, n, target, max, log_sum, scale);
-          }};
+  return {&row_max<P>, &row_sum<P>, &row_dot<P>, &exp_shifted_sum<P>, &exp_row<P>, &add_row<P>};
 }
 
 template <class P, class T>

@@ -1,7 +1,7 @@
-// Row kernels on f32 (or f64) buffers, shared by the softmax, cross-entropy, normalisation and
-// embedding kernels: those load a row of any storage dtype into a buffer, call one of these
-// for the math, and store the row back. Written once over a SIMD vector type
-// (softmax_row_impl.h) and compiled per ISA; row_ops<S>() picks the best for this CPU.
+// Row kernels shared by the softmax, cross-entropy, normalisation, attention and embedding
+// kernels: f32/f64 row primitives (RowOps) and the row algorithms on rows of any storage
+// dtype (StoredRowOps). Written once over a SIMD vector type (softmax_row_impl.h) and compiled
+// per ISA; row_ops<S>() and stored_row_ops<T>() pick the best for this CPU.
 // Every reduction sums in a fixed lane order that depends only on n, so results never depend
 // on the thread count (they may differ in the last bits between ISAs).
 #pragma once
@@ -13,6 +13,8 @@
 
 namespace mixprec::cpu {
 
+// Row primitives on f32 (or f64) buffers, for kernels that combine them themselves
+// (attention, embedding); the row algorithms are StoredRowOps below.
 template <class S>
 struct RowOps {
   S (*max)(const S* x, int64_t n);  // NaN elements are skipped
@@ -24,53 +26,36 @@ struct RowOps {
   // [-87, 88]; below -87.3 it returns 0 or a value under 2^-126, NaN stays NaN.
   void (*exp)(const S* x, S* out, int64_t n);
   void (*add)(S* out, const S* x, int64_t n);  // out += x
-
-  // v <- softmax(v) or log_softmax(v); sets the row max and log(sum(exp(v - max))) (what
-  // the backward pass needs besides the input).
-  void (*softmax)(S* v, int64_t n, S* max, S* log_sum);
-  void (*log_softmax)(S* v, int64_t n, S* max, S* log_sum);
-  // x <- dx from the input row x, its max and log_sum, and g = dy, with p = exp((x - max) -
-  // log_sum) recomputed in full precision: softmax dx = p * (g - <g, p>), log-softmax
-  // dx = g - p * sum(g).
-  void (*softmax_backward)(S* x, const S* g, int64_t n, S max, S log_sum);
-  void (*log_softmax_backward)(S* x, const S* g, int64_t n, S max, S log_sum);
-
-  // v <- (v - mean) * rstd * w + b, with mean = 0 unless `center`; w, b may be null.
-  // rstd = 1 / sqrt(mean((v - mean)^2) + eps).
-  void (*norm_forward)(S* v, const S* w, const S* b, int64_t n, S eps, bool center, S* mean,
-                       S* rstd);
-  // x, g: one row of the input and of dy; w may be null. Adds dy * xhat to dw and dy to db
-  // (either may be null); when need_dx, x <- dx = rstd * (g*w - mean(g*w) - xhat *
-  // mean(g*w * xhat)) (no mean(g*w) term unless `center`). g is clobbered.
-  void (*norm_backward)(S* x, S* g, const S* w, S mean, S rstd, int64_t n, bool center, S* dw,
-                        S* db, bool need_dx);
-
-  // Cross-entropy of one row of logits: sets the row max and log(sum(exp(v - max))) and
-  // returns (max - v[target]) + log_sum. v is left unchanged.
-  S (*ce_forward)(const S* v, int64_t n, int64_t target, S* max, S* log_sum);
-  // v <- (exp((v - max) - log_sum) - onehot(target)) * scale.
-  void (*ce_backward)(S* v, int64_t n, int64_t target, S max, S log_sum, S scale);
 };
 
-// The forward row kernels straight from a row stored as T (double, float, bf16, f16) into one
-// (y may be x): elements are widened as they are loaded and rounded once (nearest even) as
-// they are stored, so the bits equal RowOps on a widened copy of the row, without the copy.
+// The row algorithms, straight from rows stored as T (double, float, bf16, f16) into a row
+// stored as T (the output may be the input): elements are widened as they are loaded and
+// rounded once (nearest even) as they are stored, so a bf16 row gives the bits of the float
+// kernels on a widened copy of it, without the copy.
 template <class T>
 struct StoredRowOps {
   using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  // y <- softmax(x); buf: [n] scratch for the exponentials (may be y when T is S).
+  // y <- softmax(x) or log_softmax(x); sets the row max and log(sum(exp(x - max))) (what the
+  // backward pass needs besides the input). buf: [n] scratch for the exponentials (may be y
+  // when T is S).
   void (*softmax)(const T* x, T* y, S* buf, int64_t n, S* max, S* log_sum);
   void (*log_softmax)(const T* x, T* y, int64_t n, S* max, S* log_sum);
+  // y <- (x - mean) * rstd * w + b, with mean = 0 unless `center`; w, b may be null.
+  // rstd = 1 / sqrt(mean((x - mean)^2) + eps).
   void (*norm_forward)(const T* x, T* y, const S* w, const S* b, int64_t n, S eps, bool center,
                        S* mean, S* rstd);
+  // Cross-entropy of one row of logits: sets the row max and log(sum(exp(x - max))) and
+  // returns (max - x[target]) + log_sum.
   S (*ce_forward)(const T* x, int64_t n, int64_t target, S* max, S* log_sum);
   // dx <- (exp((x - max) - log_sum) - onehot(target)) * scale.
   void (*ce_backward)(const T* x, T* dx, int64_t n, int64_t target, S max, S log_sum, S scale);
-  // The backward rows of RowOps with g (dy) stored as T and dx written as T (dx may be x).
-  // softmax_backward keeps p in buf [n] (may be dx when T is S).
+  // dx from the input row x, its max and log_sum, and g = dy, with p = exp((x - max) -
+  // log_sum) recomputed in full precision: softmax dx = p * (g - <g, p>), log-softmax
+  // dx = g - p * sum(g). softmax_backward keeps p in buf [n] (may be dx when T is S).
   void (*softmax_backward)(const T* x, const T* g, T* dx, S* buf, int64_t n, S max, S log_sum);
   void (*log_softmax_backward)(const T* x, const T* g, T* dx, int64_t n, S max, S log_sum);
-  // dx null: only the dw / db sums.
+  // Adds dy * xhat to dw and dy to db (either may be null); with dx, dx = rstd * (g*w -
+  // mean(g*w) - xhat * mean(g*w * xhat)) (no mean(g*w) term unless `center`).
   void (*norm_backward)(const T* x, const T* g, const S* w, S mean, S rstd, int64_t n, bool center,
                         S* dw, S* db, T* dx);
 };

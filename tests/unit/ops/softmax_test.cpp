@@ -263,6 +263,7 @@ TEST(SoftmaxRowOps, EveryIsaAgreesWithF64OnEveryLength) {
     for (double e : v) s += std::exp(e - m);
     for (cpu::RowIsa isa : isas()) {
       const auto& ops = cpu::row_ops_f32(isa);
+      const auto& rows = cpu::stored_row_ops<float>(isa);  // row algorithms, in place
       const std::string what = std::string(cpu::row_isa_name(isa)) + " n=" + std::to_string(n);
       EXPECT_EQ(ops.max(x.data(), n), static_cast<float>(m)) << what;
       EXPECT_NEAR(ops.sum(x.data(), n), sum, 1e-5 * (1 + std::fabs(sum)) + 1e-6 * n) << what;
@@ -272,8 +273,8 @@ TEST(SoftmaxRowOps, EveryIsaAgreesWithF64OnEveryLength) {
           << what;
       std::vector<float> p = x, lp = x;
       float pm, pls, lm, lls;
-      ops.softmax(p.data(), n, &pm, &pls);
-      ops.log_softmax(lp.data(), n, &lm, &lls);
+      rows.softmax(p.data(), p.data(), p.data(), n, &pm, &pls);
+      rows.log_softmax(lp.data(), lp.data(), n, &lm, &lls);
       EXPECT_EQ(pm, static_cast<float>(m)) << what;
       EXPECT_EQ(lm, static_cast<float>(m)) << what;
       EXPECT_NEAR(pls, std::log(s), 1e-6) << what;
@@ -290,8 +291,8 @@ TEST(SoftmaxRowOps, EveryIsaAgreesWithF64OnEveryLength) {
       double dot = 0, gsum = 0;
       for (size_t i = 0; i < x.size(); ++i) dot += gd[i] * std::exp(v[i] - m) / s, gsum += gd[i];
       std::vector<float> dx = x, ldx = x;
-      ops.softmax_backward(dx.data(), g.data(), n, pm, pls);
-      ops.log_softmax_backward(ldx.data(), g.data(), n, pm, pls);
+      rows.softmax_backward(dx.data(), g.data(), dx.data(), dx.data(), n, pm, pls);
+      rows.log_softmax_backward(ldx.data(), g.data(), ldx.data(), n, pm, pls);
       for (size_t i = 0; i < x.size(); ++i) {
         const double p_i = std::exp(v[i] - m) / s;
         EXPECT_NEAR(dx[i], p_i * (gd[i] - dot), 2e-6 * p_i * (1 + std::fabs(gd[i] - dot))) << what;
@@ -304,7 +305,7 @@ TEST(SoftmaxRowOps, EveryIsaAgreesWithF64OnEveryLength) {
 TEST(SoftmaxRowOps, NormAndCrossEntropyRowsOfEveryIsaMatchF64Rows) {
   // The f64 rows (checked end to end by the gradchecks) are the reference for the f32 rows of
   // each ISA, including the ones the op tests do not reach on this CPU.
-  const auto& ref = cpu::row_ops<double>();
+  const auto& ref = cpu::stored_row_ops<double>();
   for (int64_t n : {1, 5, 8, 13, 16, 37, 64, 200}) {
     auto values = [&](uint64_t seed, double scale) {
       return randn({n}, DType::f32, seed, scale).to_doubles();
@@ -314,7 +315,7 @@ TEST(SoftmaxRowOps, NormAndCrossEntropyRowsOfEveryIsaMatchF64Rows) {
     const std::vector<float> xf(xd.begin(), xd.end()), gf(gd.begin(), gd.end()),
         wf(wd.begin(), wd.end()), bf(bd.begin(), bd.end());
     for (cpu::RowIsa isa : isas()) {
-      const auto& ops = cpu::row_ops_f32(isa);
+      const auto& ops = cpu::stored_row_ops<float>(isa);  // in place
       const std::string what = std::string(cpu::row_isa_name(isa)) + " n=" + std::to_string(n);
       // |got - want| <= tol * (largest |want| + floor), elementwise.
       auto close = [&](const std::vector<float>& got, const std::vector<double>& want, double tol,
@@ -332,16 +333,17 @@ TEST(SoftmaxRowOps, NormAndCrossEntropyRowsOfEveryIsaMatchF64Rows) {
         std::vector<double> yd = xd;
         float mean = 0, rstd = 0;
         double mean_d = 0, rstd_d = 0;
-        ops.norm_forward(y.data(), wf.data(), bf.data(), n, 1e-5f, center, &mean, &rstd);
-        ref.norm_forward(yd.data(), wd.data(), bd.data(), n, 1e-5, center, &mean_d, &rstd_d);
+        ops.norm_forward(y.data(), y.data(), wf.data(), bf.data(), n, 1e-5f, center, &mean, &rstd);
+        ref.norm_forward(yd.data(), yd.data(), wd.data(), bd.data(), n, 1e-5, center, &mean_d,
+                         &rstd_d);
         close(y, yd, 2e-6, "norm forward");
         EXPECT_NEAR(rstd, rstd_d, 2e-6 * rstd_d) << what;
         std::vector<float> dx = xf, g = gf, dw(static_cast<size_t>(n), 1.0f), db = dw;
         std::vector<double> dxd = xd, g64 = gd, dwd(static_cast<size_t>(n), 1.0), dbd = dwd;
         ops.norm_backward(dx.data(), g.data(), wf.data(), mean, rstd, n, center, dw.data(),
-                          db.data(), true);
+                          db.data(), dx.data());
         ref.norm_backward(dxd.data(), g64.data(), wd.data(), mean_d, rstd_d, n, center, dwd.data(),
-                          dbd.data(), true);
+                          dbd.data(), dxd.data());
         close(dx, dxd, 4e-6, "norm dx", gw * rstd_d);
         close(dw, dwd, 2e-6, "norm dw");
         close(db, dbd, 1e-7, "norm db");
@@ -355,11 +357,11 @@ TEST(SoftmaxRowOps, NormAndCrossEntropyRowsOfEveryIsaMatchF64Rows) {
       EXPECT_NEAR(loss, loss_d, 1e-6 * (1 + std::fabs(loss_d))) << what;
       std::vector<float> ce = xf;
       std::vector<double> ced = xd;
-      ops.ce_backward(ce.data(), n, target, m, ls, 0.25f);
-      ref.ce_backward(ced.data(), n, target, md, lsd, 0.25);
+      ops.ce_backward(ce.data(), ce.data(), n, target, m, ls, 0.25f);
+      ref.ce_backward(ced.data(), ced.data(), n, target, md, lsd, 0.25);
       close(ce, ced, 1e-6, "ce backward");
       std::vector<float> sum = xf;
-      ops.add(sum.data(), gf.data(), n);
+      cpu::row_ops_f32(isa).add(sum.data(), gf.data(), n);
       for (size_t i = 0; i < xf.size(); ++i) EXPECT_EQ(sum[i], xf[i] + gf[i]) << what;
     }
   }
