@@ -3,11 +3,15 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <functional>
 #include <string>
 #include <vector>
+
+#include "mixprec/parallel.h"
 
 namespace mixprec::bench {
 
@@ -52,6 +56,49 @@ inline Options parse_options(int argc, char** argv, int default_reps,
     }
   }
   return o;
+}
+
+// A threaded memcpy moving `traffic` bytes (read + write) through buffers of at most
+// `max_buffer` bytes each way (copied as often as needed): the baseline memory-bound
+// kernels are measured against.
+struct MemcpyBaseline {
+  std::vector<char> src, dst;
+  double traffic;
+  explicit MemcpyBaseline(double traffic_bytes, double max_buffer = 1e18)
+      : src(static_cast<std::size_t>(std::min(traffic_bytes / 2, max_buffer)), 1),
+        dst(src.size(), 0),
+        traffic(traffic_bytes) {}
+  void run() {
+    const auto n = static_cast<int64_t>(src.size());
+    const int64_t grain = std::max<int64_t>(1 << 16, (n + num_threads() - 1) / num_threads());
+    for (double moved = 0; moved < traffic; moved += 2.0 * static_cast<double>(n))
+      parallel_for(n, grain, [&](int64_t b, int64_t e) {
+        std::memcpy(dst.data() + b, src.data() + b, static_cast<std::size_t>(e - b));
+      });
+  }
+};
+
+// Medians over `reps` repetitions, each timing `op` (after `setup`, untimed) and then the
+// memcpy of the same bytes, so both see the same machine state.
+struct VsMemcpy {
+  double gbps, memcpy_gbps, ratio;  // ratio: median of per-repetition memcpy time / op time
+};
+inline VsMemcpy measure_vs_memcpy(
+    double bytes, int reps, const std::function<void()>& op,
+    const std::function<void()>& setup = [] {}, double max_buffer = 1e18) {
+  MemcpyBaseline copy(bytes, max_buffer);
+  setup();
+  op();  // warm-up
+  copy.run();
+  std::vector<double> rate, copy_rate, ratio;
+  for (int i = 0; i < reps; ++i) {
+    setup();
+    const double t = seconds_of(op), tc = seconds_of([&] { copy.run(); });
+    rate.push_back(bytes / t * 1e-9);
+    copy_rate.push_back(bytes / tc * 1e-9);
+    ratio.push_back(tc / t);
+  }
+  return {median(rate), median(copy_rate), median(ratio)};
 }
 
 inline bool has_flag(const Options& o, const std::string& flag) {

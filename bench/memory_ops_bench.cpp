@@ -27,23 +27,8 @@
 #include "mixprec/parallel.h"
 
 using namespace mixprec;
-using bench::median;
-using bench::seconds_of;
 
 namespace {
-
-// A threaded memcpy of `bytes` (so read + write = 2 * bytes), one slice per thread.
-struct Copier {
-  std::vector<char> src, dst;
-  explicit Copier(size_t bytes) : src(bytes, 1), dst(bytes, 0) {}
-  void run() {
-    const int64_t n = static_cast<int64_t>(src.size());
-    const int64_t grain = std::max<int64_t>(1 << 16, (n + num_threads() - 1) / num_threads());
-    parallel_for(n, grain, [&](int64_t b, int64_t e) {
-      std::memcpy(dst.data() + b, src.data() + b, static_cast<size_t>(e - b));
-    });
-  }
-};
 
 // [rows, d] of N(0, 1) draws: 8192 rows drawn, then repeated (drawing 64M normals would
 // take longer than the benchmark).
@@ -128,21 +113,10 @@ int main(int argc, char** argv) {
   std::printf("%-40s %9s %9s %7s\n", "op", "GB/s", "memcpy", "ratio");
   double worst = 1e9;
   for (Row& r : table) {
-    Copier copy(static_cast<size_t>(r.bytes / 2));
-    r.setup();
-    r.call();  // warm-up
-    copy.run();
-    std::vector<double> op_rate, copy_rate, ratio;
-    for (int i = 0; i < reps; ++i) {
-      r.setup();
-      const double t = seconds_of(r.call), tc = seconds_of([&] { copy.run(); });
-      op_rate.push_back(r.bytes / t * 1e-9);
-      copy_rate.push_back(r.bytes / tc * 1e-9);
-      ratio.push_back(tc / t);
-    }
-    const double q = median(ratio);
+    const bench::VsMemcpy m = bench::measure_vs_memcpy(r.bytes, reps, r.call, r.setup);
+    const double q = m.ratio;
     worst = std::min(worst, q);
-    std::printf("%-40s %9.1f %9.1f %7.2f\n", r.name.c_str(), median(op_rate), median(copy_rate), q);
+    std::printf("%-40s %9.1f %9.1f %7.2f\n", r.name.c_str(), m.gbps, m.memcpy_gbps, q);
   }
   std::printf("\nworst ratio: %.2f (target 0.50)\n", worst);
   return 0;

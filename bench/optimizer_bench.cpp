@@ -30,8 +30,6 @@
 
 using namespace mixprec;
 using namespace mixprec::optim;
-using bench::median;
-using bench::seconds_of;
 
 namespace {
 
@@ -44,25 +42,6 @@ amp::MixedPrecisionPolicy policy(DType param, DType reduce, bool f32_master = tr
   p.master_update = update;
   return p;
 }
-
-// A threaded memcpy moving `bytes` of traffic (read + write) through buffers of at most
-// 512 MiB each way.
-struct Copier {
-  std::vector<char> src, dst;
-  double traffic;
-  explicit Copier(double bytes)
-      : src(static_cast<size_t>(std::min(bytes / 2, 512.0 * (1 << 20))), 1),
-        dst(src.size(), 0),
-        traffic(bytes) {}
-  void run() {
-    const auto n = static_cast<int64_t>(src.size());
-    const int64_t grain = std::max<int64_t>(1 << 16, (n + num_threads() - 1) / num_threads());
-    for (double moved = 0; moved < traffic; moved += 2.0 * static_cast<double>(n))
-      parallel_for(n, grain, [&](int64_t b, int64_t e) {
-        std::memcpy(dst.data() + b, src.data() + b, static_cast<size_t>(e - b));
-      });
-  }
-};
 
 // Bytes per element of the tensor `fill` writes: a constant pattern, no RNG (fast).
 Tensor filled(int64_t n, double value, DType dt) {
@@ -89,27 +68,20 @@ void throughput(int64_t n, int reps) {
     auto p = std::make_shared<Parameter>("w", filled(n, 0.5, DType::f32), r.policy);
     p->set_grad(filled(n, 1e-3, r.policy.reduce_dtype));
     AdamW opt({p}, 1e-4, 0.01);
-    opt.step();  // warm-up: allocates the state
     const double per_param = static_cast<double>(dtype_size(r.policy.reduce_dtype)) + 3 * 8 +
                              (p->has_working_copy() ? dtype_size(r.policy.param_dtype) : 0);
     const double bytes = per_param * static_cast<double>(n);
-    Copier copy(bytes);
-    copy.run();
     amp::GradScaler scaler;
-    std::vector<double> rate, copy_rate, ratio;
-    for (int i = 0; i < reps; ++i) {
-      const double t = seconds_of([&] {
-        if (!r.scaler) return opt.step();
-        if (!scaler.step(opt).stepped) std::abort();  // the gradients are finite
-        scaler.update();
-      });
-      const double tc = seconds_of([&] { copy.run(); });
-      rate.push_back(bytes / t * 1e-9);
-      copy_rate.push_back(bytes / tc * 1e-9);
-      ratio.push_back(tc / t);
-    }
-    std::printf("%-46s %8.0f %8.1f %8.1f %7.2f\n", r.name, per_param, median(rate),
-                median(copy_rate), median(ratio));
+    const bench::VsMemcpy m = bench::measure_vs_memcpy(
+        bytes, reps,
+        [&] {
+          if (!r.scaler) return opt.step();
+          if (!scaler.step(opt).stepped) std::abort();  // the gradients are finite
+          scaler.update();
+        },
+        [] {}, 512.0 * (1 << 20));  // DRAM-sized buffers, repeated as needed
+    std::printf("%-46s %8.0f %8.1f %8.1f %7.2f\n", r.name, per_param, m.gbps, m.memcpy_gbps,
+                m.ratio);
   }
 }
 
