@@ -6,12 +6,12 @@
 #include <string>
 #include <type_traits>
 
+#include "../numerics/vector_storage.h"
 #include "mixprec/error.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/storage_types.h"
 #include "softmax_row_impl.h"
 #include "softmax_row_ops.h"
-#include "../numerics/vector_storage.h"
 
 namespace mixprec::cpu {
 namespace {
