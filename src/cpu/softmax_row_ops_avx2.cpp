@@ -8,9 +8,9 @@
 
 #include <immintrin.h>
 
+#include "../numerics/vector_storage.h"
 #include "mixprec/numerics/storage_types.h"
 #include "softmax_row_ops.h"
-#include "../numerics/vector_storage.h"
 
 #if defined(__clang__)
 #pragma clang attribute push(__attribute__((target("avx2,fma,f16c"))), apply_to = function)
