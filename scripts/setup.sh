@@ -12,6 +12,7 @@ PACKAGES=(
   libopenblas-dev                    # sgemm (found by name via pkg-config openblas)
   clang-format                       # style check in CI
   fortunes                           # default training corpus (/usr/share/games/fortunes)
+  gnuplot-nox                        # loss-curve PNGs (mixprec plot, src/report)
 )
 
 missing=()

@@ -214,6 +214,12 @@ MixedPrecisionPolicy preset(std::string_view name) {
   return p->policy;
 }
 
+std::string display_name(const MixedPrecisionPolicy& policy) {
+  for (const Preset& p : presets())
+    if (p.policy == policy) return p.name;
+  return to_string(policy);
+}
+
 std::string preset_names() {
   std::string out;
   for (const Preset& p : presets()) out += (out.empty() ? "" : ", ") + std::string(p.name);

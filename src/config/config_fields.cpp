@@ -1,6 +1,7 @@
 // The key table (see config_fields.h) and TOML formatting of single values.
 #include "config_fields.h"
 
+#include <algorithm>
 #include <charconv>
 #include <cstdio>
 
@@ -29,6 +30,7 @@ std::vector<Field> make_fields() {
       FIELD("model", model, mlp, "swiglu", "gelu"),
       FIELD("model", model, positions, "rope", "learned"),
       FIELD("model", model, tie_embeddings),
+      FIELD("model", model, bias),
       FIELD("model.moe", model.moe, n_experts),
       FIELD("model.moe", model.moe, top_k),
       FIELD("model.moe", model.moe, capacity_factor),
@@ -127,6 +129,47 @@ std::string valid_keys(const std::string& section) {
     }
   }
   return out;
+}
+
+namespace {
+
+// Levenshtein distance (insert, delete, substitute: 1 each).
+std::size_t edit_distance(const std::string& a, const std::string& b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t up = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
+      diagonal = up;
+    }
+  }
+  return row[b.size()];
+}
+
+}  // namespace
+
+std::string closest_key(const std::string& path) {
+  const std::string name =
+      path.substr(path.rfind('.') == std::string::npos ? 0 : path.rfind('.') + 1);
+  std::string best;
+  std::size_t best_distance = std::string::npos;
+  auto consider = [&](const std::string& key, std::size_t distance) {
+    if (distance < best_distance) {
+      best = key;
+      best_distance = distance;
+    }
+  };
+  for (const Field& f : fields()) {
+    const std::string key = f.key();
+    consider(key, edit_distance(path, key));
+    if (f.name == name) consider(key, 1);  // the right key in the wrong section
+  }
+  consider("dump_folder", edit_distance(path, "dump_folder"));
+  // A typo changes a few characters: more than a third of the key is another key.
+  return best_distance <= std::max<std::size_t>(2, path.size() / 3) ? best : "";
 }
 
 std::string quote_string(const std::string& s) {

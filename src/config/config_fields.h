@@ -33,6 +33,9 @@ bool is_section(const std::string& section);
 // "steps, batch_size, ..." plus the subsections ("moe (a table)"); for "" the top-level keys
 // and every section.
 std::string valid_keys(const std::string& section);
+// The valid key nearest to `path` ("model.d_modle" -> "model.d_model", "training.lr" ->
+// "optimizer.lr"), or "" when none is close enough to be a likely typo.
+std::string closest_key(const std::string& path);
 
 // A value as TOML writes it: strings quoted and escaped, floats with a '.' or exponent.
 std::string format_value(const ValueRef& value);

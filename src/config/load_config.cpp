@@ -118,7 +118,9 @@ class TableReader {
       return "'" + path + "' must be a table ([" + path + "])";
     }
     const std::string in = section.empty() ? "at the top level" : "of [" + section + "]";
-    return "unknown key '" + path + "'; valid keys " + in + ": " + detail::valid_keys(section);
+    const std::string near = detail::closest_key(path);
+    return "unknown key '" + path + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+           "; valid keys " + in + ": " + detail::valid_keys(section);
   }
 };
 

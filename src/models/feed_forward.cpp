@@ -14,9 +14,10 @@ MlpKind parse_mlp_kind(std::string_view name) {
 }
 
 Tensor feed_forward(const Tensor& x, const FeedForwardWeights& w, MlpKind kind) {
-  const Tensor up = linear(x, w.w_up);
-  const Tensor hidden = kind == MlpKind::swiglu ? swiglu(linear(x, w.w_gate), up) : gelu(up);
-  return linear(hidden, w.w_down);
+  const Tensor up = linear(x, w.w_up, w.b_up);
+  const Tensor hidden =
+      kind == MlpKind::swiglu ? swiglu(linear(x, w.w_gate, w.b_gate), up) : gelu(up);
+  return linear(hidden, w.w_down, w.b_down);
 }
 
 }  // namespace mixprec::models

@@ -72,10 +72,16 @@ void Transformer::describe() {
     add(prefix + ".weight", {d}, {InitKind::ones}, no_decay);
     if (layernorm_) add(prefix + ".bias", {d}, {InitKind::zeros}, no_decay);
   };
+  // A linear's weight [out, in], and its bias [out] when the config asks for biases.
+  auto add_linear = [&](const std::string& name, int64_t out, int64_t in, InitRule init,
+                        optim::ParamRole role = {}) {
+    add(name, {out, in}, init, role);
+    if (c.bias) add(name + "_bias", {out}, {InitKind::zeros}, no_decay);
+  };
   auto add_ffn = [&](const std::string& prefix) {
-    if (mlp_ == MlpKind::swiglu) add(prefix + ".w_gate", {ff, d}, weight);
-    add(prefix + ".w_up", {ff, d}, weight);
-    add(prefix + ".w_down", {d, ff}, residual);
+    if (mlp_ == MlpKind::swiglu) add_linear(prefix + ".w_gate", ff, d, weight);
+    add_linear(prefix + ".w_up", ff, d, weight);
+    add_linear(prefix + ".w_down", d, ff, residual);
   };
 
   add("tok_emb.weight", {c.vocab_size, d}, weight);
@@ -83,10 +89,10 @@ void Transformer::describe() {
   for (int64_t l = 0; l < c.n_layers; ++l) {
     const std::string b = "blocks." + std::to_string(l) + ".";
     add_norm(b + "attn_norm");
-    add(b + "attn.wq", {d, d}, weight, {.heads = c.n_heads});
-    add(b + "attn.wk", {d, d}, weight, {.heads = c.n_heads});
-    add(b + "attn.wv", {d, d}, weight);
-    add(b + "attn.wo", {d, d}, residual);
+    add_linear(b + "attn.wq", d, d, weight, {.heads = c.n_heads});
+    add_linear(b + "attn.wk", d, d, weight, {.heads = c.n_heads});
+    add_linear(b + "attn.wv", d, d, weight);
+    add_linear(b + "attn.wo", d, d, residual);
     add_norm(b + "mlp_norm");
     if (moe_) {
       add(b + "moe.router", {c.moe.n_experts, d}, weight);

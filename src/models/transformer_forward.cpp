@@ -20,7 +20,7 @@ Tensor Transformer::attention(const Tensor& x, const std::string& prefix) const 
   const int64_t B = x.size(0), T = x.size(1), d = config_.d_model, H = config_.n_heads;
   // [B, T, d] -> [B, H, T, Dh] (a strided view of the projection)
   auto heads = [&](const char* name) {
-    return linear(x, params_.value(prefix + name)).view({B, T, H, d / H}).permute({0, 2, 1, 3});
+    return project(x, prefix + name).view({B, T, H, d / H}).permute({0, 2, 1, 3});
   };
   Tensor q = heads("attn.wq"), k = heads("attn.wk");
   const Tensor v = heads("attn.wv");
@@ -29,14 +29,27 @@ Tensor Transformer::attention(const Tensor& x, const std::string& prefix) const 
     k = rope(k);
   }
   const Tensor a = scaled_dot_product_attention(q, k, v, /*causal=*/true);
-  return linear(a.transpose(1, 2).reshape({B, T, d}), params_.value(prefix + "attn.wo"));
+  return project(a.transpose(1, 2).reshape({B, T, d}), prefix + "attn.wo");
+}
+
+Tensor Transformer::project(const Tensor& x, const std::string& weight) const {
+  return linear(x, params_.value(weight), bias(weight));
+}
+
+Tensor Transformer::bias(const std::string& weight) const {
+  return config_.bias ? params_.value(weight + "_bias") : Tensor();
 }
 
 FeedForwardWeights Transformer::ffn_weights(const std::string& prefix) const {
   FeedForwardWeights w;
-  if (mlp_ == MlpKind::swiglu) w.w_gate = params_.value(prefix + ".w_gate");
+  if (mlp_ == MlpKind::swiglu) {
+    w.w_gate = params_.value(prefix + ".w_gate");
+    w.b_gate = bias(prefix + ".w_gate");
+  }
   w.w_up = params_.value(prefix + ".w_up");
+  w.b_up = bias(prefix + ".w_up");
   w.w_down = params_.value(prefix + ".w_down");
+  w.b_down = bias(prefix + ".w_down");
   return w;
 }
 

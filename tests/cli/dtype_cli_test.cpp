@@ -2,10 +2,7 @@
 // as a child process (path in MIXPREC_CLI, set by CTest) and its stdout, stderr and exit
 // status are checked. Every expected constant and bit pattern below is derived by hand from
 // IEEE 754 / the OCP FP8 spec (derivations in the comments), never copied from the program.
-#include <fcntl.h>
 #include <gtest/gtest.h>
-#include <spawn.h>
-#include <sys/wait.h>
 
 #include <cerrno>
 #include <cmath>
@@ -18,79 +15,13 @@
 #include <string>
 #include <vector>
 
-extern char** environ;
+#include "cli_running.h"
 
 namespace {
 
-// ---------------------------------------------------------------------------------------------
-// Running the binary
-
-struct RunResult {
-  int exit_code = -1;  // exit status, or 128 + signal number
-  std::string out;
-  std::string err;
-};
-
-std::string slurp(FILE* f) {
-  std::string s;
-  std::rewind(f);
-  char buf[4096];
-  for (std::size_t n; (n = std::fread(buf, 1, sizeof buf, f)) > 0;) s.append(buf, n);
-  return s;
-}
-
-// Runs `$MIXPREC_CLI args...` with stdin from /dev/null; stdout and stderr go to separate
-// temporary files (no pipe-buffer deadlock however long the output).
-RunResult run_cli(const std::vector<std::string>& args) {
-  RunResult r;
-  const char* exe = std::getenv("MIXPREC_CLI");
-  if (exe == nullptr || *exe == '\0') {
-    ADD_FAILURE() << "MIXPREC_CLI is not set: export MIXPREC_CLI=/path/to/build/mixprec";
-    return r;
-  }
-  FILE* out = std::tmpfile();
-  FILE* err = std::tmpfile();
-  if (out == nullptr || err == nullptr) {
-    ADD_FAILURE() << "tmpfile() failed";
-    if (out) std::fclose(out);
-    if (err) std::fclose(err);
-    return r;
-  }
-  std::vector<std::string> storage{exe};
-  storage.insert(storage.end(), args.begin(), args.end());
-  std::vector<char*> argv;
-  for (std::string& s : storage) argv.push_back(s.data());
-  argv.push_back(nullptr);
-
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
-  posix_spawn_file_actions_adddup2(&actions, fileno(out), 1);
-  posix_spawn_file_actions_adddup2(&actions, fileno(err), 2);
-  pid_t pid = 0;
-  const int rc = posix_spawn(&pid, exe, &actions, nullptr, argv.data(), environ);
-  posix_spawn_file_actions_destroy(&actions);
-  if (rc != 0) {
-    ADD_FAILURE() << "cannot run " << exe << ": " << std::strerror(rc);
-  } else {
-    int status = 0;
-    while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {
-    }
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-    r.out = slurp(out);
-    r.err = slurp(err);
-  }
-  std::fclose(out);
-  std::fclose(err);
-  return r;
-}
-
-std::string describe(const std::vector<std::string>& args, const RunResult& r) {
-  std::string cmd = "mixprec";
-  for (const std::string& a : args) cmd += " '" + a + "'";
-  return cmd + "\n  exit " + std::to_string(r.exit_code) + "\n  stdout:\n" + r.out +
-         "\n  stderr:\n" + r.err;
-}
+using mixprec::testing::describe;
+using mixprec::testing::run_cli;
+using mixprec::testing::RunResult;
 
 std::vector<std::string> lines_of(const std::string& text) {
   std::vector<std::string> lines;

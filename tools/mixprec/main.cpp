@@ -9,6 +9,8 @@
 #include "dtype_command.h"
 #include "mixprec/error.h"
 #include "mixprec/numerics/convert.h"
+#include "sample_command.h"
+#include "train_command.h"
 #include "usage_error.h"
 #include "value_parse.h"
 
@@ -36,6 +38,10 @@ int main(int argc, char** argv) {
   app.require_subcommand(0, 1);
   int exit_code = 0;
   mixprec::cli::add_dtype_command(app, exit_code);
+  mixprec::cli::add_train_command(app, exit_code);
+  mixprec::cli::add_eval_command(app, exit_code);
+  mixprec::cli::add_sample_command(app, exit_code);
+  mixprec::cli::add_report_commands(app, exit_code);
   try {
     std::vector<std::string> args = arguments_for_cli11(argc, argv);
     app.parse(args);

@@ -58,6 +58,8 @@ MixedPrecisionPolicy parse_policy(std::string_view text);
 // "param=bf16,compute=bf16,reduce=f32,output=f32,master=f32,update=nearest,matmul=highest,
 // loss_scaling=false".
 std::string to_string(const MixedPrecisionPolicy& policy);
+// The preset's name when the policy is one ("bf16-mixed"), else to_string(policy).
+std::string display_name(const MixedPrecisionPolicy& policy);
 
 MatmulPrecision parse_matmul_precision(std::string_view name);  // highest | high | medium
 const char* matmul_precision_name(MatmulPrecision p);

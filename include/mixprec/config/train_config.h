@@ -36,6 +36,7 @@ struct ModelConfig {
   std::string mlp = "swiglu";      // swiglu | gelu
   std::string positions = "rope";  // rope | learned
   bool tie_embeddings = true;
+  bool bias = false;  // biases on the attention and MLP linears (GPT-2 style)
   MoeConfig moe;
   bool operator==(const ModelConfig&) const = default;
 };

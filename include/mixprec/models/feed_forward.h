@@ -1,6 +1,7 @@
-// The position-wise MLP of a transformer block (and of each MoE expert), without biases:
+// The position-wise MLP of a transformer block (and of each MoE expert):
 //   swiglu: w_down · (silu(w_gate · x) * (w_up · x))   (LLaMA)
 //   gelu:   w_down · gelu(w_up · x)                     (GPT-2, exact erf form)
+// each linear with its bias when one is given (GPT-2 style; LLaMA has none).
 #pragma once
 
 #include <string_view>
@@ -13,9 +14,10 @@ enum class MlpKind { swiglu, gelu };
 MlpKind parse_mlp_kind(std::string_view name);  // "swiglu" | "gelu"
 
 struct FeedForwardWeights {
-  Tensor w_gate;  // [d_ff, d]; swiglu only (undefined for gelu)
-  Tensor w_up;    // [d_ff, d]
-  Tensor w_down;  // [d, d_ff]
+  Tensor w_gate;                // [d_ff, d]; swiglu only (undefined for gelu)
+  Tensor w_up;                  // [d_ff, d]
+  Tensor w_down;                // [d, d_ff]
+  Tensor b_gate, b_up, b_down;  // optional biases [d_ff], [d_ff], [d] (undefined: none)
 };
 
 // x [..., d] -> [..., d]

@@ -6,8 +6,9 @@
 //   logits = lm_head(final_norm(h))     (lm_head = tok_emb when tie_embeddings)
 //
 // Attention is causal multi-head with the fused op; separate q/k/v/o projections (q and k
-// carry the heads role for Adam-mini), RoPE on q and k when positions = rope. No linear
-// biases (LLaMA style); LayerNorm has its bias. Each submodule runs in an amp::ModuleScope
+// carry the heads role for Adam-mini), RoPE on q and k when positions = rope. Linear biases
+// only with model.bias (GPT-2 style, "<weight>_bias", zero-initialised, no weight decay);
+// LayerNorm has its bias. Each submodule runs in an amp::ModuleScope
 // named like its parameters ("tok_emb", "blocks.3.attn", "blocks.3.moe", "final_norm",
 // "lm_head"), so autocast's fp32_modules globs reach them.
 //
@@ -61,6 +62,9 @@ class Transformer {
  private:
   Tensor norm(const Tensor& x, const std::string& prefix, const char* name) const;
   Tensor attention(const Tensor& x, const std::string& prefix) const;
+  // linear(x, weight, its bias when config.bias) for the parameter named `weight`.
+  Tensor project(const Tensor& x, const std::string& weight) const;
+  Tensor bias(const std::string& weight) const;  // undefined without config.bias
   FeedForwardWeights ffn_weights(const std::string& prefix) const;
   Tensor block(const Tensor& h, int64_t layer);
   void describe();

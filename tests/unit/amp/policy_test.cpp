@@ -56,7 +56,11 @@ TEST(Policy, ToStringRoundTripsEveryPreset) {
     const MixedPrecisionPolicy p = preset(name);
     EXPECT_EQ(parse_policy(to_string(p)), p) << name << ": " << to_string(p);
     EXPECT_EQ(parse_policy(name), p) << name;
+    EXPECT_EQ(display_name(p), name);
   }
+  MixedPrecisionPolicy unscaled = preset("fp16-mixed");
+  unscaled.loss_scaling = false;  // no longer the preset: shown in full
+  EXPECT_EQ(display_name(unscaled), to_string(unscaled));
   EXPECT_EQ(to_string(preset("bf16-pure")),
             "param=bf16,compute=bf16,reduce=bf16,output=bf16,master=bf16,update=stochastic,"
             "matmul=highest,loss_scaling=false");

@@ -34,6 +34,7 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
              .mlp = "gelu",
              .positions = "learned",
              .tie_embeddings = false,
+             .bias = true,
              .moe = {.n_experts = 3,
                      .top_k = 3,
                      .capacity_factor = 1.25,

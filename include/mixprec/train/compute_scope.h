@@ -1,0 +1,22 @@
+// Everything a forward pass under a precision policy needs switched on, for one scope:
+// autocast to the policy's compute dtype (off for f32/f64 compute) and its matmul precision.
+#pragma once
+
+#include "mixprec/amp/autocast.h"
+#include "mixprec/amp/policy.h"
+
+namespace mixprec::train {
+
+class ComputeScope {
+ public:
+  explicit ComputeScope(const amp::MixedPrecisionPolicy& policy)
+      : autocast_(policy.compute_dtype, is_narrow(policy.compute_dtype)),
+        matmul_(policy.matmul_precision) {}
+
+ private:
+  static bool is_narrow(DType d) { return d != DType::f32 && d != DType::f64; }
+  amp::AutocastGuard autocast_;
+  amp::MatmulPrecisionGuard matmul_;
+};
+
+}  // namespace mixprec::train

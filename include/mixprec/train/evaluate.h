@@ -1,0 +1,18 @@
+// Validation loss of a model: mean token cross-entropy over the first `max_batches` batches of
+// the validation split (all of them when max_batches <= 0), without gradients, under the
+// policy's autocast. The same split and batch count give the same batches in every run.
+#pragma once
+
+#include <cstdint>
+
+#include "mixprec/amp/policy.h"
+#include "mixprec/data/batches.h"
+#include "mixprec/models/transformer.h"
+#include "mixprec/train/step_metrics.h"
+
+namespace mixprec::train {
+
+EvalMetrics evaluate(models::Transformer& model, const data::ValidationBatches& batches,
+                     int64_t max_batches, const amp::MixedPrecisionPolicy& policy, int64_t step);
+
+}  // namespace mixprec::train

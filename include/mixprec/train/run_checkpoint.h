@@ -1,0 +1,51 @@
+// Training checkpoints as the trainer writes and reads them, on top of io::CheckpointStore:
+//
+//   tensors   model.* / optim.* / scaler.* (io/checkpoint_state.h), plus
+//             train.step (i64: completed steps = the data position; batches and stochastic
+//             rounding are keyed by it) and train.seed (i64: the data and rounding seed)
+//   metadata  format = "mixprec.train/1", step, config (the run's TOML, config::to_toml)
+//
+// Loading checks the file, then the model: a checkpoint of another model is an error naming
+// the first model.* key whose value differs and the first tensor that does not fit.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+
+#include "mixprec/config/train_config.h"
+#include "mixprec/io/checkpoint_state.h"
+#include "mixprec/io/checkpoint_store.h"
+#include "mixprec/models/transformer.h"
+
+namespace mixprec::train {
+
+inline constexpr const char* kCheckpointFormat = "mixprec.train/1";
+
+// Saves the state after `step` completed steps; returns the path written.
+std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step,
+                                const io::TrainingState& state, const config::TrainConfig& config);
+
+// The config a checkpoint was written with (its metadata), or an Error naming the file.
+config::TrainConfig checkpoint_config(const io::Checkpoint& checkpoint);
+// Completed steps recorded in the checkpoint.
+int64_t checkpoint_step(const io::Checkpoint& checkpoint);
+
+// Restores `state` from `checkpoint` after checking that it was written for the same model
+// as `config` (and the same training.seed). Nothing changes on error.
+void restore_run_checkpoint(const io::Checkpoint& checkpoint, const io::TrainingState& state,
+                            const config::TrainConfig& config);
+
+// For eval and sample: the model of a checkpoint file, or of the newest valid checkpoint in
+// a run directory (its checkpoint folder), with master weights restored and working copies
+// under the checkpoint's precision policy.
+struct LoadedModel {
+  config::TrainConfig config;
+  std::unique_ptr<models::Transformer> model;
+  int64_t step = 0;
+  std::string path;
+};
+LoadedModel load_model(const std::string& checkpoint_or_run_dir);
+
+}  // namespace mixprec::train

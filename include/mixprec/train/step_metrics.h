@@ -1,0 +1,41 @@
+// What the trainer records per step and per evaluation, and their JSONL form (one object per
+// line of <run_dir>/metrics.jsonl; the schema is documented in README.md, "Metrics").
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+
+namespace mixprec::train {
+
+struct StepMetrics {
+  int64_t step = 0;  // completed steps, 1-based
+  double loss = 0;   // total loss (ce + MoE aux and z terms), unscaled
+  double ce = 0, aux = 0, z = 0;
+  double lr = 0;
+  double grad_norm = 0;  // global norm of the true gradients before clipping (inf: non-finite)
+  float loss_scale = 1;  // the scale this step's gradients carried
+  bool skipped = false;  // the optimizer step was skipped (non-finite gradient)
+  int64_t skipped_total = 0;
+  int64_t tokens = 0;  // training tokens seen after this step (all steps since step 0)
+  double tokens_per_s = 0, step_ms = 0, elapsed_s = 0;
+  std::size_t memory_bytes = 0;                          // live tensor bytes after the step
+  std::size_t peak_bytes = 0;                            // tensor high-water mark during the step
+  double underflow_fraction = 0, overflow_fraction = 0;  // f16 range, at the step's scale
+  std::string numerics_json;  // the monitor's StepNumerics::to_json (per parameter on log steps)
+};
+
+struct EvalMetrics {
+  int64_t step = 0;
+  double val_loss = 0;  // mean token cross-entropy over the evaluated batches
+  double val_ppl = 0;   // exp(val_loss)
+  int64_t val_tokens = 0;
+};
+
+std::string to_json_line(const StepMetrics& m);
+std::string to_json_line(const EvalMetrics& m);
+// The header line a run (or a resumed run) starts with.
+std::string run_json_line(const std::string& name, const std::string& precision, int64_t params,
+                          int64_t start_step, const std::string& config_toml);
+
+}  // namespace mixprec::train

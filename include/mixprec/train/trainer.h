@@ -1,0 +1,73 @@
+// The training loop: a TrainConfig in, a trained model, metrics and checkpoints out.
+//
+//   Trainer trainer(config::load_config("configs/moe_small.toml"), {.resume = true});
+//   TrainSummary s = trainer.run();
+//
+// Set-up, in order (each failure is a mixprec::Error naming the key, file or value):
+//   data     the corpus tokenised once into <run_dir>/tokens-<hash>.bin (data/token_dataset.h),
+//            split into train/validation; every token id checked against model.vocab_size
+//   model    described on the meta device (its size is reported before allocation), then
+//            materialised under the precision policy (FP32 masters + working copies)
+//   state    optimizer (adamw | sgd | adam-mini), LR schedule, GradScaler for the policy,
+//            numerics monitor; with `resume`, the newest valid checkpoint is restored
+//
+// Step s (0-based) uses batch s of TrainBatches (a pure function of seed and s) and lr(s):
+// autocast forward, loss * scale, backward, unscale, clip to training.grad_clip, scaler step
+// (skipped on inf/NaN), scaler update. Metrics of the step go to <run_dir>/metrics.jsonl and
+// the progress display; "step" in metrics and checkpoints counts completed steps (1-based).
+// A checkpoint (checkpoint/step-<n>.safetensors) holds everything the next step depends on:
+// masters, optimizer and scaler state, the step (= the data position; batches and stochastic
+// rounding are keyed by it) and the config, so a resumed run repeats an uninterrupted one bit
+// for bit.
+#pragma once
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mixprec/config/train_config.h"
+#include "mixprec/models/transformer.h"
+#include "mixprec/train/progress.h"
+#include "mixprec/train/step_metrics.h"
+
+namespace mixprec::train {
+
+struct TrainerOptions {
+  bool resume = false;  // continue from the newest valid checkpoint (none: start at step 0)
+  ProgressStyle progress = ProgressStyle::automatic;
+  // Stop (without a final checkpoint or evaluation) once this many steps are done; -1 = run
+  // to training.steps. For tests and time-boxed runs.
+  int64_t stop_at_step = -1;
+  // Called after every step with its metrics (tests, embedding applications).
+  std::function<void(const StepMetrics&)> on_step;
+};
+
+struct TrainSummary {
+  int64_t start_step = 0;  // completed steps when this run began (checkpoint step on resume)
+  int64_t end_step = 0;    // completed steps when it ended
+  std::vector<StepMetrics> steps;
+  std::vector<EvalMetrics> evals;
+  std::string last_checkpoint;  // path, "" when none was written
+  double tokens_per_s = 0;      // median over this run's steps (first 3 excluded when possible)
+};
+
+class Trainer {
+ public:
+  explicit Trainer(config::TrainConfig config, TrainerOptions options = {});
+  ~Trainer();
+  Trainer(const Trainer&) = delete;
+  Trainer& operator=(const Trainer&) = delete;
+
+  TrainSummary run();
+
+  const config::TrainConfig& config() const;
+  models::Transformer& model();
+
+ private:
+  struct State;
+  std::unique_ptr<State> state_;
+};
+
+}  // namespace mixprec::train

@@ -1,0 +1,163 @@
+// Trainer checkpoints: save, check, restore, and load a model for eval/sample.
+#include "mixprec/train/run_checkpoint.h"
+
+#include <filesystem>
+#include <set>
+#include <utility>
+#include <vector>
+
+#include "mixprec/error.h"
+
+namespace mixprec::train {
+namespace {
+
+constexpr const char* kStepKey = "train.step";
+constexpr const char* kSeedKey = "train.seed";
+
+// "section.key" -> value text, in file order, from to_toml's output.
+std::vector<std::pair<std::string, std::string>> flat_entries(const std::string& toml) {
+  std::vector<std::pair<std::string, std::string>> out;
+  std::string section;
+  std::size_t pos = 0;
+  while (pos < toml.size()) {
+    std::size_t end = toml.find('\n', pos);
+    if (end == std::string::npos) end = toml.size();
+    const std::string line = toml.substr(pos, end - pos);
+    pos = end + 1;
+    if (line.empty() || line[0] == '#') continue;
+    if (line[0] == '[') {
+      section = line.substr(1, line.find(']') - 1);
+      continue;
+    }
+    const std::size_t eq = line.find(" = ");
+    if (eq == std::string::npos) continue;
+    out.emplace_back((section.empty() ? "" : section + ".") + line.substr(0, eq),
+                     line.substr(eq + 3));
+  }
+  return out;
+}
+
+// The first model.* key whose value differs, as "model.d_model = 128 in the checkpoint, 64 in
+// the config"; empty when the models match.
+std::string first_model_difference(const config::TrainConfig& saved,
+                                   const config::TrainConfig& current) {
+  if (saved.model == current.model) return "";
+  const auto a = flat_entries(config::to_toml(saved));
+  const auto b = flat_entries(config::to_toml(current));
+  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
+    if (a[i].first.starts_with("model") && a[i] != b[i])
+      return a[i].first + " = " + a[i].second + " in the checkpoint, " + b[i].second +
+             " in the config";
+  return "the model sections differ";
+}
+
+int64_t scalar_i64(const io::Checkpoint& c, const char* key) {
+  const auto it = c.tensors.find(key);
+  MIXPREC_CHECK(it != c.tensors.end() && it->second.numel() == 1, "checkpoint",
+                c.path + " has no " + key + " entry: not a mixprec training checkpoint");
+  return static_cast<int64_t>(it->second.item());
+}
+
+// The first parameter whose checkpoint entry is missing or has another shape or dtype, as
+// "model.blocks.0.attn.wq [64, 64] f32 (checkpoint: [128, 128] f32)"; empty when all fit.
+std::string first_tensor_mismatch(const io::TensorMap& tensors, const optim::ParamList& params) {
+  for (const auto& p : params) {
+    const std::string key = std::string(io::kModelPrefix) + p->name();
+    const Tensor& m = p->master();
+    const std::string want = shape_to_string(m.shape()) + " " + dtype_name(m.dtype());
+    const auto it = tensors.find(key);
+    if (it == tensors.end()) return key + " " + want + " (not in the checkpoint)";
+    if (it->second.shape() != m.shape() || it->second.dtype() != m.dtype())
+      return key + " " + want + " (checkpoint: " + shape_to_string(it->second.shape()) + " " +
+             dtype_name(it->second.dtype()) + ")";
+  }
+  std::set<std::string> names;
+  for (const auto& p : params) names.insert(std::string(io::kModelPrefix) + p->name());
+  for (const auto& [key, t] : tensors)
+    if (key.starts_with(io::kModelPrefix) && !names.contains(key))
+      return key + " (in the checkpoint, not in the model)";
+  return "";
+}
+
+}  // namespace
+
+std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step,
+                                const io::TrainingState& state, const config::TrainConfig& config) {
+  io::TensorMap tensors = io::flatten_training_state(state);
+  tensors[kStepKey] = Tensor::from_vector(std::vector<int64_t>{step}, {});
+  tensors[kSeedKey] = Tensor::from_vector(std::vector<int64_t>{config.training.seed}, {});
+  const io::Metadata metadata{{"format", kCheckpointFormat},
+                              {"step", std::to_string(step)},
+                              {"config", config::to_toml(config)}};
+  return store.save(step, tensors, metadata);
+}
+
+config::TrainConfig checkpoint_config(const io::Checkpoint& c) {
+  const auto format = c.metadata.find("format");
+  const auto text = c.metadata.find("config");
+  MIXPREC_CHECK(
+      format != c.metadata.end() && format->second == kCheckpointFormat && text != c.metadata.end(),
+      "checkpoint",
+      c.path + " is not a mixprec training checkpoint (metadata 'format' is not " +
+          kCheckpointFormat + ")");
+  return config::load_config_text(text->second, c.path + " (its stored config)");
+}
+
+int64_t checkpoint_step(const io::Checkpoint& c) {
+  return scalar_i64(c, kStepKey);
+}
+
+void restore_run_checkpoint(const io::Checkpoint& c, const io::TrainingState& state,
+                            const config::TrainConfig& config) {
+  const config::TrainConfig saved = checkpoint_config(c);
+  const std::string difference = first_model_difference(saved, config);
+  if (!difference.empty()) {
+    const std::string tensor = first_tensor_mismatch(c.tensors, state.params);
+    throw Error("checkpoint", c.path + " was written for another model: " + difference +
+                                  (tensor.empty() ? "" : "; first mismatching tensor: " + tensor));
+  }
+  const int64_t seed = scalar_i64(c, kSeedKey);
+  MIXPREC_CHECK(seed == config.training.seed, "checkpoint",
+                c.path + ": training.seed = " + std::to_string(seed) + " in the checkpoint, " +
+                    std::to_string(config.training.seed) +
+                    " in the config: a resumed run keeps its seed");
+  try {
+    io::restore_training_state(c.tensors, state);  // validates everything before changing
+  } catch (const Error& e) {
+    throw Error("checkpoint", c.path + " does not fit this run: " + e.what());
+  }
+}
+
+LoadedModel load_model(const std::string& checkpoint_or_run_dir) {
+  namespace fs = std::filesystem;
+  MIXPREC_CHECK(fs::exists(checkpoint_or_run_dir), "checkpoint",
+                checkpoint_or_run_dir + " does not exist");
+  io::Checkpoint c;
+  if (fs::is_directory(checkpoint_or_run_dir)) {
+    // A run directory: its checkpoint folder comes from the config it holds... which is in
+    // the checkpoints; try the usual folder name first, then the directory itself.
+    std::optional<io::Checkpoint> latest;
+    for (const fs::path& dir :
+         {fs::path(checkpoint_or_run_dir) / "checkpoint", fs::path(checkpoint_or_run_dir)}) {
+      if (!fs::is_directory(dir)) continue;
+      latest = io::CheckpointStore(dir.string(), 0).load_latest();
+      if (latest) break;
+    }
+    MIXPREC_CHECK(latest.has_value(), "checkpoint",
+                  "no valid checkpoint in " + checkpoint_or_run_dir + " (nor in its checkpoint/)");
+    c = std::move(*latest);
+  } else {
+    c = io::load_checkpoint(checkpoint_or_run_dir);
+  }
+  LoadedModel out;
+  out.config = checkpoint_config(c);
+  out.step = checkpoint_step(c);
+  out.path = c.path;
+  out.model = std::make_unique<models::Transformer>(out.config.model);
+  out.model->materialize(static_cast<uint64_t>(out.config.training.seed),
+                         out.config.training.policy);
+  io::restore_training_state(c.tensors, {out.model->parameters().parameters(), nullptr, nullptr});
+  return out;
+}
+
+}  // namespace mixprec::train

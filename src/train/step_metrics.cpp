@@ -1,0 +1,68 @@
+// JSONL lines of the metrics file.
+#include "mixprec/train/step_metrics.h"
+
+#include <cmath>
+#include <nlohmann/json.hpp>
+
+namespace mixprec::train {
+namespace {
+
+// JSON has no inf/NaN: a non-finite number is written as null.
+nlohmann::json number(double v) {
+  return std::isfinite(v) ? nlohmann::json(v) : nullptr;
+}
+
+}  // namespace
+
+std::string to_json_line(const StepMetrics& m) {
+  nlohmann::ordered_json j;
+  j["type"] = "train";
+  j["step"] = m.step;
+  j["loss"] = number(m.loss);
+  j["ce"] = number(m.ce);
+  j["aux"] = number(m.aux);
+  j["z"] = number(m.z);
+  j["lr"] = m.lr;
+  j["grad_norm"] = number(m.grad_norm);
+  j["loss_scale"] = m.loss_scale;
+  j["skipped"] = m.skipped;
+  j["skipped_total"] = m.skipped_total;
+  j["tokens"] = m.tokens;
+  j["tokens_per_s"] = m.tokens_per_s;
+  j["step_ms"] = m.step_ms;
+  j["elapsed_s"] = m.elapsed_s;
+  j["memory_bytes"] = m.memory_bytes;
+  j["peak_bytes"] = m.peak_bytes;
+  j["underflow_fraction"] = m.underflow_fraction;
+  j["overflow_fraction"] = m.overflow_fraction;
+  std::string line = j.dump();
+  if (!m.numerics_json.empty()) {  // already JSON: spliced in, not parsed again
+    line.pop_back();
+    line += ",\"numerics\":" + m.numerics_json + "}";
+  }
+  return line;
+}
+
+std::string to_json_line(const EvalMetrics& m) {
+  nlohmann::ordered_json j;
+  j["type"] = "eval";
+  j["step"] = m.step;
+  j["val_loss"] = number(m.val_loss);
+  j["val_ppl"] = number(m.val_ppl);
+  j["val_tokens"] = m.val_tokens;
+  return j.dump();
+}
+
+std::string run_json_line(const std::string& name, const std::string& precision, int64_t params,
+                          int64_t start_step, const std::string& config_toml) {
+  nlohmann::ordered_json j;
+  j["type"] = "run";
+  j["name"] = name;
+  j["precision"] = precision;
+  j["params"] = params;
+  j["start_step"] = start_step;
+  j["config"] = config_toml;
+  return j.dump();
+}
+
+}  // namespace mixprec::train

@@ -1,0 +1,291 @@
+// The training loop (see trainer.h).
+#include "mixprec/train/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <filesystem>
+#include <optional>
+
+#include "mixprec/amp/grad_scaler.h"
+#include "mixprec/amp/numerics_monitor.h"
+#include "mixprec/data/batches.h"
+#include "mixprec/data/corpus.h"
+#include "mixprec/data/token_dataset.h"
+#include "mixprec/error.h"
+#include "mixprec/io/checkpoint_export.h"
+#include "mixprec/optim/clip.h"
+#include "mixprec/parallel.h"
+#include "mixprec/report/plot.h"
+#include "mixprec/tensor/allocator.h"
+#include "mixprec/train/compute_scope.h"
+#include "mixprec/train/evaluate.h"
+#include "mixprec/train/metrics_log.h"
+#include "mixprec/train/model_report.h"
+#include "mixprec/train/optimizer_factory.h"
+#include "mixprec/train/run_checkpoint.h"
+
+namespace mixprec::train {
+namespace fs = std::filesystem;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+data::TokenDataset open_dataset(const config::TrainConfig& c, Progress& progress) {
+  data::DatasetOptions o;
+  if (c.training.data.empty()) {
+    o.corpus = data::default_corpus();
+  } else {
+    MIXPREC_CHECK(fs::exists(c.training.data), "training.data",
+                  "'" + c.training.data + "' does not exist");
+    o.corpus.paths = {c.training.data};
+  }
+  o.cache_dir = c.run_dir;
+  o.validation_fraction = c.training.val_fraction;
+  o.warn = [&](const std::string& w) { progress.message("warning: " + w); };
+  return data::TokenDataset::open(o);
+}
+
+// Every token id must index the embedding: the byte tokenizer's ids reach 255.
+void check_vocabulary(const data::TokenDataset& ds, int64_t vocab_size) {
+  const data::TokenSplit all = ds.all();
+  const auto it = std::max_element(all.tokens.begin(), all.tokens.end());
+  if (it == all.tokens.end() || *it < vocab_size) return;
+  throw Error("training.data",
+              "token id " + std::to_string(*it) + " at position " +
+                  std::to_string(it - all.tokens.begin()) + " of " + ds.cache_path().string() +
+                  " is outside the vocabulary: model.vocab_size = " + std::to_string(vocab_size) +
+                  " (the byte tokenizer needs 256)");
+}
+
+std::string run_name(const config::TrainConfig& c) {
+  const fs::path p = fs::path(c.run_dir).lexically_normal();
+  const std::string name = (p.has_filename() ? p : p.parent_path()).filename().string();
+  return name.empty() ? "run" : name;
+}
+
+double median(std::vector<double> v) {
+  if (v.empty()) return 0;
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+struct Trainer::State {
+  config::TrainConfig config;
+  TrainerOptions options;
+  Progress progress;
+  std::optional<data::TokenDataset> dataset;
+  std::optional<data::TrainBatches> train_batches;
+  std::optional<data::ValidationBatches> val_batches;
+  models::Transformer model;
+  std::unique_ptr<optim::Optimizer> optimizer;
+  std::optional<optim::LrSchedule> schedule;
+  amp::GradScaler scaler;
+  amp::NumericsMonitor monitor_totals{{.per_param = false}};
+  amp::NumericsMonitor monitor_detail{{.per_param = true}};
+  std::optional<io::CheckpointStore> store;
+  int64_t start_step = 0;
+  std::string resumed_from;
+
+  State(config::TrainConfig c, TrainerOptions o)
+      : config(std::move(c)),
+        options(std::move(o)),
+        progress(options.progress, config.training.steps, config.metrics.log_every),
+        model(config.model),
+        scaler(amp::ScalerOptions::for_policy(config.training.policy)) {}
+
+  io::TrainingState training_state() {
+    return {model.parameters().parameters(), optimizer.get(), &scaler};
+  }
+};
+
+Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
+    : state_(std::make_unique<State>(std::move(config), std::move(options))) {
+  State& s = *state_;
+  const config::TrainConfig& c = s.config;
+  if (c.training.threads > 0) set_num_threads(static_cast<int>(c.training.threads));
+  // Where checkpoints go, and whether this run may start there.
+  if (c.checkpoint.enable) {
+    s.store.emplace((fs::path(c.run_dir) / c.checkpoint.folder).string(),
+                    static_cast<int>(c.checkpoint.keep_last),
+                    [&s](const std::string& w) { s.progress.message("warning: " + w); });
+    MIXPREC_CHECK(s.options.resume || s.store->steps().empty(), "run_dir",
+                  s.store->dir() + " already holds checkpoints (newest: step " +
+                      std::to_string(s.store->steps().back()) +
+                      "): pass --resume to continue that run, or choose another run_dir");
+  }
+
+  // Data first: a missing corpus should fail before anything is allocated.
+  fs::create_directories(c.run_dir);
+  s.dataset.emplace(open_dataset(c, s.progress));
+  check_vocabulary(*s.dataset, c.model.vocab_size);
+  s.train_batches.emplace(s.dataset->train(), c.training.batch_size, c.training.seq_len,
+                          static_cast<uint64_t>(c.training.seed));
+  if (c.training.eval_every > 0 && c.training.val_fraction > 0)
+    s.val_batches.emplace(s.dataset->validation(), c.training.batch_size, c.training.seq_len);
+
+  s.progress.message(describe_model(s.model, c.training.policy));
+  s.progress.message("data: " + std::to_string(s.dataset->size()) + " tokens from " +
+                     std::to_string(s.dataset->num_files()) + " files (" +
+                     std::to_string(s.dataset->train().size()) + " train, " +
+                     std::to_string(s.dataset->validation().size()) + " validation), cache " +
+                     s.dataset->cache_path().string());
+
+  s.model.materialize(static_cast<uint64_t>(c.training.seed), c.training.policy);
+  s.optimizer = make_optimizer(c.optimizer, s.model.parameters().parameters(),
+                               static_cast<uint64_t>(c.training.seed));
+  s.schedule.emplace(make_lr_schedule(c));
+
+  if (s.options.resume) {
+    std::optional<io::Checkpoint> latest = s.store ? s.store->load_latest() : std::nullopt;
+    if (latest) {
+      restore_run_checkpoint(*latest, s.training_state(), c);
+      s.start_step = checkpoint_step(*latest);
+      s.resumed_from = latest->path;
+      s.progress.message("resumed from " + latest->path + " (step " + std::to_string(s.start_step) +
+                         ")");
+    } else {
+      s.progress.message(s.store ? "no checkpoint in " + s.store->dir() + ": starting at step 0"
+                                 : "checkpoint.enable = false: nothing to resume, starting at "
+                                   "step 0");
+    }
+  }
+}
+
+Trainer::~Trainer() = default;
+
+const config::TrainConfig& Trainer::config() const {
+  return state_->config;
+}
+models::Transformer& Trainer::model() {
+  return state_->model;
+}
+
+TrainSummary Trainer::run() {
+  State& s = *state_;
+  const config::TrainConfig& c = s.config;
+  const amp::MixedPrecisionPolicy& policy = c.training.policy;
+  const optim::ParamList params = s.model.parameters().parameters();
+  Allocator& alloc = Allocator::instance();
+
+  std::optional<MetricsLog> log;
+  if (c.metrics.jsonl) {
+    log.emplace(fs::path(c.run_dir) / "metrics.jsonl", s.start_step > 0);
+    log->write(run_json_line(run_name(c), amp::display_name(policy),
+                             s.model.parameters().parameter_count(), s.start_step,
+                             config::to_toml(c)));
+  }
+
+  TrainSummary summary;
+  summary.start_step = s.start_step;
+  summary.end_step = s.start_step;
+  const int64_t end = s.options.stop_at_step >= 0
+                          ? std::min(s.options.stop_at_step, c.training.steps)
+                          : c.training.steps;
+  const int64_t tokens_per_step = c.training.batch_size * c.training.seq_len;
+  const auto started = Clock::now();
+
+  auto save = [&](int64_t step) {
+    try {
+      summary.last_checkpoint = save_run_checkpoint(*s.store, step, s.training_state(), c);
+    } catch (const Error& e) {
+      const std::vector<int64_t> kept = s.store->steps();
+      throw Error("checkpoint",
+                  std::string("saving step ") + std::to_string(step) + " failed; " +
+                      (kept.empty() ? std::string("no earlier checkpoint")
+                                    : "the checkpoint of step " + std::to_string(kept.back()) +
+                                          " is intact") +
+                      ": " + e.what());
+    }
+    s.progress.message("checkpoint: " + summary.last_checkpoint);
+  };
+  auto eval = [&](int64_t step) {
+    EvalMetrics m = evaluate(s.model, *s.val_batches, c.training.eval_batches, policy, step);
+    s.progress.eval(m);
+    if (log) log->write(to_json_line(m));
+    summary.evals.push_back(m);
+  };
+
+  for (int64_t step = s.start_step; step < end; ++step) {
+    const auto t0 = Clock::now();
+    alloc.reset_peak();
+    const data::Batch batch = s.train_batches->batch(static_cast<uint64_t>(step));
+    s.schedule->apply(*s.optimizer, step);
+
+    models::LossParts loss;
+    {
+      ComputeScope compute(policy);
+      loss = s.model.loss(batch.inputs, batch.targets);
+    }
+    const float loss_scale = s.scaler.get_scale();
+    s.scaler.scale(loss.total).backward();
+    s.scaler.unscale(*s.optimizer);
+
+    StepMetrics m;
+    m.step = step + 1;
+    const bool detail = m.step % std::max<int64_t>(c.metrics.log_every, 1) == 0;
+    amp::StepNumerics numerics = (detail ? s.monitor_detail : s.monitor_totals)
+                                     .observe(m.step, *s.optimizer, loss_scale, true);
+    m.grad_norm = c.training.grad_clip > 0 ? optim::clip_grad_norm(params, c.training.grad_clip)
+                                           : optim::grad_norm(params);
+    const amp::StepReport report = s.scaler.step(*s.optimizer);
+    amp::NumericsMonitor::add_step_report(numerics, report);
+    s.scaler.update();
+    s.optimizer->zero_grad();
+    const auto t1 = Clock::now();
+
+    m.loss = loss.total.item();
+    m.ce = loss.ce.item();
+    m.aux = loss.aux.item();
+    m.z = loss.z.item();
+    m.lr = s.schedule->lr(step);
+    m.loss_scale = loss_scale;
+    m.skipped = !report.stepped;
+    m.skipped_total = s.scaler.state().steps_skipped;
+    m.tokens = m.step * tokens_per_step;
+    m.step_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+    m.tokens_per_s = static_cast<double>(tokens_per_step) / (m.step_ms / 1e3);
+    m.elapsed_s = std::chrono::duration<double>(t1 - started).count();
+    m.memory_bytes = alloc.stats().current_bytes;
+    m.peak_bytes = alloc.stats().peak_bytes;
+    m.underflow_fraction = numerics.underflow_fraction();
+    m.overflow_fraction = numerics.overflow_fraction();
+    m.numerics_json = numerics.to_json();
+
+    s.progress.step(m);
+    if (log) log->write(to_json_line(m));
+    if (s.options.on_step) s.options.on_step(m);
+    summary.steps.push_back(std::move(m));
+    summary.end_step = step + 1;
+
+    const bool final_step = step + 1 == c.training.steps;
+    if (s.val_batches && ((step + 1) % c.training.eval_every == 0 || final_step)) eval(step + 1);
+    if (s.store && ((step + 1) % c.checkpoint.interval == 0 || final_step)) save(step + 1);
+  }
+  s.progress.finish();
+
+  if (summary.end_step == c.training.steps && c.checkpoint.export_bf16) {
+    const std::string path = (fs::path(c.run_dir) / "model-bf16.safetensors").string();
+    io::export_bf16_weights(path, params);
+    s.progress.message("bf16 weights: " + path);
+  }
+  if (c.metrics.plot && log && !summary.steps.empty()) {
+    const fs::path png = fs::path(c.run_dir) / "loss.png";
+    try {  // a missing gnuplot costs the picture, not the run
+      report::plot_runs({c.run_dir}, png);
+      s.progress.message("plot: " + png.string());
+    } catch (const Error& e) {
+      s.progress.message(std::string("warning: no plot: ") + e.what());
+    }
+  }
+
+  std::vector<double> rates;
+  for (std::size_t i = summary.steps.size() > 5 ? 3 : 0; i < summary.steps.size(); ++i)
+    rates.push_back(summary.steps[i].tokens_per_s);
+  summary.tokens_per_s = median(rates);
+  return summary;
+}
+
+}  // namespace mixprec::train

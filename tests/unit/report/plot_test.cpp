@@ -1,0 +1,189 @@
+// Plot inputs hold the right numbers (read back and compared with hand-computed values), the
+// script quotes what it must, and plot_runs makes a PNG with gnuplot (skipped without it) or
+// fails naming the run dir, the missing package or gnuplot's complaint.
+#include <gtest/gtest.h>
+#include <stdlib.h>
+
+#include <cmath>
+#include <sstream>
+
+#include "mixprec/error.h"
+#include "mixprec/report/plot.h"
+#include "report_testing.h"
+#include "support/op_testing.h"
+
+namespace mixprec::report {
+namespace {
+
+using mixprec::testing::error_of;
+using testing::read_text;
+using testing::train_line;
+
+// Rows of numbers of a data file ('?' -> NaN), comment lines left out.
+std::vector<std::vector<double>> read_rows(const std::filesystem::path& path) {
+  std::vector<std::vector<double>> rows;
+  std::istringstream in(read_text(path));
+  std::string line;
+  while (std::getline(in, line)) {
+    if (line.empty() || line[0] == '#') continue;
+    std::istringstream fields(line);
+    std::vector<double> row;
+    std::string field;
+    while (fields >> field) row.push_back(field == "?" ? NAN : std::stod(field));
+    rows.push_back(row);
+  }
+  return rows;
+}
+
+bool gnuplot_on_path() {
+  const char* path = std::getenv("PATH");
+  std::istringstream dirs(path ? path : "");
+  std::string dir;
+  while (std::getline(dirs, dir, ':'))
+    if (!dir.empty() && ::access((dir + "/gnuplot").c_str(), X_OK) == 0) return true;
+  return false;
+}
+
+bool is_png(const std::filesystem::path& path) {
+  const std::string bytes = read_text(path);
+  return bytes.size() > 8 && bytes.compare(0, 8, "\x89PNG\r\n\x1a\n", 8) == 0;
+}
+
+class Plot : public testing::ScratchDir {
+ protected:
+  // Losses 5, 4, 6, 3, 2 at steps 10..50; grad norm null at step 30; loss scale halves at 30;
+  // evals at 20 and 40.
+  std::filesystem::path first_run() const {
+    return run_dir("fp16",
+                   R"({"type":"run","name":"fp16 it's","precision":"fp16-mixed"})"
+                   "\n" +
+                       train_line(10, 5.0, "2.0", 65536) + train_line(20, 4.0, "1.0", 65536) +
+                       train_line(30, 6.0, "null", 32768) + train_line(40, 3.0, "0.5", 32768) +
+                       train_line(50, 2.0, "0.25", 32768) +
+                       R"({"type":"eval","step":20,"val_loss":4.5})"
+                       "\n"
+                       R"({"type":"eval","step":40,"val_loss":3.25})"
+                       "\n");
+  }
+  // One step, no evals, no gradient norm, no loss scale.
+  std::filesystem::path single_step_run() const {
+    return run_dir("one", R"({"type":"train","step":1,"loss":7.0})"
+                          "\n");
+  }
+};
+
+TEST_F(Plot, DataFilesHoldTheNumbers) {
+  const std::vector<RunMetrics> runs = {read_run_metrics(first_run()),
+                                        read_run_metrics(single_step_run())};
+  const auto out = root_ / "work";
+  std::filesystem::create_directories(out);
+  const PlotFiles files = write_plot_files(runs, out, root_ / "loss.png", {.smoothing_window = 3});
+  ASSERT_EQ(files.train_data.size(), 2u);
+  ASSERT_EQ(files.eval_data.size(), 2u);
+  // smoothed = mean of the last 3: 5, 4.5, 5, 13/3, 11/3.
+  const auto train = read_rows(files.train_data[0]);
+  const std::vector<std::vector<double>> expected = {{10, 5, 5, 65536, 2},
+                                                     {20, 4, 4.5, 65536, 1},
+                                                     {30, 6, 5, 32768, NAN},
+                                                     {40, 3, 13.0 / 3, 32768, 0.5},
+                                                     {50, 2, 11.0 / 3, 32768, 0.25}};
+  ASSERT_EQ(train.size(), expected.size());
+  for (std::size_t i = 0; i < train.size(); ++i) {
+    ASSERT_EQ(train[i].size(), 5u) << "row " << i;
+    for (std::size_t c = 0; c < 5; ++c) {
+      if (std::isnan(expected[i][c]))
+        EXPECT_TRUE(std::isnan(train[i][c])) << i << "," << c;
+      else
+        EXPECT_EQ(train[i][c], expected[i][c]) << "row " << i << " column " << c;
+    }
+  }
+  EXPECT_EQ(read_rows(files.eval_data[0]),
+            (std::vector<std::vector<double>>{{20, 4.5}, {40, 3.25}}));
+  EXPECT_TRUE(files.eval_data[1].empty());
+  const auto single = read_rows(files.train_data[1]);
+  ASSERT_EQ(single.size(), 1u);
+  EXPECT_EQ(single[0][1], 7.0);
+  EXPECT_TRUE(std::isnan(single[0][3]) && std::isnan(single[0][4]));
+
+  const std::string script = read_text(files.script);
+  EXPECT_NE(script.find("title 'fp16 it''s'"), std::string::npos) << script;  // quote doubled
+  EXPECT_NE(script.find("title 'one'"), std::string::npos);                   // the folder's name
+  EXPECT_NE(script.find("set output '" + (root_ / "loss.png").string() + "'"), std::string::npos);
+  EXPECT_NE(script.find("set xrange [1:50]"), std::string::npos);
+  EXPECT_NE(script.find("size 1200,900"), std::string::npos);
+}
+
+TEST_F(Plot, ProducesAPngFromFixtureRuns) {
+  if (!gnuplot_on_path()) GTEST_SKIP() << "gnuplot not installed (Debian: gnuplot-nox)";
+  const auto png = root_ / "out" / "loss.png";
+  std::filesystem::create_directories(png.parent_path());
+  std::ofstream(png) << "old contents";
+  plot_runs({first_run(), single_step_run()}, png, {.title = "fixture runs"});
+  EXPECT_TRUE(is_png(png));
+  EXPECT_GT(std::filesystem::file_size(png), 1000u);
+  // Only the PNG is left next to it: no temporaries.
+  EXPECT_EQ(std::distance(std::filesystem::directory_iterator(png.parent_path()),
+                          std::filesystem::directory_iterator()),
+            1);
+  // Every panel empty but the loss one, and one step only: still a plot.
+  plot_runs({single_step_run()}, png);
+  EXPECT_TRUE(is_png(png));
+}
+
+TEST_F(Plot, NamesAndPathsNeverReachAShell) {
+  if (!gnuplot_on_path()) GTEST_SKIP() << "gnuplot not installed (Debian: gnuplot-nox)";
+  const auto marker = root_ / "pwned";
+  const std::string name = "x' ; system('touch " + marker.string() + "') ; `touch " +
+                           marker.string() + "` $(touch " + marker.string() + ")";
+  // The folder name is relative: a shell would touch ./pwned.
+  const auto dir = run_dir(
+      "odd $(touch pwned) `touch pwned` 'dir'",
+      R"({"type":"run","name":")" + name + "\"}\n" + train_line(1, 2.0) + train_line(2, 1.0));
+  const auto png = root_ / "a 'b' $(c).png";
+  plot_runs({dir}, png);
+  EXPECT_TRUE(is_png(png));
+  EXPECT_FALSE(std::filesystem::exists(marker));
+  EXPECT_FALSE(std::filesystem::exists("pwned"));
+}
+
+TEST_F(Plot, MissingGnuplotNamesThePackage) {
+  const auto png = root_ / "loss.png";
+  const std::string e =
+      error_of([&] { plot_runs({first_run()}, png, {.gnuplot = "mixprec-no-such-gnuplot"}); });
+  EXPECT_NE(e.find("gnuplot-nox"), std::string::npos) << e;
+  EXPECT_FALSE(std::filesystem::exists(png));
+}
+
+TEST_F(Plot, GnuplotFailureIsAnError) {
+  const auto png = root_ / "loss.png";
+  const std::string e = error_of([&] { plot_runs({first_run()}, png, {.gnuplot = "false"}); });
+  EXPECT_NE(e.find("exit status 1"), std::string::npos) << e;
+  EXPECT_FALSE(std::filesystem::exists(png));
+  // A program that exits 0 but draws nothing.
+  EXPECT_NE(error_of([&] { plot_runs({first_run()}, png, {.gnuplot = "true"}); }).find("no PNG"),
+            std::string::npos);
+}
+
+TEST_F(Plot, MissingOrEmptyMetricsNameTheRunDir) {
+  const auto png = root_ / "loss.png";
+  const auto never_ran = root_ / "never_ran";
+  std::filesystem::create_directories(never_ran);
+  EXPECT_NE(error_of([&] {
+              plot_runs({first_run(), never_ran}, png);
+            }).find("never_ran"),
+            std::string::npos);
+  const auto only_header = run_dir("only_header", R"({"type":"run","name":"x"})"
+                                                  "\n");
+  const std::string e = error_of([&] { plot_runs({only_header}, png); });
+  EXPECT_NE(e.find("run dir " + only_header.string() + " has no training steps"), std::string::npos)
+      << e;
+  EXPECT_NE(error_of([&] { plot_runs({}, png); }), "");
+  EXPECT_NE(error_of([&] {
+              plot_runs({first_run()}, png, {.smoothing_window = -1});
+            }).find("smoothing_window = -1"),
+            std::string::npos);
+  EXPECT_FALSE(std::filesystem::exists(png));
+}
+
+}  // namespace
+}  // namespace mixprec::report

@@ -1,0 +1,95 @@
+// Exact resume: a run stopped after a checkpoint and resumed gives the per-step losses of an
+// uninterrupted run, bit for bit, whatever the precision policy.
+#include <gtest/gtest.h>
+
+#include <cstring>
+#include <filesystem>
+
+#include "mixprec/train/trainer.h"
+#include "train_testing.h"
+
+namespace mixprec::train {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::TempDir;
+using testing::tiny_config;
+
+struct StepBits {
+  int64_t step;
+  double loss, grad_norm;
+  float scale;
+  bool operator==(const StepBits& o) const {
+    return step == o.step && std::memcmp(&loss, &o.loss, sizeof loss) == 0 &&
+           std::memcmp(&grad_norm, &o.grad_norm, sizeof grad_norm) == 0 && scale == o.scale;
+  }
+};
+
+std::vector<StepBits> bits(const TrainSummary& s) {
+  std::vector<StepBits> out;
+  for (const StepMetrics& m : s.steps) out.push_back({m.step, m.loss, m.grad_norm, m.loss_scale});
+  return out;
+}
+
+std::vector<StepBits> tail(const std::vector<StepBits>& v, int64_t from_step) {
+  std::vector<StepBits> out;
+  for (const StepBits& b : v)
+    if (b.step > from_step) out.push_back(b);
+  return out;
+}
+
+TrainerOptions quiet(int64_t stop_at = -1, bool resume = false) {
+  TrainerOptions o;
+  o.progress = ProgressStyle::quiet;
+  o.stop_at_step = stop_at;
+  o.resume = resume;
+  return o;
+}
+
+class ResumeTest : public ::testing::TestWithParam<const char*> {};
+
+TEST_P(ResumeTest, StoppedAndResumedRunRepeatsTheUninterruptedOne) {
+  const std::string precision = std::string("training.precision=") + GetParam();
+  TempDir a, b;
+  const std::vector<StepBits> whole = bits(Trainer(tiny_config(a, {precision}), quiet()).run());
+  ASSERT_EQ(whole.size(), 12u);
+
+  // Interrupted after step 6: the newest checkpoint is step 4; steps 5, 6 are redone.
+  const TrainSummary first = Trainer(tiny_config(b, {precision}), quiet(6)).run();
+  EXPECT_EQ(first.end_step, 6);
+  EXPECT_EQ(bits(first), std::vector<StepBits>(whole.begin(), whole.begin() + 6));
+  const TrainSummary resumed = Trainer(tiny_config(b, {precision}), quiet(-1, true)).run();
+  EXPECT_EQ(resumed.start_step, 4);
+  EXPECT_EQ(bits(resumed), tail(whole, 4));
+}
+
+INSTANTIATE_TEST_SUITE_P(Policies, ResumeTest,
+                         ::testing::Values("fp32", "bf16-mixed", "fp16-mixed", "bf16-pure"),
+                         [](const auto& info) {
+                           std::string n = info.param;
+                           for (char& c : n)
+                             if (c == '-') c = '_';
+                           return n;
+                         });
+
+TEST(Resume, ATornNewestCheckpointFallsBackToThePreviousOneAndStillMatches) {
+  TempDir a, b;
+  const std::vector<StepBits> whole = bits(Trainer(tiny_config(a), quiet()).run());
+  Trainer(tiny_config(b), quiet(9)).run();  // checkpoints 4 and 8
+  const fs::path newest = b / "run/checkpoint/step-00000008.safetensors";
+  ASSERT_TRUE(fs::exists(newest));
+  fs::resize_file(newest, fs::file_size(newest) / 2);  // killed mid-copy, say
+  const TrainSummary resumed = Trainer(tiny_config(b), quiet(-1, true)).run();
+  EXPECT_EQ(resumed.start_step, 4);
+  EXPECT_EQ(bits(resumed), tail(whole, 4));
+}
+
+TEST(Resume, ResumeWithoutACheckpointStartsAtStepZero) {
+  TempDir a;
+  const TrainSummary s = Trainer(tiny_config(a, {"training.steps=3"}), quiet(-1, true)).run();
+  EXPECT_EQ(s.start_step, 0);
+  EXPECT_EQ(s.end_step, 3);
+}
+
+}  // namespace
+}  // namespace mixprec::train

@@ -1,0 +1,58 @@
+// `mixprec sample`: generated text from a checkpoint.
+#include <fmt/core.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mixprec/data/byte_tokenizer.h"
+#include "mixprec/infer/sampler.h"
+#include "mixprec/train/compute_scope.h"
+#include "mixprec/train/run_checkpoint.h"
+#include "sample_command.h"
+
+namespace mixprec::cli {
+namespace {
+
+struct SampleArgs {
+  std::string checkpoint;
+  std::string prompt = "\n";
+  infer::SampleOptions options;
+};
+
+void run_sample(const SampleArgs& a) {
+  train::LoadedModel loaded = train::load_model(a.checkpoint);
+  std::vector<int64_t> prompt;
+  for (const unsigned char byte : a.prompt) prompt.push_back(byte);
+  std::vector<int64_t> tokens;
+  {
+    train::ComputeScope compute(loaded.config.training.policy);
+    tokens = infer::generate(*loaded.model, prompt, a.options);
+  }
+  std::string text = a.prompt;
+  for (const int64_t t : tokens) text += static_cast<char>(t);
+  fmt::print("{}\n", text);
+}
+
+}  // namespace
+
+void add_sample_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<SampleArgs>();
+  CLI::App* cmd = app.add_subcommand("sample", "Generate text from a checkpoint");
+  cmd->add_option("checkpoint", args->checkpoint,
+                  "a step-<N>.safetensors file, or a run directory (its newest checkpoint)")
+      ->required();
+  cmd->add_option("--prompt", args->prompt, "text to continue (default: a newline)");
+  cmd->add_option("--tokens", args->options.max_new_tokens, "bytes to generate")
+      ->capture_default_str();
+  cmd->add_option("--temperature", args->options.temperature, "0 = greedy")->capture_default_str();
+  cmd->add_option("--top-k", args->options.top_k, "sample among the k likeliest (0 = all)")
+      ->capture_default_str();
+  cmd->add_option("--seed", args->options.seed, "same seed, same text")->capture_default_str();
+  cmd->callback([args, &exit_code] {
+    run_sample(*args);
+    exit_code = 0;
+  });
+}
+
+}  // namespace mixprec::cli

@@ -1,0 +1,133 @@
+// `mixprec train` and `mixprec eval`.
+#include "train_command.h"
+
+#include <fmt/core.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mixprec/config/train_config.h"
+#include "mixprec/data/corpus.h"
+#include "mixprec/data/token_dataset.h"
+#include "mixprec/train/evaluate.h"
+#include "mixprec/train/run_checkpoint.h"
+#include "mixprec/train/trainer.h"
+#include "usage_error.h"
+
+namespace mixprec::cli {
+namespace {
+
+struct TrainArgs {
+  std::string config;
+  std::string precision;
+  std::string data;
+  std::string run_dir;
+  int64_t steps = -1;
+  std::vector<std::string> set;
+  bool resume = false;
+  std::string progress = "auto";
+  int64_t stop_at_step = -1;
+};
+
+config::TrainConfig load(const TrainArgs& a) {
+  std::vector<std::string> overrides;
+  if (!a.precision.empty()) {  // the shorthand replaces whichever spelling the file used
+    overrides.push_back("training.precision=" + a.precision);
+    overrides.push_back("training.mixed_precision_param=");
+    overrides.push_back("training.mixed_precision_reduce=");
+  }
+  if (!a.data.empty()) overrides.push_back("training.data=" + a.data);
+  if (!a.run_dir.empty()) overrides.push_back("run_dir=" + a.run_dir);
+  if (a.steps >= 0) overrides.push_back("training.steps=" + std::to_string(a.steps));
+  overrides.insert(overrides.end(), a.set.begin(), a.set.end());
+  return config::load_config(a.config, overrides);
+}
+
+void run_train(const TrainArgs& a) {
+  train::TrainerOptions options;
+  options.resume = a.resume;
+  options.progress = train::parse_progress_style(a.progress);
+  options.stop_at_step = a.stop_at_step;
+  train::Trainer trainer(load(a), options);
+  const train::TrainSummary s = trainer.run();
+  std::string line = fmt::format("trained steps {}..{} at {:.0f} tokens/s (median)",
+                                 s.start_step + 1, s.end_step, s.tokens_per_s);
+  if (!s.evals.empty())
+    line += fmt::format("; validation loss {:.4f} (perplexity {:.2f})", s.evals.back().val_loss,
+                        s.evals.back().val_ppl);
+  fmt::print("{}\n", line);
+}
+
+struct EvalArgs {
+  std::string checkpoint;
+  std::string data;
+  int64_t batches = 0;
+};
+
+void run_eval(const EvalArgs& a) {
+  train::LoadedModel loaded = train::load_model(a.checkpoint);
+  config::TrainConfig& c = loaded.config;
+  if (!a.data.empty()) c.training.data = a.data;
+  data::DatasetOptions o;
+  o.corpus =
+      c.training.data.empty() ? data::default_corpus() : data::CorpusSpec{{c.training.data}, {}};
+  o.cache_dir = c.run_dir;
+  o.validation_fraction = c.training.val_fraction > 0 ? c.training.val_fraction : 0.1;
+  const data::TokenDataset ds = data::TokenDataset::open(o);
+  const data::ValidationBatches batches(ds.validation(), c.training.batch_size, c.training.seq_len);
+  const train::EvalMetrics m =
+      train::evaluate(*loaded.model, batches, a.batches, c.training.policy, loaded.step);
+  fmt::print("checkpoint {} (step {})\nvalidation loss {:.4f} | perplexity {:.3f} | {} tokens\n",
+             loaded.path, loaded.step, m.val_loss, m.val_ppl, m.val_tokens);
+}
+
+}  // namespace
+
+void add_train_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<TrainArgs>();
+  CLI::App* cmd =
+      app.add_subcommand("train", "Train a language model from a TOML config (configs/*.toml)");
+  cmd->footer(
+      "Examples:\n"
+      "  mixprec train configs/moe_small.toml\n"
+      "  mixprec train --config configs/gpt_small.toml --precision fp16-mixed --steps 200\n"
+      "  mixprec train configs/tiny.toml --set model.d_model=96 --set optimizer.lr=1e-3\n"
+      "  mixprec train configs/moe_small.toml --resume     # continue from the newest checkpoint\n"
+      "Writes <run_dir>/metrics.jsonl (one JSON object per step) and, with [checkpoint] enable,\n"
+      "<run_dir>/checkpoint/step-<N>.safetensors.");
+  cmd->add_option("config,--config", args->config, "TOML config file")->required();
+  cmd->add_option("--precision", args->precision,
+                  "precision policy: fp32, tf32, bf16-mixed, fp16-mixed, bf16-pure, "
+                  "bf16-pure-kahan, or key=value form (overrides the config)");
+  cmd->add_option("--data", args->data, "a text file or folder to train on (training.data)");
+  cmd->add_option("--run-dir", args->run_dir, "where metrics and checkpoints go (run_dir)");
+  cmd->add_option("--steps", args->steps, "training steps (training.steps)");
+  cmd->add_option("--set", args->set, "override a config key: section.key=value (repeatable)");
+  cmd->add_flag("--resume", args->resume, "continue from the newest valid checkpoint");
+  cmd->add_option("--progress", args->progress, "auto (bar on a terminal), bar, lines, quiet")
+      ->check(CLI::IsMember({"auto", "bar", "lines", "quiet"}));
+  cmd->add_option("--stop-at-step", args->stop_at_step,
+                  "stop once this many steps are done, as if interrupted (no final checkpoint)");
+  cmd->callback([args, &exit_code] {
+    run_train(*args);
+    exit_code = 0;
+  });
+}
+
+void add_eval_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<EvalArgs>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval", "Validation loss and perplexity of a checkpoint (a file or a run directory)");
+  cmd->add_option("checkpoint", args->checkpoint,
+                  "a step-<N>.safetensors file, or a run directory (its newest checkpoint)")
+      ->required();
+  cmd->add_option("--data", args->data, "evaluate on this corpus instead of the run's");
+  cmd->add_option("--batches", args->batches, "validation batches (0 = all)");
+  cmd->callback([args, &exit_code] {
+    run_eval(*args);
+    exit_code = 0;
+  });
+}
+
+}  // namespace mixprec::cli
