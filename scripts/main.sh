@@ -1,10 +1,15 @@
 #!/usr/bin/env bash
-# Set-up, optimised build, and the main job. Until the trainer lands, the main job prints the
-# number-formats table and casts a few values that show where each format rounds or overflows.
+# Set-up, optimised build, and the main job: train the default model (configs/moe_small.toml,
+# a small mixture-of-experts transformer) on the default corpus (Debian's fortunes) in
+# bf16-mixed precision for a few minutes, then print a sample of generated text.
+# Extra arguments go to `mixprec train` (e.g. --steps 100, --precision fp32).
+# Run again, it resumes from the newest checkpoint in outputs/moe_small (a finished run only
+# prints a new sample).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh build
-build/mixprec dtype info
+build/mixprec train configs/moe_small.toml --resume "$@"
 echo
-build/mixprec dtype cast 0.1 65520 1e-8 464 --to bf16,f16,e4m3,e5m2,tf32
+echo "== sample (mixprec sample outputs/moe_small --prompt 'The ')"
+build/mixprec sample outputs/moe_small --prompt "The " --tokens 400 --temperature 0.8 --top-k 40

@@ -7,6 +7,8 @@
 #include <filesystem>
 #include <optional>
 
+#include <fmt/format.h>
+
 #include "mixprec/amp/grad_scaler.h"
 #include "mixprec/amp/numerics_monitor.h"
 #include "mixprec/data/batches.h"
@@ -64,6 +66,18 @@ std::string run_name(const config::TrainConfig& c) {
   return name.empty() ? "run" : name;
 }
 
+// Entropy (nats per token) of the split's token frequencies: the loss of the best model that
+// ignores context, the bar a language model must get well below.
+double unigram_entropy(const data::TokenSplit& split) {
+  std::vector<int64_t> counts(256, 0);
+  for (const uint8_t t : split.tokens) ++counts[t];
+  double h = 0;
+  const double n = static_cast<double>(split.size());
+  for (const int64_t c : counts)
+    if (c > 0) h -= static_cast<double>(c) / n * std::log(static_cast<double>(c) / n);
+  return h;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
@@ -88,6 +102,7 @@ struct Trainer::State {
   std::optional<io::CheckpointStore> store;
   int64_t start_step = 0;
   std::string resumed_from;
+  double unigram_entropy = 0;
 
   State(config::TrainConfig c, TrainerOptions o)
       : config(std::move(c)),
@@ -126,12 +141,14 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
   if (c.training.eval_every > 0 && c.training.val_fraction > 0)
     s.val_batches.emplace(s.dataset->validation(), c.training.batch_size, c.training.seq_len);
 
+  s.unigram_entropy = unigram_entropy(s.dataset->train());
   s.progress.message(describe_model(s.model, c.training.policy));
   s.progress.message("data: " + std::to_string(s.dataset->size()) + " tokens from " +
                      std::to_string(s.dataset->num_files()) + " files (" +
                      std::to_string(s.dataset->train().size()) + " train, " +
                      std::to_string(s.dataset->validation().size()) + " validation), cache " +
-                     s.dataset->cache_path().string());
+                     s.dataset->cache_path().string() +
+                     fmt::format("; unigram entropy {:.4f} nats/token", s.unigram_entropy));
 
   s.model.materialize(static_cast<uint64_t>(c.training.seed), c.training.policy);
   s.optimizer = make_optimizer(c.optimizer, s.model.parameters().parameters(),
@@ -181,6 +198,7 @@ TrainSummary Trainer::run() {
   TrainSummary summary;
   summary.start_step = s.start_step;
   summary.end_step = s.start_step;
+  summary.unigram_entropy = s.unigram_entropy;
   const int64_t end = s.options.stop_at_step >= 0
                           ? std::min(s.options.stop_at_step, c.training.steps)
                           : c.training.steps;
@@ -266,7 +284,7 @@ TrainSummary Trainer::run() {
   }
   s.progress.finish();
 
-  if (summary.end_step == c.training.steps && c.checkpoint.export_bf16) {
+  if (summary.end_step == c.training.steps && !summary.steps.empty() && c.checkpoint.export_bf16) {
     const std::string path = (fs::path(c.run_dir) / "model-bf16.safetensors").string();
     io::export_bf16_weights(path, params);
     s.progress.message("bf16 weights: " + path);

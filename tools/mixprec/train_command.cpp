@@ -51,11 +51,16 @@ void run_train(const TrainArgs& a) {
   options.stop_at_step = a.stop_at_step;
   train::Trainer trainer(load(a), options);
   const train::TrainSummary s = trainer.run();
+  if (s.steps.empty()) {
+    fmt::print("nothing to train: the run is at step {} of {}\n", s.end_step,
+               trainer.config().training.steps);
+    return;
+  }
   std::string line = fmt::format("trained steps {}..{} at {:.0f} tokens/s (median)",
                                  s.start_step + 1, s.end_step, s.tokens_per_s);
   if (!s.evals.empty())
-    line += fmt::format("; validation loss {:.4f} (perplexity {:.2f})", s.evals.back().val_loss,
-                        s.evals.back().val_ppl);
+    line += fmt::format("; validation loss {:.4f} (perplexity {:.2f}; unigram entropy {:.4f})",
+                        s.evals.back().val_loss, s.evals.back().val_ppl, s.unigram_entropy);
   fmt::print("{}\n", line);
 }
 
