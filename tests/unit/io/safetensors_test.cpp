@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <string>
+#include <vector>
 
 #include "mixprec/error.h"
 #include "mixprec/numerics/storage_types.h"
@@ -184,6 +185,113 @@ TEST_F(Safetensors, OverwriteReplacesTheFileWhole) {
   const SafetensorsFile f = load_safetensors(path);
   EXPECT_EQ(f.tensors.size(), 1u);
   EXPECT_EQ(f.at("b").to_doubles(), (std::vector<double>{1.0, 1.0}));
+}
+
+// Found by review while writing the fuzzer: nlohmann's get<> converts floats and booleans to
+// integers (2.5 -> 2, true -> 1; a float beyond int64 is undefined behaviour), so these were
+// accepted or were UB. Shapes and offsets must be JSON integers.
+TEST_F(Safetensors, RejectsShapesAndOffsetsThatAreNotIntegers) {
+  const std::string eight(8, '\0');
+  const auto entry = [](const std::string& shape, const std::string& offsets) {
+    return R"({"a":{"dtype":"F32","shape":)" + shape + R"(,"data_offsets":)" + offsets + "}}";
+  };
+  expect_error(raw("float_dim", entry("[2.5]", "[0,8]"), eight), "tensor 'a': shape [2.5]");
+  expect_error(raw("bool_dim", entry("[true,2]", "[0,8]"), eight), "tensor 'a': shape [true,2]");
+  expect_error(raw("huge_dim", entry("[1e300]", "[0,8]"), eight), "tensor 'a': shape [1e+300]");
+  expect_error(raw("neg_dim", entry("[-2]", "[0,8]"), eight), "tensor 'a': shape [-2]");
+  expect_error(raw("big_dim", entry("[9223372036854775808]", "[0,8]"), eight), "tensor 'a'");
+  expect_error(raw("float_off", entry("[2]", "[0,8.0]"), eight), "data_offsets must be");
+  expect_error(raw("neg_off", entry("[2]", "[-8,0]"), eight), "data_offsets must be");
+  expect_error(raw("three_off", entry("[2]", "[0,4,8]"), eight), "data_offsets must be");
+  expect_error(raw("shape_obj", entry("{}", "[0,8]"), eight), "shape must be an array");
+  expect_error(raw("dtype_num", R"({"a":{"dtype":7,"shape":[2],"data_offsets":[0,8]}})", eight),
+               "dtype must be a string");
+  // The integer spellings of the same entry are fine.
+  EXPECT_EQ(load_safetensors(raw("ok", entry("[2]", "[0,8]"), eight)).at("a").numel(), 2);
+}
+
+// An empty tensor's other dims still make its strides: [0, 2^32, 2^32] of F32 passed as 0
+// bytes, then computing its strides overflowed int64 (UB). Empty shapes that fit stay fine.
+TEST_F(Safetensors, RejectsEmptyShapesWhoseOtherDimsOverflow) {
+  expect_error(
+      raw("zero_giant",
+          R"({"a":{"dtype":"F32","shape":[0,4294967296,4294967296],"data_offsets":[0,0]}})", ""),
+      "tensor 'a': shape [0, 4294967296, 4294967296] of f32 spans more than 2^63 bytes");
+  const SafetensorsFile f = load_safetensors(
+      raw("zero_fits",
+          R"({"a":{"dtype":"F32","shape":[0,1073741824,1073741824],"data_offsets":[0,0]}})", ""));
+  EXPECT_EQ(f.at("a").shape(), (Shape{0, 1073741824, 1073741824}));
+  EXPECT_EQ(f.at("a").nbytes(), 0u);
+}
+
+// nlohmann keeps the last of two equal keys silently; which bytes a name means must not
+// depend on that.
+TEST_F(Safetensors, RejectsATensorNameThatAppearsTwice) {
+  expect_error(raw("dup",
+                   R"({"a":{"dtype":"F32","shape":[1],"data_offsets":[0,4]},)"
+                   R"("a":{"dtype":"F32","shape":[1],"data_offsets":[4,8]}})",
+                   std::string(8, '\0')),
+               "key 'a' appears twice");
+}
+
+// std::filesystem::is_directory threw std::filesystem_error (ENAMETOOLONG) past the reader.
+TEST_F(Safetensors, AnOverlongPathIsAMixprecError) {
+  expect_error(file(std::string(5000, 'x')), "cannot open");
+}
+
+TEST_F(Safetensors, ParsesFromMemoryExactlyAsFromAFile) {
+  const std::string path = file("m.safetensors");
+  save_safetensors(path,
+                   {{"w", Tensor::arange(0, 6, 1, DType::f64).view({2, 3}).to(DType::bf16)},
+                    {"s", Tensor::full({}, 3.0, DType::i64)},
+                    {"e", Tensor::empty({0, 4}, DType::f16)}},
+                   {{"k", "v"}});
+  const std::string text = read_bytes(path);
+  std::vector<std::byte> bytes(text.size());
+  std::memcpy(bytes.data(), text.data(), text.size());
+  const SafetensorsFile a = parse_safetensors(bytes, "in memory");
+  const SafetensorsFile b = load_safetensors(path);
+  EXPECT_EQ(a.path, "in memory");
+  EXPECT_EQ(a.metadata, b.metadata);
+  ASSERT_EQ(a.tensors.size(), 3u);
+  for (const auto& [name, t] : b.tensors) {
+    SCOPED_TRACE(name);
+    EXPECT_EQ(a.at(name).shape(), t.shape());
+    EXPECT_EQ(a.at(name).to_doubles(), t.to_doubles());
+  }
+  // The header, by hand: entries in file order, w's 6 bf16, s's one i64, then e's no bytes.
+  const SafetensorsHeader h = parse_safetensors_header(bytes, bytes.size(), "in memory");
+  ASSERT_EQ(h.entries.size(), 3u);
+  EXPECT_EQ(h.data_start % 8, 0u);
+  EXPECT_EQ(h.data_size, 12u + 8u);
+  EXPECT_EQ(h.data_start + h.data_size, bytes.size());
+  EXPECT_EQ(h.entries[0].name, "w");
+  EXPECT_EQ(h.entries[0].end, 12u);
+  EXPECT_EQ(h.entries[1].name, "s");
+  EXPECT_EQ(h.entries[1].begin, 12u);
+  EXPECT_EQ(h.entries[1].end, 20u);
+  EXPECT_EQ(h.entries[2].name, "e");
+  EXPECT_EQ(h.entries[2].begin, 20u);
+  EXPECT_EQ(h.entries[2].end, 20u);
+  EXPECT_EQ(h.metadata.at("k"), "v");
+}
+
+// A checkpoint cut short anywhere (a torn copy, a full disk) is an error naming it, from
+// memory and from a file alike; never a crash or a tensor made of missing bytes.
+TEST_F(Safetensors, EveryTruncationOfAValidFileIsAnError) {
+  const std::string path = file("whole.safetensors");
+  save_safetensors(path,
+                   {{"a", Tensor::ones({3}, DType::f32)}, {"b", Tensor::ones({2}, DType::u8)}},
+                   {{"step", "7"}});
+  const std::string whole = read_bytes(path);
+  for (std::size_t len = 0; len < whole.size(); ++len) {
+    SCOPED_TRACE(len);
+    std::ofstream(file("cut"), std::ios::binary | std::ios::trunc) << whole.substr(0, len);
+    expect_error(file("cut"), "safetensors");
+    const auto* first = reinterpret_cast<const std::byte*>(whole.data());
+    const std::vector<std::byte> bytes(first, first + len);
+    EXPECT_THROW(parse_safetensors(bytes, "cut"), Error);
+  }
 }
 
 }  // namespace
