@@ -7,14 +7,21 @@
 namespace mixprec {
 
 int64_t shape_numel(const Shape& shape) {
-  int64_t n = 1;
+  // The product of the non-zero dims must fit too: strides are built from it even when a
+  // zero dim makes the tensor empty ([0, 2^32, 2^32] would overflow them).
+  int64_t extent = 1;
+  bool empty = false;
   for (int64_t d : shape) {
     MIXPREC_CHECK(d >= 0, "shape", "negative dimension in " + shape_to_string(shape));
-    MIXPREC_CHECK(d == 0 || n <= std::numeric_limits<int64_t>::max() / d, "shape",
+    if (d == 0) {
+      empty = true;
+      continue;
+    }
+    MIXPREC_CHECK(extent <= std::numeric_limits<int64_t>::max() / d, "shape",
                   "element count overflows int64 in " + shape_to_string(shape));
-    n *= d;
+    extent *= d;
   }
-  return n;
+  return empty ? 0 : extent;
 }
 
 Shape contiguous_strides(const Shape& shape) {

@@ -26,9 +26,12 @@ TEST(ShapeNumel, MultipliesTheDims) {
 TEST(ShapeNumel, AnyZeroDimGivesZeroElements) {
   EXPECT_EQ(shape_numel({0}), 0);
   EXPECT_EQ(shape_numel({3, 0, 4}), 0);
-  // A zero after a huge dim must not be mistaken for overflow.
+  // A zero after a huge dim must not be mistaken for overflow...
   EXPECT_EQ(shape_numel({kMax, 0}), 0);
-  EXPECT_EQ(shape_numel({0, kMax, kMax}), 0);
+  EXPECT_EQ(shape_numel({0, kMax, 1}), 0);
+  // ...but the other dims' product must fit: strides are built from it (the fuzzer's find).
+  EXPECT_THROW(shape_numel({0, kMax, kMax}), Error);
+  EXPECT_THROW(shape_numel({0, int64_t{1} << 32, int64_t{1} << 32}), Error);
 }
 
 TEST(ShapeNumel, LargestProductsThatFitInInt64AreAccepted) {
