@@ -15,7 +15,8 @@ cd "$(dirname "$0")/.."
 steps=${1:-600}
 shift || true
 scripts/setup.sh
-scripts/build.sh build >/dev/null
+cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build build --parallel "$(nproc)" --target mixprec_cli >/dev/null
 out=outputs/precision
 declare -A recipes=(
   [fp32]="fp32"
