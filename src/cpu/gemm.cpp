@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "gemm_amx.h"
 #include "mixprec/error.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/parallel.h"
@@ -121,6 +122,16 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
                    int64_t k0, int64_t k1, float first_beta, float* acc, int64_t ldacc) {
   const void* abase = at(p.a.data, p.a.dtype, bi * p.a.batch_stride);
   const void* bbase = at(p.b.data, p.b.dtype, bi * p.b.batch_stride);
+  if (p.a.dtype == DType::bf16 && p.b.dtype == DType::bf16 && amx::enabled()) {
+    // bf16 x bf16 on AMX tiles: no widening, f32 sums over the whole K range.
+    const auto* a16 = static_cast<const uint16_t*>(abase);
+    const auto* b16 = static_cast<const uint16_t*>(bbase);
+    amx::gemm_bf16(m1 - m0, n1 - n0, k1 - k0, p.alpha,
+                   p.a.trans ? a16 + k0 * p.a.ld + m0 : a16 + m0 * p.a.ld + k0, p.a.ld, p.a.trans,
+                   p.b.trans ? b16 + n0 * p.b.ld + k0 : b16 + k0 * p.b.ld + n0, p.b.ld, p.b.trans,
+                   first_beta, acc, ldacc);
+    return;
+  }
   const bool widen_a = p.a.dtype != DType::f32, widen_b = p.b.dtype != DType::f32;
   const int64_t kc = (widen_a || widen_b) ? kBlockK : std::max<int64_t>(k1 - k0, 1);
   const int64_t kmax = std::min(kc, k1 - k0);

@@ -6,6 +6,17 @@
 #include "mixprec/ops.h"
 
 namespace mixprec::models {
+namespace {
+
+// x cast the way a linear layer here would cast it (autocast, with its op and module
+// overrides), once: several projections of one input then share one low-precision copy
+// (saved once for backward) instead of each making its own.
+Tensor as_linear_input(const Tensor& x) {
+  const auto args = amp::autocast_args("linear", x);
+  return args.get<0>();
+}
+
+}  // namespace
 
 // `prefix` is "blocks.3." or "" (top level); `name` the norm's own name.
 Tensor Transformer::norm(const Tensor& x, const std::string& prefix, const char* name) const {
@@ -15,9 +26,10 @@ Tensor Transformer::norm(const Tensor& x, const std::string& prefix, const char*
   return layernorm_ ? layernorm(x, w, params_.value(full + ".bias")) : rmsnorm(x, w);
 }
 
-Tensor Transformer::attention(const Tensor& x, const std::string& prefix) const {
+Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix) const {
   amp::ModuleScope scope("attn");
-  const int64_t B = x.size(0), T = x.size(1), d = config_.d_model, H = config_.n_heads;
+  const int64_t B = x_in.size(0), T = x_in.size(1), d = config_.d_model, H = config_.n_heads;
+  const Tensor x = as_linear_input(x_in);
   // [B, T, d] -> [B, H, T, Dh] (a strided view of the projection)
   auto heads = [&](const char* name) {
     return project(x, prefix + name).view({B, T, H, d / H}).permute({0, 2, 1, 3});
@@ -61,16 +73,19 @@ Tensor Transformer::block(const Tensor& h_in, int64_t layer) {
   const Tensor x = norm(h, prefix, "mlp_norm");
   if (!moe_) {
     amp::ModuleScope mlp_scope("mlp");
-    return add(h, feed_forward(x, ffn_weights(prefix + "mlp"), mlp_));
+    return add(h, feed_forward(as_linear_input(x), ffn_weights(prefix + "mlp"), mlp_));
   }
   amp::ModuleScope moe_scope("moe");
+  // The experts' shared input in their compute dtype: tokens are gathered, and the combined
+  // output returned, in it (as PyTorch's autocast MoE), f32 accumulation inside.
+  const Tensor xe = as_linear_input(x);
   MoeWeights w;
   w.router = params_.value(prefix + "moe.router");
   for (int64_t e = 0; e < config_.moe.n_experts; ++e)
     w.experts.push_back(ffn_weights(prefix + "moe.experts." + std::to_string(e)));
   const int64_t B = x.size(0), T = x.size(1), d = config_.d_model;
-  MoeOutput m =
-      moe_forward(x.reshape({B * T, d}), w, {config_.moe.top_k, config_.moe.capacity_factor, mlp_});
+  MoeOutput m = moe_forward(xe.reshape({B * T, d}), w,
+                            {config_.moe.top_k, config_.moe.capacity_factor, mlp_});
   moe_stats_.push_back(std::move(m.stats));
   router_logits_.push_back(m.router_logits);
   aux_losses_.push_back(m.aux_loss);

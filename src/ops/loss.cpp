@@ -10,9 +10,12 @@ namespace {
 
 class CrossEntropyBackward final : public Node {
  public:
-  CrossEntropyBackward(Tensor logits, Tensor targets, cpu::CrossEntropyForward saved,
-                       int64_t ignore_index)
+  // logits: as the kernel saw them (kernel_dtype), or a narrower tensor holding exactly
+  // their values (widened back in backward).
+  CrossEntropyBackward(Tensor logits, DType kernel_dtype, Tensor targets,
+                       cpu::CrossEntropyForward saved, int64_t ignore_index)
       : logits_(std::move(logits)),
+        kernel_dtype_(kernel_dtype),
         targets_(std::move(targets)),
         saved_(std::move(saved)),
         ignore_index_(ignore_index) {}
@@ -27,11 +30,13 @@ class CrossEntropyBackward final : public Node {
                       shape_to_string(grads[0].shape()) + " " + dtype_name(grads[0].dtype()));
     // 0/0 never reaches the kernel's arithmetic: with no kept row every gradient row is zero.
     const double scale = saved_.n_valid == 0 ? 0.0 : grads[0].item() / saved_.n_valid;
-    return {cpu::cross_entropy_backward(logits_, targets_, saved_, ignore_index_, scale), Tensor()};
+    const Tensor logits = logits_.dtype() == kernel_dtype_ ? logits_ : logits_.to(kernel_dtype_);
+    return {cpu::cross_entropy_backward(logits, targets_, saved_, ignore_index_, scale), Tensor()};
   }
 
  private:
-  Tensor logits_;   // [N, V] contiguous
+  Tensor logits_;  // [N, V] contiguous, or its narrower original when autocast widened it
+  DType kernel_dtype_;
   Tensor targets_;  // [N] contiguous
   cpu::CrossEntropyForward saved_;
   int64_t ignore_index_;
@@ -63,7 +68,12 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets, int64_t ign
   Tensor loss = fwd.loss;
   if (any_requires_grad({&logits})) {
     fwd.loss = Tensor();
-    auto node = std::make_shared<CrossEntropyBackward>(lc, tc, std::move(fwd), ignore_index);
+    // When autocast widened bf16/f16 logits to f32 (exact), keep the original: the same
+    // values in half the bytes, widened again in backward.
+    const bool widened =
+        dt == DType::f32 && (logits_in.dtype() == DType::bf16 || logits_in.dtype() == DType::f16);
+    auto node = std::make_shared<CrossEntropyBackward>(
+        widened ? logits_in.detach().contiguous() : lc, dt, tc, std::move(fwd), ignore_index);
     connect(*node, {logits, targets});
     set_history(loss, node);
   }

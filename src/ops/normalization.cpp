@@ -14,8 +14,14 @@ namespace {
 
 class NormBackward final : public Node {
  public:
-  NormBackward(Tensor x, Tensor weight, cpu::NormStats stats, bool center)
-      : x_(std::move(x)), weight_(std::move(weight)), stats_(std::move(stats)), center_(center) {}
+  // x: the input as the kernel saw it, or a narrower tensor holding exactly its values
+  // (widened back to x_dtype in backward).
+  NormBackward(Tensor x, DType x_dtype, Tensor weight, cpu::NormStats stats, bool center)
+      : x_(std::move(x)),
+        x_dtype_(x_dtype),
+        weight_(std::move(weight)),
+        stats_(std::move(stats)),
+        center_(center) {}
   const char* name() const override { return center_ ? "LayerNormBackward" : "RmsNormBackward"; }
   void release_saved() override { x_ = weight_ = stats_.mean = stats_.rstd = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
@@ -23,8 +29,9 @@ class NormBackward final : public Node {
     std::vector<Tensor> out(edges.size());
     if (!grads[0].defined()) return out;
     const bool need_db = edges[2].node != nullptr;
+    const Tensor x = x_.dtype() == x_dtype_ ? x_ : x_.to(x_dtype_);  // exact widening
     cpu::NormGrads g =
-        cpu::norm_backward(grads[0], x_, weight_, stats_, center_, edges[0].node != nullptr,
+        cpu::norm_backward(grads[0], x, weight_, stats_, center_, edges[0].node != nullptr,
                            edges[1].node != nullptr, need_db);
     out[0] = g.dx;
     out[1] = g.dweight;
@@ -33,7 +40,8 @@ class NormBackward final : public Node {
   }
 
  private:
-  Tensor x_;       // contiguous input
+  Tensor x_;  // contiguous input, or its exact narrower original
+  DType x_dtype_;
   Tensor weight_;  // may be undefined
   cpu::NormStats stats_;
   bool center_;
@@ -51,8 +59,11 @@ void check_param(const char* op, const char* what, const Tensor& p, const Tensor
   MIXPREC_CHECK(!p.is_meta(), op, std::string(what) + " is a meta tensor (no data)");
 }
 
+// x_orig: the input before autocast. When autocast widened it (bf16/f16 -> f32, exact), the
+// backward keeps x_orig instead of the f32 copy: the same values in half the bytes (a
+// pre-norm transformer saves one such input per norm).
 Tensor norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
-            bool center) {
+            bool center, const Tensor& x_orig) {
   check_compute_input(op, x);
   MIXPREC_CHECK(x.ndim() >= 1, op, "input must have at least one dim, got a 0-d tensor");
   MIXPREC_CHECK(std::isfinite(eps) && eps >= 0, op,
@@ -65,7 +76,10 @@ Tensor norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor&
   cpu::NormStats stats;
   Tensor y = cpu::norm_forward(xc, wc, bc, eps, center, stats);
   if (any_requires_grad({&x, &weight, &bias})) {
-    auto node = std::make_shared<NormBackward>(xc, wc, std::move(stats), center);
+    const bool widened = x_orig.dtype() != x.dtype() && x.dtype() == DType::f32 &&
+                         (x_orig.dtype() == DType::bf16 || x_orig.dtype() == DType::f16);
+    auto node = std::make_shared<NormBackward>(widened ? x_orig.detach().contiguous() : xc,
+                                               x.dtype(), wc, std::move(stats), center);
     connect(*node, {x, weight, bias});  // rmsnorm's undefined bias gets a null edge
     set_history(y, node);
   }
@@ -76,12 +90,12 @@ Tensor norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor&
 
 Tensor rmsnorm(const Tensor& x_in, const Tensor& weight_in, double eps) {
   const auto [x, weight] = amp::autocast_args("rmsnorm", x_in, weight_in);
-  return norm("rmsnorm", x, weight, Tensor(), eps, false);
+  return norm("rmsnorm", x, weight, Tensor(), eps, false, x_in);
 }
 
 Tensor layernorm(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in, double eps) {
   const auto [x, weight, bias] = amp::autocast_args("layernorm", x_in, weight_in, bias_in);
-  return norm("layernorm", x, weight, bias, eps, true);
+  return norm("layernorm", x, weight, bias, eps, true, x_in);
 }
 
 }  // namespace mixprec

@@ -7,6 +7,9 @@
 // whole matrices whose f32 partials are summed in a fixed order. Narrow operands are
 // widened to f32 in cache-sized K-blocks right before the sgemm that reads them; a narrow
 // C is accumulated in f32 (a bounded tile, or the partials) and rounded once (nearest even).
+// bf16 x bf16 tiles run on AMX-BF16 instead when the CPU has it (src/cpu/gemm_amx.h; off with
+// MIXPREC_AMX=0): exact products, f32 sums in a fixed K order, but bf16 subnormal inputs
+// count as zero there, as in every AMX / AVX-512 BF16 dot product (oneDNN's too).
 // Scratch memory is bounded: K-split partials <= 64 MB, narrow-C tiles <= 8 MB per thread.
 #pragma once
 

@@ -1,0 +1,344 @@
+// One training step of config S (vocab 256, d_model 256, 4 layers, 4 heads, T 256, batch 8;
+// LayerNorm, GELU MLP d_ff 1024, learned positions, tied embeddings; and the MoE variant with
+// 8 experts, top-2, aux loss 0.01, dropless), AdamW + global-norm clipping at 1.0, in fp32 and
+// in bf16-mixed: tokens/s, MFU, activation memory. Optionally side by side with the PyTorch
+// peer (/work/shared/peers/torch_gpt.py, same shapes and thread count).
+//
+// A step: forward + loss under autocast, backward through the GradScaler, unscale, clip, step,
+// zero_grad. fp32 and bf16-mixed steps alternate, so both see the same machine state; the
+// table shows medians over the timed steps.
+//
+// Activation bytes ("act."): the allocator's peak during forward + backward minus the bytes
+// live before the forward (so it includes the weight gradients backward allocates: the same
+// f32 bytes in both precisions, printed below the table); "saved": the bytes still live after
+// the forward, what the graph keeps for backward. --peer adds PyTorch's tokens/s and peak RSS
+// and ours (each variant re-run alone in a child process, for a like-for-like RSS).
+//
+// Usage: bench_train_step [--reps=N] [--threads=N] [--warmup=N] [--data=PATH] [--peer]
+//                         [--dense-only | --moe-only] [--only=fp32|bf16-mixed]
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "bench_util.h"
+#include "fma_peak.h"
+#include "mixprec/amp/autocast.h"
+#include "mixprec/amp/grad_scaler.h"
+#include "mixprec/data/batches.h"
+#include "mixprec/data/token_dataset.h"
+#include "mixprec/models/transformer.h"
+#include "mixprec/optim/adamw.h"
+#include "mixprec/optim/clip.h"
+#include "mixprec/parallel.h"
+#include "mixprec/tensor/allocator.h"
+
+using namespace mixprec;
+using bench::median;
+
+namespace {
+
+constexpr const char* kUsage =
+    "bench_train_step [--reps=N] [--threads=N] [--warmup=N] [--data=PATH] [--peer] "
+    "[--dense-only | --moe-only] [--only=fp32|bf16-mixed]";
+constexpr const char* kPeerScript = "/work/shared/peers/torch_gpt.py";
+constexpr int64_t kBatch = 8, kSeq = 256;
+
+config::ModelConfig config_s(bool moe) {
+  config::ModelConfig c;
+  c.kind = moe ? "moe" : "gpt";
+  c.vocab_size = 256;
+  c.d_model = 256;
+  c.n_layers = 4;
+  c.n_heads = 4;
+  c.d_ff = 1024;
+  c.max_seq_len = kSeq;
+  c.norm = "layernorm";
+  c.mlp = "gelu";
+  c.positions = "learned";
+  c.tie_embeddings = true;
+  c.moe.n_experts = 8;
+  c.moe.top_k = 2;
+  c.moe.capacity_factor = 0.0;
+  c.moe.aux_loss_weight = 0.01;
+  c.moe.z_loss_weight = 0.0;  // the peer has no z-loss
+  return c;
+}
+
+// Model FLOPs of one step (nanoGPT's estimate): tokens * (6 N + 12 L T d), N = the weights a
+// token multiplies (attention projections, the MLP or its top-k experts and the router,
+// lm_head), 12 L T d the attention scores and values (forward + backward, non-causal count).
+double step_flops(const config::ModelConfig& c) {
+  const double d = double(c.d_model), ff = double(c.d_ff), L = double(c.n_layers);
+  const double mlp = 2 * d * ff;
+  const double per_layer =
+      4 * d * d + (c.kind == "moe" ? double(c.moe.n_experts) * d + double(c.moe.top_k) * mlp : mlp);
+  const double n = L * per_layer + double(c.vocab_size) * d;
+  return double(kBatch * kSeq) * (6 * n + 12 * L * double(kSeq) * d);
+}
+
+data::TokenSplit random_tokens(int64_t n, uint64_t seed) {
+  auto buf = std::make_shared<std::vector<uint8_t>>(static_cast<size_t>(n));
+  uint64_t s = seed;
+  for (uint8_t& t : *buf) {  // splitmix64
+    s += 0x9e3779b97f4a7c15ull;
+    uint64_t z = s;
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    t = static_cast<uint8_t>(z ^ (z >> 31));
+  }
+  return {buf, {buf->data(), buf->size()}, "random tokens"};
+}
+
+data::TokenSplit load_tokens(const std::string& path) {
+  if (path.empty()) return random_tokens(1 << 20, 99);
+  data::DatasetOptions o;
+  o.corpus.paths = {path};
+  o.cache_dir = std::filesystem::temp_directory_path() / "mixprec_bench_tokens";
+  static data::TokenDataset ds = data::TokenDataset::open(o);  // keeps the mapping alive
+  return ds.train();
+}
+
+struct Run {
+  std::string kind, precision;
+  config::ModelConfig config;
+  amp::MixedPrecisionPolicy policy;
+  std::unique_ptr<models::Transformer> model;
+  std::unique_ptr<optim::AdamW> opt;
+  std::unique_ptr<amp::GradScaler> scaler;
+  std::vector<double> seconds;
+  std::vector<double> activation_bytes;
+  std::vector<double> saved_bytes;  // live after the forward: what backward keeps
+  double grad_bytes = 0;
+  double first_loss = 0, last_loss = 0;
+  uint64_t steps = 0;
+
+  Run(bool moe, const char* prec)
+      : kind(moe ? "moe" : "dense"),
+        precision(prec),
+        config(config_s(moe)),
+        policy(amp::preset(prec)) {
+    model = std::make_unique<models::Transformer>(config);
+    model->materialize(1337, policy);
+    optim::AdamWOptions ao;
+    ao.beta1 = 0.9;
+    ao.beta2 = 0.95;
+    opt = std::make_unique<optim::AdamW>(model->parameters().parameters(), 1e-3, 0.1, ao);
+    scaler = std::make_unique<amp::GradScaler>(amp::ScalerOptions::for_policy(policy));
+  }
+
+  // One full step; returns seconds, records the activation bytes.
+  double step(const data::Batch& b) {
+    Allocator& alloc = Allocator::instance();
+    const auto t0 = std::chrono::steady_clock::now();
+    const std::size_t live = alloc.stats().current_bytes;
+    alloc.reset_peak();
+    Tensor loss;
+    {
+      amp::AutocastGuard autocast(policy.compute_dtype, policy.compute_dtype != DType::f32);
+      loss = model->loss(b.inputs, b.targets).total;
+    }
+    saved_bytes.push_back(double(alloc.stats().current_bytes - live));
+    scaler->scale(loss).backward();
+    const std::size_t peak = alloc.stats().peak_bytes;
+    scaler->unscale(*opt);
+    optim::clip_grad_norm(opt->parameters(), 1.0);
+    scaler->step(*opt);
+    scaler->update();
+    opt->zero_grad();
+    const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    activation_bytes.push_back(double(peak - live));
+    const double l = loss.item();
+    if (steps++ == 0) first_loss = l;
+    last_loss = l;
+    return t;
+  }
+};
+
+double weight_grad_bytes(const Run& r) {
+  return double(r.model->parameters().parameter_count()) *
+         double(dtype_size(r.policy.reduce_dtype));
+}
+
+struct Peer {
+  bool ok = false;
+  double tokens_per_s = 0, peak_rss_mb = 0;
+};
+
+double json_number(const std::string& s, const char* key) {
+  const std::string k = std::string("\"") + key + "\": ";
+  const size_t at = s.rfind(k);
+  return at == std::string::npos ? -1 : std::atof(s.c_str() + at + k.size());
+}
+
+Peer run_peer(const char* mode, bool moe, int steps, int threads) {
+  Peer p;
+  if (!std::filesystem::exists(kPeerScript) || !std::filesystem::exists("/usr/bin/python3"))
+    return p;
+  const std::string cmd = std::string("/usr/bin/python3 ") + kPeerScript + " --mode " + mode +
+                          (moe ? " --moe" : "") + " --steps " + std::to_string(steps) +
+                          " --threads " + std::to_string(threads) + " 2>/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return p;
+  std::string out, line;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
+  pclose(pipe);
+  p.tokens_per_s = json_number(out, "tokens_per_s");
+  p.peak_rss_mb = json_number(out, "peak_rss_mb");
+  p.ok = p.tokens_per_s > 0;
+  return p;
+}
+
+// Our peak RSS for one variant alone: this program re-run with --rss-probe=KIND:PRECISION,
+// which prints its own VmHWM (the peak of its fresh address space; a spawned child's
+// ru_maxrss would start from the parent's), so each variant is measured like the peer's
+// one-mode process.
+double our_peak_rss_mb(const std::string& kind, const std::string& precision, int threads) {
+  const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
+  const std::string cmd = self + " --rss-probe=" + kind + ":" + precision +
+                          " --threads=" + std::to_string(threads) + " 2>/dev/null";
+  FILE* pipe = popen(cmd.c_str(), "r");
+  if (!pipe) return -1;
+  char buf[256] = {0};
+  const bool got = std::fgets(buf, sizeof buf, pipe) != nullptr;
+  if (pclose(pipe) != 0 || !got) return -1;
+  return std::atof(buf) / 1024.0;  // KiB -> MiB
+}
+
+// Peak resident set of this process so far (VmHWM, KiB), or -1.
+double peak_rss_kib() {
+  FILE* f = std::fopen("/proc/self/status", "r");
+  if (!f) return -1;
+  char line[256];
+  double kib = -1;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "VmHWM:", 6) == 0) kib = std::atof(line + 6);
+  std::fclose(f);
+  return kib;
+}
+
+int rss_probe(const std::string& spec, const data::TokenSplit& tokens) {
+  const size_t colon = spec.find(':');
+  Run r(spec.substr(0, colon) == "moe", spec.substr(colon + 1).c_str());
+  const data::TrainBatches batches(tokens, kBatch, kSeq, 7);
+  for (uint64_t s = 0; s < 4; ++s) r.step(batches.batch(s));
+  std::printf("%.0f\n", peak_rss_kib());
+  return 0;
+}
+
+std::string take_value(std::vector<std::string>& args, const std::string& key) {
+  for (auto it = args.begin(); it != args.end(); ++it)
+    if (it->rfind(key, 0) == 0) {
+      std::string v = it->substr(key.size());
+      args.erase(it);
+      return v;
+    }
+  return "";
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<std::string> args(argv + 1, argv + argc);
+  const std::string data_path = take_value(args, "--data=");
+  const std::string probe = take_value(args, "--rss-probe=");
+  const std::string warmup_arg = take_value(args, "--warmup=");
+  const std::string only = take_value(args, "--only=");  // one precision (for profiling)
+  std::vector<char*> rest{argv[0]};
+  for (std::string& a : args) rest.push_back(a.data());
+  const bench::Options opt = bench::parse_options(static_cast<int>(rest.size()), rest.data(), 10,
+                                                  {"--peer", "--dense-only", "--moe-only"}, kUsage);
+  const int reps = std::max(opt.reps, 1);
+  const int warmup = warmup_arg.empty() ? 2 : std::max(0, std::atoi(warmup_arg.c_str()));
+  set_num_threads(opt.threads);
+  const data::TokenSplit tokens = load_tokens(data_path);
+  if (!probe.empty()) return rss_probe(probe, tokens);
+
+  std::vector<bool> kinds;
+  if (!bench::has_flag(opt, "--moe-only")) kinds.push_back(false);
+  if (!bench::has_flag(opt, "--dense-only")) kinds.push_back(true);
+  const bool with_peer = bench::has_flag(opt, "--peer");
+
+  const double peak512 = bench::fma_peak_avx512(opt.threads);
+  const double peak = std::max(peak512, bench::fma_peak_avx2(opt.threads));
+  std::printf(
+      "config S: vocab 256, d_model 256, 4 layers, 4 heads, d_ff 1024, T %lld, batch %lld; "
+      "AdamW, clip 1.0; %d threads; data: %s\n",
+      static_cast<long long>(kSeq), static_cast<long long>(kBatch), opt.threads,
+      data_path.empty() ? "random tokens" : data_path.c_str());
+  std::printf("FP32 FMA peak (measured now, %s): %.1f GFLOP/s\n", peak512 > 0 ? "AVX-512" : "AVX2",
+              peak);
+  std::printf(
+      "MFU = tokens * (6 N + 12 L T d) / step time / peak; N = matmul weights per token "
+      "(attention 4 d^2, MLP 2 d d_ff or router E d + top_k * 2 d d_ff, lm_head V d)\n");
+  std::printf("%d warm-up + %d timed steps per variant, fp32 and bf16-mixed alternating\n\n",
+              warmup, reps);
+
+  const data::TrainBatches batches(tokens, kBatch, kSeq, 7);
+  std::printf("%-6s %-11s %10s %9s %8s %6s %12s %10s %9s %9s\n", "model", "precision", "tokens/s",
+              "step ms", "min ms", "MFU", "act. MiB", "saved MiB", "loss0", "loss_end");
+  for (const bool moe : kinds) {
+    Run f32(moe, "fp32"), bf16(moe, "bf16-mixed");
+    std::vector<double> ratio;
+    for (int s = 0; s < warmup + reps; ++s) {
+      const data::Batch b = batches.batch(static_cast<uint64_t>(s));
+      const double a = only == "bf16-mixed" ? 0.0 : f32.step(b);
+      const double c = only == "fp32" ? 0.0 : bf16.step(b);
+      if (s >= warmup) {
+        f32.seconds.push_back(a);
+        bf16.seconds.push_back(c);
+        ratio.push_back(c > 0 ? a / c : 0.0);
+      }
+    }
+    const double flops = step_flops(f32.config);
+    for (Run* r : {&f32, &bf16}) {
+      if (r->activation_bytes.empty()) continue;
+      const double t = median(r->seconds);
+      std::printf("%-6s %-11s %10.0f %9.1f %8.1f %5.1f%% %12.1f %10.1f %9.4f %9.4f\n",
+                  r->kind.c_str(), r->precision.c_str(), double(kBatch * kSeq) / t, 1e3 * t,
+                  1e3 * *std::min_element(r->seconds.begin(), r->seconds.end()),
+                  100.0 * flops / t * 1e-9 / peak, median(r->activation_bytes) / 1048576.0,
+                  median(r->saved_bytes) / 1048576.0, r->first_loss, r->last_loss);
+    }
+    std::printf(
+        "(act. MiB: peak of forward + backward over the bytes live before, weight "
+        "gradients included: %.1f MiB; saved MiB: live after the forward)\n",
+        weight_grad_bytes(f32) / 1048576.0);
+    if (!only.empty()) continue;
+    const double noise = (*std::max_element(f32.seconds.begin(), f32.seconds.end()) -
+                          *std::min_element(f32.seconds.begin(), f32.seconds.end())) /
+                         median(f32.seconds);
+    std::printf(
+        "%-6s bf16/fp32: speed %.2fx (median of per-round ratios), activation bytes %.2f "
+        "(fp32 step spread max-min %.0f%% of median); %.2f GFLOP/step\n",
+        f32.kind.c_str(), median(ratio),
+        median(bf16.activation_bytes) / median(f32.activation_bytes), 100 * noise, flops * 1e-9);
+    if (with_peer) {
+      const double our32 = double(kBatch * kSeq) / median(f32.seconds);
+      const double our16 = double(kBatch * kSeq) / median(bf16.seconds);
+      const Peer p32 = run_peer("fp32", moe, reps, opt.threads);
+      const Peer pbf = run_peer("autocast_bf16", moe, 3, opt.threads);
+      const double rss32 = our_peak_rss_mb(f32.kind, "fp32", opt.threads);
+      const double rss16 = our_peak_rss_mb(f32.kind, "bf16-mixed", opt.threads);
+      std::printf("%-6s %-22s %10s %13s %13s %13s\n", "", "peer", "tokens/s", "ours/peer",
+                  "peak RSS MiB", "ours RSS MiB");
+      auto row = [&](const char* name, const Peer& p, double ours, double rss) {
+        if (!p.ok)
+          std::printf("%-6s %-22s (not available)\n", f32.kind.c_str(), name);
+        else
+          std::printf("%-6s %-22s %10.0f %12.2fx %13.0f %13.0f\n", f32.kind.c_str(), name,
+                      p.tokens_per_s, ours / p.tokens_per_s, p.peak_rss_mb, rss);
+      };
+      row("torch fp32", p32, our32, rss32);
+      row("torch autocast_bf16", pbf, our16, rss16);
+    }
+    std::printf("\n");
+  }
+  return 0;
+}
