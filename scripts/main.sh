@@ -9,6 +9,10 @@ set -euo pipefail
 cd "$(dirname "$0")/.."
 scripts/setup.sh
 scripts/build.sh build
+# libgomp spins 300,000 times before an idle thread sleeps; on a machine shared with other
+# jobs a descheduled thread then stalls every parallel region (measured: 3x slower steps).
+# A short spin costs nothing measurable on an idle machine.
+export GOMP_SPINCOUNT=${GOMP_SPINCOUNT:-20000}
 build/mixprec train configs/moe_small.toml --resume "$@"
 echo
 echo "== sample (mixprec sample outputs/moe_small --prompt 'The ')"
