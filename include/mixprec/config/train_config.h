@@ -42,7 +42,7 @@ struct ModelConfig {
 };
 
 struct TrainingConfig {
-  std::int64_t steps = 600;
+  std::int64_t steps = 1500;
   std::int64_t batch_size = 16;
   std::int64_t seq_len = 128;
   std::int64_t seed = 1234;
@@ -74,7 +74,7 @@ struct OptimizerConfig {
 };
 
 struct LrSchedulerConfig {
-  std::int64_t warmup_steps = 50;
+  std::int64_t warmup_steps = 100;
   std::string decay = "cosine";  // cosine | constant
   double min_lr_ratio = 0.1;     // final lr = lr * min_lr_ratio (cosine)
   bool operator==(const LrSchedulerConfig&) const = default;

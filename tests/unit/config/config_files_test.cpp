@@ -30,7 +30,7 @@ TEST(ConfigFiles, MoeSmallLoadsAsWritten) {
   EXPECT_EQ(c.model.moe.n_experts, 8);
   EXPECT_EQ(c.model.moe.top_k, 2);
   EXPECT_EQ(c.model.moe.capacity_factor, 0.0);
-  EXPECT_EQ(c.training.steps, 600);
+  EXPECT_EQ(c.training.steps, 1500);
   EXPECT_EQ(c.training.batch_size, 16);
   EXPECT_EQ(c.training.seq_len, 128);
   EXPECT_EQ(c.training.precision, "bf16-mixed");
@@ -38,7 +38,7 @@ TEST(ConfigFiles, MoeSmallLoadsAsWritten) {
   EXPECT_EQ(c.optimizer.name, "adamw");
   EXPECT_EQ(c.optimizer.lr, 1e-3);
   EXPECT_EQ(c.optimizer.beta2, 0.95);
-  EXPECT_EQ(c.lr_scheduler.warmup_steps, 50);
+  EXPECT_EQ(c.lr_scheduler.warmup_steps, 100);
   EXPECT_EQ(c.lr_scheduler.decay, "cosine");
   EXPECT_TRUE(c.checkpoint.enable);
   EXPECT_TRUE(c.checkpoint.export_bf16);
