@@ -3,6 +3,7 @@
 
 #include <fmt/core.h>
 
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <vector>
@@ -70,6 +71,17 @@ struct EvalArgs {
   int64_t batches = 0;
 };
 
+// The run directory a loaded checkpoint lives in (<run_dir>/<checkpoint.folder>/step-N), so
+// its token cache is found wherever eval runs from; the checkpoint's own folder otherwise.
+std::filesystem::path run_dir_of(const train::LoadedModel& loaded) {
+  std::filesystem::path dir = std::filesystem::path(loaded.path).parent_path();
+  const std::filesystem::path folder = loaded.config.checkpoint.folder;
+  if (folder.is_relative() && dir.filename() == folder.filename()) {
+    for (auto it = folder.begin(); it != folder.end(); ++it) dir = dir.parent_path();
+  }
+  return dir.empty() ? std::filesystem::path(".") : dir;
+}
+
 void run_eval(const EvalArgs& a) {
   train::LoadedModel loaded = train::load_model(a.checkpoint);
   config::TrainConfig& c = loaded.config;
@@ -77,7 +89,7 @@ void run_eval(const EvalArgs& a) {
   data::DatasetOptions o;
   o.corpus =
       c.training.data.empty() ? data::default_corpus() : data::CorpusSpec{{c.training.data}, {}};
-  o.cache_dir = c.run_dir;
+  o.cache_dir = run_dir_of(loaded);
   o.validation_fraction = c.training.val_fraction > 0 ? c.training.val_fraction : 0.1;
   const data::TokenDataset ds = data::TokenDataset::open(o);
   const data::ValidationBatches batches(ds.validation(), c.training.batch_size, c.training.seq_len);
