@@ -53,9 +53,10 @@ std::string first_model_difference(const config::TrainConfig& saved,
 
 int64_t scalar_i64(const io::Checkpoint& c, const char* key) {
   const auto it = c.tensors.find(key);
-  MIXPREC_CHECK(it != c.tensors.end() && it->second.numel() == 1, "checkpoint",
-                c.path + " has no " + key + " entry: not a mixprec training checkpoint");
-  return static_cast<int64_t>(it->second.item());
+  MIXPREC_CHECK(
+      it != c.tensors.end() && it->second.numel() == 1 && it->second.dtype() == DType::i64,
+      "checkpoint", c.path + " has no i64 " + key + " entry: not a mixprec training checkpoint");
+  return it->second.contiguous().data<int64_t>()[0];  // exact: item() would go through double
 }
 
 // The first parameter whose checkpoint entry is missing or has another shape or dtype, as

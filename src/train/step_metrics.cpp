@@ -35,7 +35,7 @@ std::string to_json_line(const StepMetrics& m) {
   j["peak_bytes"] = m.peak_bytes;
   j["underflow_fraction"] = m.underflow_fraction;
   j["overflow_fraction"] = m.overflow_fraction;
-  std::string line = j.dump();
+  std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
   if (!m.numerics_json.empty()) {  // already JSON: spliced in, not parsed again
     line.pop_back();
     line += ",\"numerics\":" + m.numerics_json + "}";
@@ -50,7 +50,7 @@ std::string to_json_line(const EvalMetrics& m) {
   j["val_loss"] = number(m.val_loss);
   j["val_ppl"] = number(m.val_ppl);
   j["val_tokens"] = m.val_tokens;
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 std::string run_json_line(const std::string& name, const std::string& precision, int64_t params,
@@ -62,7 +62,7 @@ std::string run_json_line(const std::string& name, const std::string& precision,
   j["params"] = params;
   j["start_step"] = start_step;
   j["config"] = config_toml;
-  return j.dump();
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
 }
 
 }  // namespace mixprec::train

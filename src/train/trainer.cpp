@@ -133,7 +133,9 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
   }
 
   // Data first: a missing corpus should fail before anything is allocated.
-  fs::create_directories(c.run_dir);
+  std::error_code ec;
+  fs::create_directories(c.run_dir, ec);
+  MIXPREC_CHECK(!ec, "run_dir", "cannot create '" + c.run_dir + "': " + ec.message());
   s.dataset.emplace(open_dataset(c, s.progress));
   check_vocabulary(*s.dataset, c.model.vocab_size);
   s.train_batches.emplace(s.dataset->train(), c.training.batch_size, c.training.seq_len,

@@ -115,10 +115,13 @@ TEST(TrainCli, BadInputExitsNonZeroNamingTheKeyOrFile) {
            Case{{"--set", "optimizer.lr=fast"}, "optimizer.lr"},
            Case{{"--precision", "fp12"}, "fp12"},
            Case{{"--set", "training.data=/no/such/corpus"}, "/no/such/corpus"},
+           // A run directory under a regular file: a message, not std::terminate.
+           Case{{"--set", "run_dir=" + (dir / "corpus.txt/run").string()}, "run_dir"},
        }) {
     const auto args = train_args(dir, c.extra);
     const testing::RunResult r = run_cli(args);
     EXPECT_NE(r.exit_code, 0) << describe(args, r);
+    EXPECT_LT(r.exit_code, 128) << "a crash, not an error: " << describe(args, r);
     EXPECT_NE(r.err.find(c.message), std::string::npos) << describe(args, r);
   }
   const testing::RunResult missing = run_cli({"train", "no-such.toml"});

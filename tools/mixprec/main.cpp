@@ -60,6 +60,9 @@ int main(int argc, char** argv) {
   } catch (const mixprec::Error& e) {
     fmt::print(stderr, "mixprec: {}\n", e.what());
     return 1;
+  } catch (const std::exception& e) {  // a library below us (file system, JSON, allocation)
+    fmt::print(stderr, "mixprec: {}\n", e.what());
+    return 1;
   }
   if (app.get_subcommands().empty()) {
     fmt::print(stderr, "mixprec: a command is required (see --help)\n");

@@ -28,9 +28,14 @@ std::vector<report::RunSummary> summaries(const std::vector<std::string>& runs) 
 
 void run_plot(const ReportArgs& a) {
   std::vector<std::filesystem::path> dirs(a.runs.begin(), a.runs.end());
-  const std::string png = !a.output.empty()
-                              ? a.output
-                              : (dirs.size() == 1 ? (dirs[0] / "loss.png").string() : "runs.png");
+  // One run: loss.png in its directory (the file's directory for a metrics.jsonl argument).
+  const auto run_dir = [](const std::filesystem::path& p) {
+    return std::filesystem::is_directory(p) ? p : p.parent_path();
+  };
+  const std::string png =
+      !a.output.empty()
+          ? a.output
+          : (dirs.size() == 1 ? (run_dir(dirs[0]) / "loss.png").string() : "runs.png");
   report::plot_runs(dirs, png);
   fmt::print("{}\nplot: {}\n", report::format_summary_table(summaries(a.runs)), png);
 }

@@ -10,7 +10,8 @@ namespace mixprec::train {
 
 class MetricsLog {
  public:
-  // append: keep earlier lines (a resumed run); else start the file afresh.
+  // append: keep earlier complete lines (a resumed run; a torn last line left by a kill is
+  // dropped); else start the file afresh.
   MetricsLog(const std::filesystem::path& path, bool append);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;

@@ -84,6 +84,16 @@ TEST(Resume, ATornNewestCheckpointFallsBackToThePreviousOneAndStillMatches) {
   EXPECT_EQ(bits(resumed), tail(whole, 4));
 }
 
+TEST(Resume, SeedsBeyondDoublePrecisionResume) {
+  // 2^53 + 1 is not a double: the checkpoint's seed must be read back as the exact integer.
+  TempDir a;
+  const std::string seed = "training.seed=9007199254740993";
+  Trainer(tiny_config(a, {seed}), quiet(6)).run();
+  const TrainSummary resumed = Trainer(tiny_config(a, {seed}), quiet(-1, true)).run();
+  EXPECT_EQ(resumed.start_step, 4);
+  EXPECT_EQ(resumed.end_step, 12);
+}
+
 TEST(Resume, ResumeWithoutACheckpointStartsAtStepZero) {
   TempDir a;
   const TrainSummary s = Trainer(tiny_config(a, {"training.steps=3"}), quiet(-1, true)).run();
