@@ -45,7 +45,12 @@ float clip_coefficient(double total_norm, double max_norm) {
 double clip_grad_norm(const ParamList& params, double max_norm) {
   MIXPREC_CHECK(max_norm > 0, "clip_grad_norm",
                 "max_norm must be > 0, got " + std::to_string(max_norm));
-  const double norm = grad_norm(params);
+  return clip_grads_to_norm(params, grad_norm(params), max_norm);
+}
+
+double clip_grads_to_norm(const ParamList& params, double norm, double max_norm) {
+  MIXPREC_CHECK(max_norm > 0, "clip_grads_to_norm",
+                "max_norm must be > 0, got " + std::to_string(max_norm));
   if (!std::isfinite(norm)) return norm;
   const float coef = clip_coefficient(norm, max_norm);
   if (coef == 1.0f) return norm;

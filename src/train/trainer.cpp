@@ -12,8 +12,6 @@
 #include "mixprec/amp/grad_scaler.h"
 #include "mixprec/amp/numerics_monitor.h"
 #include "mixprec/data/batches.h"
-#include "mixprec/data/corpus.h"
-#include "mixprec/data/token_dataset.h"
 #include "mixprec/error.h"
 #include "mixprec/io/checkpoint_export.h"
 #include "mixprec/optim/clip.h"
@@ -26,27 +24,13 @@
 #include "mixprec/train/model_report.h"
 #include "mixprec/train/optimizer_factory.h"
 #include "mixprec/train/run_checkpoint.h"
+#include "mixprec/train/run_data.h"
 
 namespace mixprec::train {
 namespace fs = std::filesystem;
 using Clock = std::chrono::steady_clock;
 
 namespace {
-
-data::TokenDataset open_dataset(const config::TrainConfig& c, Progress& progress) {
-  data::DatasetOptions o;
-  if (c.training.data.empty()) {
-    o.corpus = data::default_corpus();
-  } else {
-    MIXPREC_CHECK(fs::exists(c.training.data), "training.data",
-                  "'" + c.training.data + "' does not exist");
-    o.corpus.paths = {c.training.data};
-  }
-  o.cache_dir = c.run_dir;
-  o.validation_fraction = c.training.val_fraction;
-  o.warn = [&](const std::string& w) { progress.message("warning: " + w); };
-  return data::TokenDataset::open(o);
-}
 
 // Every token id must index the embedding: the byte tokenizer's ids reach 255.
 void check_vocabulary(const data::TokenDataset& ds, int64_t vocab_size) {
@@ -136,7 +120,8 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
   std::error_code ec;
   fs::create_directories(c.run_dir, ec);
   MIXPREC_CHECK(!ec, "run_dir", "cannot create '" + c.run_dir + "': " + ec.message());
-  s.dataset.emplace(open_dataset(c, s.progress));
+  s.dataset.emplace(open_run_data(
+      c, c.run_dir, [&s](const std::string& w) { s.progress.message("warning: " + w); }));
   check_vocabulary(*s.dataset, c.model.vocab_size);
   s.train_batches.emplace(s.dataset->train(), c.training.batch_size, c.training.seq_len,
                           static_cast<uint64_t>(c.training.seed));
@@ -248,8 +233,10 @@ TrainSummary Trainer::run() {
     const bool detail = m.step % std::max<int64_t>(c.metrics.log_every, 1) == 0;
     amp::StepNumerics numerics = (detail ? s.monitor_detail : s.monitor_totals)
                                      .observe(m.step, *s.optimizer, loss_scale, true);
-    m.grad_norm = c.training.grad_clip > 0 ? optim::clip_grad_norm(params, c.training.grad_clip)
-                                           : optim::grad_norm(params);
+    // The monitor has just read every gradient for its norm: clip with it.
+    m.grad_norm = numerics.grad_norm;
+    if (c.training.grad_clip > 0)
+      optim::clip_grads_to_norm(params, m.grad_norm, c.training.grad_clip);
     const amp::StepReport report = s.scaler.step(*s.optimizer);
     amp::NumericsMonitor::add_step_report(numerics, report);
     s.scaler.update();
@@ -276,7 +263,6 @@ TrainSummary Trainer::run() {
 
     s.progress.step(m);
     if (log) log->write(to_json_line(m));
-    if (s.options.on_step) s.options.on_step(m);
     summary.steps.push_back(std::move(m));
     summary.end_step = step + 1;
 

@@ -9,10 +9,9 @@
 #include <vector>
 
 #include "mixprec/config/train_config.h"
-#include "mixprec/data/corpus.h"
-#include "mixprec/data/token_dataset.h"
 #include "mixprec/train/evaluate.h"
 #include "mixprec/train/run_checkpoint.h"
+#include "mixprec/train/run_data.h"
 #include "mixprec/train/trainer.h"
 #include "usage_error.h"
 
@@ -86,12 +85,8 @@ void run_eval(const EvalArgs& a) {
   train::LoadedModel loaded = train::load_model(a.checkpoint);
   config::TrainConfig& c = loaded.config;
   if (!a.data.empty()) c.training.data = a.data;
-  data::DatasetOptions o;
-  o.corpus =
-      c.training.data.empty() ? data::default_corpus() : data::CorpusSpec{{c.training.data}, {}};
-  o.cache_dir = run_dir_of(loaded);
-  o.validation_fraction = c.training.val_fraction > 0 ? c.training.val_fraction : 0.1;
-  const data::TokenDataset ds = data::TokenDataset::open(o);
+  if (c.training.val_fraction <= 0) c.training.val_fraction = 0.1;  // a run without one
+  const data::TokenDataset ds = train::open_run_data(c, run_dir_of(loaded));
   const data::ValidationBatches batches(ds.validation(), c.training.batch_size, c.training.seq_len);
   const train::EvalMetrics m =
       train::evaluate(*loaded.model, batches, a.batches, c.training.policy, loaded.step);

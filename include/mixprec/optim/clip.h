@@ -21,5 +21,8 @@ float clip_coefficient(double total_norm, double max_norm);
 // dtype). Returns the norm before clipping; a non-finite norm is returned with the gradients
 // untouched (the step is to be skipped). max_norm must be > 0.
 double clip_grad_norm(const ParamList& params, double max_norm);
+// The scaling half of clip_grad_norm, for a caller that already has the gradients' global norm
+// (the trainer's numerics monitor reads every gradient anyway): one pass fewer. Returns `norm`.
+double clip_grads_to_norm(const ParamList& params, double norm, double max_norm);
 
 }  // namespace mixprec::optim

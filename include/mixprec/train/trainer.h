@@ -22,7 +22,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,8 +39,6 @@ struct TrainerOptions {
   // Stop (without a final checkpoint or evaluation) once this many steps are done; -1 = run
   // to training.steps. For tests and time-boxed runs.
   int64_t stop_at_step = -1;
-  // Called after every step with its metrics (tests, embedding applications).
-  std::function<void(const StepMetrics&)> on_step;
 };
 
 struct TrainSummary {

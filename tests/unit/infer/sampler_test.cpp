@@ -13,29 +13,17 @@
 #include "mixprec/infer/sampler.h"
 #include "mixprec/models/transformer.h"
 #include "support/op_testing.h"
+#include "unit/models/models_testing.h"
 
 namespace mixprec::infer {
 namespace {
 
 using mixprec::testing::error_of;
 using mixprec::testing::with_threads;
+using models::testing::tiny_config;
 
 // The default top_k (40) is more than the tiny vocabularies here hold.
 constexpr SampleOptions kFullVocabulary{.top_k = 0};
-
-config::ModelConfig tiny_config(const char* kind) {
-  config::ModelConfig c;
-  c.kind = kind;
-  c.vocab_size = 16;
-  c.d_model = 16;
-  c.n_layers = 2;
-  c.n_heads = 2;
-  c.d_ff = 24;
-  c.max_seq_len = 12;
-  c.moe.n_experts = 4;
-  c.moe.top_k = 2;
-  return c;
-}
 
 models::Transformer tiny_model(const char* kind, uint64_t seed = 3) {
   models::Transformer m(tiny_config(kind));
