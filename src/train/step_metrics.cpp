@@ -12,6 +12,11 @@ nlohmann::json number(double v) {
   return std::isfinite(v) ? nlohmann::json(v) : nullptr;
 }
 
+// One line; bytes that are not UTF-8 (a path can hold them) become U+FFFD instead of throwing.
+std::string dump(const nlohmann::ordered_json& j) {
+  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+}
+
 }  // namespace
 
 std::string to_json_line(const StepMetrics& m) {
@@ -35,7 +40,7 @@ std::string to_json_line(const StepMetrics& m) {
   j["peak_bytes"] = m.peak_bytes;
   j["underflow_fraction"] = m.underflow_fraction;
   j["overflow_fraction"] = m.overflow_fraction;
-  std::string line = j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  std::string line = dump(j);
   if (!m.numerics_json.empty()) {  // already JSON: spliced in, not parsed again
     line.pop_back();
     line += ",\"numerics\":" + m.numerics_json + "}";
@@ -50,7 +55,7 @@ std::string to_json_line(const EvalMetrics& m) {
   j["val_loss"] = number(m.val_loss);
   j["val_ppl"] = number(m.val_ppl);
   j["val_tokens"] = m.val_tokens;
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return dump(j);
 }
 
 std::string run_json_line(const std::string& name, const std::string& precision, int64_t params,
@@ -62,7 +67,7 @@ std::string run_json_line(const std::string& name, const std::string& precision,
   j["params"] = params;
   j["start_step"] = start_step;
   j["config"] = config_toml;
-  return j.dump(-1, ' ', false, nlohmann::json::error_handler_t::replace);
+  return dump(j);
 }
 
 }  // namespace mixprec::train

@@ -19,6 +19,7 @@
 #include "mixprec/error.h"
 #include "mixprec/io/safetensors.h"
 #include "support/op_testing.h"
+#include "support/temp_files.h"
 
 namespace mixprec::io {
 namespace {
@@ -28,15 +29,9 @@ using mixprec::testing::error_of;
 
 class Bf16Export : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mixprec_export_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
-  fs::path dir_;
+  mixprec::testing::TempDir tmp_;  // removed with everything in it after each test
+  fs::path dir_ = tmp_.path();
 };
 
 float from_bits(uint32_t bits) {

@@ -19,6 +19,7 @@
 #include "mixprec/error.h"
 #include "mixprec/optim/adamw.h"
 #include "support/op_testing.h"
+#include "support/temp_files.h"
 
 namespace mixprec::io {
 namespace {
@@ -86,12 +87,8 @@ void expect_same_state(Trainee& a, Trainee& b) {
 
 class TrainingStateTest : public ::testing::TestWithParam<const char*> {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() / ("mixprec_ckpt_state_" + std::to_string(::getpid()));
-    fs::remove_all(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  fs::path dir_;
+  mixprec::testing::TempDir tmp_;  // removed with everything in it after each test
+  fs::path dir_ = tmp_.path();
 };
 
 TEST_P(TrainingStateTest, RestoresBitIdenticalStateThroughACheckpoint) {

@@ -18,6 +18,7 @@
 
 #include "mixprec/error.h"
 #include "support/op_testing.h"
+#include "support/temp_files.h"
 
 namespace mixprec::io {
 namespace {
@@ -26,14 +27,6 @@ namespace fs = std::filesystem;
 
 class CheckpointStoreTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mixprec_ckpt_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::remove_all(dir_);
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
   std::string ckpt_dir() const { return file("ckpt"); }
 
@@ -43,7 +36,8 @@ class CheckpointStoreTest : public ::testing::Test {
                            [this](const std::string& w) { warnings_.push_back(w); });
   }
 
-  fs::path dir_;
+  mixprec::testing::TempDir tmp_;  // removed with everything in it after each test
+  fs::path dir_ = tmp_.path();
   std::vector<std::string> warnings_;
 };
 

@@ -13,6 +13,7 @@
 
 #include "mixprec/error.h"
 #include "mixprec/numerics/storage_types.h"
+#include "support/temp_files.h"
 
 namespace mixprec::io {
 namespace {
@@ -21,13 +22,6 @@ namespace fs = std::filesystem;
 
 class Safetensors : public ::testing::Test {
  protected:
-  void SetUp() override {
-    dir_ = fs::temp_directory_path() /
-           ("mixprec_st_" + std::to_string(::getpid()) + "_" +
-            ::testing::UnitTest::GetInstance()->current_test_info()->name());
-    fs::create_directories(dir_);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
   std::string file(const std::string& name) const { return (dir_ / name).string(); }
 
   // Writes raw bytes: an 8-byte little-endian length, the header text, then `data`.
@@ -40,7 +34,8 @@ class Safetensors : public ::testing::Test {
     return file(name);
   }
 
-  fs::path dir_;
+  mixprec::testing::TempDir tmp_;  // removed with everything in it after each test
+  fs::path dir_ = tmp_.path();
 };
 
 std::string read_bytes(const std::string& path) {
