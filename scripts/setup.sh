@@ -13,6 +13,7 @@ PACKAGES=(
   clang-format                       # style check in CI
   fortunes                           # default training corpus (/usr/share/games/fortunes)
   gnuplot-nox                        # loss-curve PNGs (mixprec plot, src/report)
+  libopenmpi-dev openmpi-bin         # FSDP over MPI (src/dist; the tests run mpirun -np 2)
 )
 
 missing=()

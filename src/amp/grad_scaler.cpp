@@ -116,6 +116,10 @@ GradScaler::PerOptimizer& GradScaler::check(optim::Optimizer& opt, bool write) {
       break;
     }
   }
+  if (reduce_ && reduce_(st.found_inf) && !st.found_inf) {
+    st.found_inf = true;
+    st.first_nonfinite = "(a parameter shard on another rank)";
+  }
   MIXPREC_CHECK(any_grad, kWhere,
                 "no parameter of this optimizer has a gradient (run backward() first)");
   PerOptimizer& recorded = this_iteration_[&opt];

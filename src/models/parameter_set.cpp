@@ -2,6 +2,7 @@
 
 #include <cmath>
 
+#include "mixprec/parallel.h"
 #include "mixprec/tensor/generator.h"
 
 namespace mixprec::models {
@@ -25,6 +26,32 @@ Tensor initial_values(const ParamSpec& spec, uint64_t seed) {
       // A fresh generator on the name's stream: Tensor::normal draws element i at counter i.
       Generator gen(seed, name_stream(spec.name));
       return Tensor::normal(spec.shape, 0.0, spec.init.std, gen);
+    }
+  }
+  return {};
+}
+
+Tensor initial_values_range(const ParamSpec& spec, uint64_t seed, int64_t begin, int64_t end) {
+  MIXPREC_CHECK(0 <= begin && begin <= end && end <= spec.numel(), "initial_values_range",
+                spec.name + ": elements [" + std::to_string(begin) + ", " + std::to_string(end) +
+                    ") of " + shape_to_string(spec.shape));
+  switch (spec.init.kind) {
+    case InitKind::zeros:
+      return Tensor::zeros({end - begin});
+    case InitKind::ones:
+      return Tensor::ones({end - begin});
+    case InitKind::normal: {
+      // Tensor::normal's element i, i.e. 0 + std * z(i) in f64, rounded once to f32.
+      Tensor t = Tensor::empty({end - begin});
+      float* out = t.data<float>();
+      const uint64_t stream = name_stream(spec.name);
+      parallel_for(end - begin, 4096, [&](int64_t lo, int64_t hi) {
+        for (int64_t i = lo; i < hi; ++i)
+          out[i] = static_cast<float>(
+              0.0 + spec.init.std *
+                        Generator::standard_normal(seed, stream, static_cast<uint64_t>(begin + i)));
+      });
+      return t;
     }
   }
   return {};

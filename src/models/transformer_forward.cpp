@@ -22,8 +22,8 @@ Tensor as_linear_input(const Tensor& x) {
 Tensor Transformer::norm(const Tensor& x, const std::string& prefix, const char* name) const {
   amp::ModuleScope scope(name);
   const std::string full = prefix + name;
-  const Tensor& w = params_.value(full + ".weight");
-  return layernorm_ ? layernorm(x, w, params_.value(full + ".bias")) : rmsnorm(x, w);
+  const Tensor& w = weight(full + ".weight");
+  return layernorm_ ? layernorm(x, w, weight(full + ".bias")) : rmsnorm(x, w);
 }
 
 Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix) const {
@@ -45,22 +45,22 @@ Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix) con
 }
 
 Tensor Transformer::project(const Tensor& x, const std::string& weight) const {
-  return linear(x, params_.value(weight), bias(weight));
+  return linear(x, Transformer::weight(weight), bias(weight));
 }
 
 Tensor Transformer::bias(const std::string& weight) const {
-  return config_.bias ? params_.value(weight + "_bias") : Tensor();
+  return config_.bias ? Transformer::weight(weight + "_bias") : Tensor();
 }
 
 FeedForwardWeights Transformer::ffn_weights(const std::string& prefix) const {
   FeedForwardWeights w;
   if (mlp_ == MlpKind::swiglu) {
-    w.w_gate = params_.value(prefix + ".w_gate");
+    w.w_gate = weight(prefix + ".w_gate");
     w.b_gate = bias(prefix + ".w_gate");
   }
-  w.w_up = params_.value(prefix + ".w_up");
+  w.w_up = weight(prefix + ".w_up");
   w.b_up = bias(prefix + ".w_up");
-  w.w_down = params_.value(prefix + ".w_down");
+  w.w_down = weight(prefix + ".w_down");
   w.b_down = bias(prefix + ".w_down");
   return w;
 }
@@ -80,7 +80,7 @@ Tensor Transformer::block(const Tensor& h_in, int64_t layer) {
   // output returned, in it (as PyTorch's autocast MoE), f32 accumulation inside.
   const Tensor xe = as_linear_input(x);
   MoeWeights w;
-  w.router = params_.value(prefix + "moe.router");
+  w.router = weight(prefix + "moe.router");
   for (int64_t e = 0; e < config_.moe.n_experts; ++e)
     w.experts.push_back(ffn_weights(prefix + "moe.experts." + std::to_string(e)));
   const int64_t B = x.size(0), T = x.size(1), d = config_.d_model;
@@ -111,18 +111,25 @@ Tensor Transformer::forward(const Tensor& tokens) {
   Tensor h;
   {
     amp::ModuleScope scope("tok_emb");
-    h = embedding(tokens, params_.value("tok_emb.weight"));  // [B, T, d]
+    h = embedding(tokens, weight("tok_emb.weight"));  // [B, T, d]
   }
   if (!rope_) {
     amp::ModuleScope scope("pos_emb");
     std::vector<int64_t> positions(static_cast<std::size_t>(T));
     for (int64_t t = 0; t < T; ++t) positions[static_cast<std::size_t>(t)] = t;
-    h = add(h, embedding(Tensor::from_vector(positions), params_.value("pos_emb.weight")));
+    h = add(h, embedding(Tensor::from_vector(positions), weight("pos_emb.weight")));
   }
-  for (int64_t l = 0; l < config_.n_layers; ++l) h = block(h, l);
+  for (int64_t l = 0; l < config_.n_layers; ++l) {
+    if (!hooks_) {
+      h = block(h, l);
+      continue;
+    }
+    const std::string unit = "blocks." + std::to_string(l);
+    h = hooks_->leave_unit(unit, block(hooks_->enter_unit(unit, h), l));
+  }
   h = norm(h, "", "final_norm");
   amp::ModuleScope scope("lm_head");
-  return linear(h, params_.value(config_.tie_embeddings ? "tok_emb.weight" : "lm_head.weight"));
+  return linear(h, weight(config_.tie_embeddings ? "tok_emb.weight" : "lm_head.weight"));
 }
 
 LossParts Transformer::loss(const Tensor& tokens, const Tensor& targets) {

@@ -11,28 +11,47 @@
 namespace mixprec::optim {
 namespace {
 
+// The blocks a parameter's elements fall in. A shard piece (Parameter::shard_piece) holds
+// elements [offset, offset + n) of the whole parameter: its blocks keep the whole tensor's
+// boundaries (local element i is in local block (i + shift) / size), and the partial blocks at
+// its two ends take the mean over the elements this piece holds.
+struct LocalBlocks {
+  int64_t count = 0, size = 1, shift = 0, n = 0;
+  LocalBlocks(const Parameter& param) {
+    const AdamMiniPartition part = adam_mini_partition(param.full_shape(), param.role());
+    n = param.master().numel();
+    if (part.blocks == 0 || part.block_size == 0 || n == 0) return;
+    size = part.block_size;
+    shift = param.element_offset() % size;
+    count = (shift + n + size - 1) / size;
+  }
+  int64_t begin(int64_t b) const { return std::max<int64_t>(0, b * size - shift); }
+  int64_t end(int64_t b) const { return std::min(n, (b + 1) * size - shift); }
+};
+
 // mean over each block of (g * inv_scale)^2: f64 partial sums over fixed pieces of at most
 // kChunk elements (never crossing a block), added in order.
-std::vector<double> block_mean_sq(const Tensor& grad, float inv_scale, AdamMiniPartition part) {
+std::vector<double> block_mean_sq(const Tensor& grad, float inv_scale, const LocalBlocks& blocks) {
   using detail::kChunk;
-  const int64_t pieces_per_block = (part.block_size + kChunk - 1) / kChunk;
-  const int64_t pieces = part.blocks * pieces_per_block;
+  const int64_t pieces_per_block = (blocks.size + kChunk - 1) / kChunk;
+  const int64_t pieces = blocks.count * pieces_per_block;
   std::vector<double> partial(static_cast<std::size_t>(pieces), 0.0);
-  const int64_t grain = std::max<int64_t>(1, kChunk / std::min(part.block_size, kChunk));
+  const int64_t grain = std::max<int64_t>(1, kChunk / std::min(blocks.size, kChunk));
   parallel_for(pieces, grain, [&](int64_t first, int64_t last) {
     for (int64_t piece = first; piece < last; ++piece) {
       const int64_t block = piece / pieces_per_block;
-      const int64_t begin = block * part.block_size + (piece % pieces_per_block) * kChunk;
-      const int64_t end = std::min((block + 1) * part.block_size, begin + kChunk);
-      partial[static_cast<std::size_t>(piece)] = detail::square_sum(grad, begin, end, inv_scale);
+      const int64_t begin = blocks.begin(block) + (piece % pieces_per_block) * kChunk;
+      const int64_t end = std::min(blocks.end(block), begin + kChunk);
+      if (begin < end)
+        partial[static_cast<std::size_t>(piece)] = detail::square_sum(grad, begin, end, inv_scale);
     }
   });
-  std::vector<double> mean(static_cast<std::size_t>(part.blocks));
-  for (int64_t b = 0; b < part.blocks; ++b) {
+  std::vector<double> mean(static_cast<std::size_t>(blocks.count));
+  for (int64_t b = 0; b < blocks.count; ++b) {
     double s = 0;
     for (int64_t k = 0; k < pieces_per_block; ++k)
       s += partial[static_cast<std::size_t>(b * pieces_per_block + k)];
-    mean[static_cast<std::size_t>(b)] = s / static_cast<double>(part.block_size);
+    mean[static_cast<std::size_t>(b)] = s / static_cast<double>(blocks.end(b) - blocks.begin(b));
   }
   return mean;
 }
@@ -60,14 +79,13 @@ AdamMini::AdamMini(ParamList params, double lr, double weight_decay, AdamMiniOpt
     : AdamMini(std::vector<ParamGroup>{{std::move(params), lr, weight_decay}}, options) {}
 
 std::vector<BufferSpec> AdamMini::buffer_specs(const Parameter& param) const {
-  const AdamMiniPartition part = adam_mini_partition(param.master().shape(), param.role());
-  return {{"exp_avg", param.master().shape()}, {"vmean", {part.blocks}}};
+  return {{"exp_avg", param.master().shape()}, {"vmean", {LocalBlocks(param).count}}};
 }
 
 void AdamMini::update(Parameter& param, const ParamGroup& group, ParamState& state,
                       const Tensor& grad, float inv_scale) {
-  const AdamMiniPartition part = adam_mini_partition(param.master().shape(), param.role());
-  if (part.blocks == 0 || part.block_size == 0) return;  // an empty parameter
+  const LocalBlocks part(param);
+  if (part.count == 0) return;  // an empty parameter
   const double wd = param.role().no_weight_decay ? 0.0 : group.weight_decay;
   const auto t = static_cast<double>(state.step);
   const double bias1 = 1 - std::pow(options_.beta1, t), bias2 = 1 - std::pow(options_.beta2, t);
@@ -83,7 +101,7 @@ void AdamMini::update(Parameter& param, const ParamGroup& group, ParamState& sta
   // The per-block second moment and step size (few values: computed serially).
   const std::vector<double> mean_sq = block_mean_sq(grad, inv_scale, part);
   Tensor& vmean = state.buffers[1];
-  std::vector<float> v(static_cast<std::size_t>(part.blocks));
+  std::vector<float> v(static_cast<std::size_t>(part.count));
   widen_to_f32(vmean.dtype(), vmean.raw_data(), v.data(), v.size());
   for (std::size_t b = 0; b < v.size(); ++b)
     v[b] = b2 * v[b] + b2c * static_cast<float>(mean_sq[b]);
@@ -101,13 +119,14 @@ void AdamMini::update(Parameter& param, const ParamGroup& group, ParamState& sta
   for (std::size_t b = 0; b < v.size(); ++b)
     step_size[b] = inv_bias1 / (std::sqrt(v[b]) / bias2_sqrt + eps);
 
-  const int64_t bs = part.block_size;
+  const int64_t bs = part.size, shift = part.shift;
   detail::fused_update(param, grad, inv_scale, std::span<Tensor>(state.buffers.data(), 1),
                        state.kahan, keys, [&](const detail::Tile& tile) {
                          float* const m = tile.s[0];
                          for (int64_t i = 0; i < tile.len;) {
-                           const int64_t block = (tile.begin + i) / bs;
-                           const int64_t stop = std::min(tile.len, (block + 1) * bs - tile.begin);
+                           const int64_t block = (tile.begin + i + shift) / bs;
+                           const int64_t stop =
+                               std::min(tile.len, (block + 1) * bs - shift - tile.begin);
                            const float ss = step_size[static_cast<std::size_t>(block)];
                            for (; i < stop; ++i) {
                              const float mi = b1 * m[i] + b1c * (tile.g[i] * tile.inv_scale);

@@ -43,7 +43,7 @@ void store_narrow(const float* src, DType dt, char* base, int64_t at, int64_t n,
   const ConvertOptions opts{.rounding = Rounding::stochastic,
                             .seed = keys.seed,
                             .stream = rounding_stream(keys, buffer),
-                            .index_base = static_cast<uint64_t>(at)};
+                            .index_base = static_cast<uint64_t>(keys.index_offset + at)};
   convert_from_f32(src, dt, dst, static_cast<std::size_t>(n), opts);
 }
 
@@ -101,7 +101,9 @@ Tensor checked_grad(const Parameter& param, const Tensor& grad, const char* wher
 }
 
 void fused_update(Parameter& param, const Tensor& grad, float inv_scale, std::span<Tensor> state,
-                  Tensor& kahan, const RoundingKeys& keys, const TileRule& rule) {
+                  Tensor& kahan, const RoundingKeys& param_keys, const TileRule& rule) {
+  RoundingKeys keys = param_keys;
+  keys.index_offset = param.element_offset();
   const Tensor& master = param.master();
   const DType mdt = master.dtype(), gdt = grad.dtype();
   const bool narrow = mdt != DType::f32;

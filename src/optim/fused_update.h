@@ -39,6 +39,9 @@ struct RoundingKeys {
   uint64_t seed = 0;
   uint64_t name_hash = 0;  // fnv1a(parameter name)
   int64_t step = 0;
+  // Element i of the tensor draws at counter index_offset + i: a shard piece passes its offset
+  // in the whole parameter, so sharded and unsharded runs round the same element alike.
+  int64_t index_offset = 0;
 };
 
 uint64_t fnv1a(const std::string& s);

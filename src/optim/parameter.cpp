@@ -39,12 +39,38 @@ Parameter::Parameter(std::string name, const Tensor& init, const amp::MixedPreci
                   "role.heads = " + std::to_string(role.heads) + " does not divide the rows of " +
                       shape_to_string(init.shape()));
   NoGradGuard no_grad;
+  full_shape_ = init.shape();
   master_ = rounded_copy(init, policy.master_dtype());
   // From the master, not from init: the working copy is always the master rounded (an f64
   // init rounded straight to bf16 could differ from f64 -> f32 -> bf16).
   working_ =
       policy.param_dtype == master_.dtype() ? master_ : rounded_copy(master_, policy.param_dtype);
   working_.set_requires_grad(true, policy.reduce_dtype);
+}
+
+std::shared_ptr<Parameter> Parameter::shard_piece(std::string name, Tensor master,
+                                                  const amp::MixedPrecisionPolicy& policy,
+                                                  ParamRole role, Shape full_shape,
+                                                  int64_t element_offset) {
+  const std::string where = "Parameter::shard_piece(" + name + ")";
+  MIXPREC_CHECK(master.defined() && master.ndim() == 1 && master.dtype() == policy.master_dtype(),
+                where, "the piece must be a 1-D tensor of the master dtype");
+  MIXPREC_CHECK(element_offset >= 0 && element_offset + master.numel() <= shape_numel(full_shape),
+                where,
+                "elements [" + std::to_string(element_offset) + ", " +
+                    std::to_string(element_offset + master.numel()) + ") are outside " +
+                    shape_to_string(full_shape));
+  std::shared_ptr<Parameter> p(new Parameter());
+  p->name_ = std::move(name);
+  p->role_ = role;
+  p->policy_ = policy;
+  p->full_shape_ = std::move(full_shape);
+  p->element_offset_ = element_offset;
+  p->piece_ = true;
+  p->master_ = master;
+  p->working_ = master;
+  p->working_.set_requires_grad(true, policy.reduce_dtype);
+  return p;
 }
 
 void Parameter::refresh() {

@@ -29,6 +29,17 @@ Storage::~Storage() {
   if (data_) Allocator::instance().deallocate(data_, nbytes_, dtype_);
 }
 
+void Storage::release() {
+  if (!data_) return;
+  Allocator::instance().deallocate(data_, nbytes_, dtype_);
+  data_ = nullptr;
+}
+
+void Storage::reacquire() {
+  if (data_ || device_ != Device::cpu) return;
+  data_ = Allocator::instance().allocate(nbytes_, dtype_);
+}
+
 const TensorImpl& Tensor::impl() const {
   MIXPREC_CHECK(impl_ != nullptr, "Tensor", "use of an undefined tensor");
   return *impl_;
@@ -71,6 +82,9 @@ bool Tensor::is_sole_owner() const {
 
 void* Tensor::raw_data() const {
   MIXPREC_CHECK(!is_meta(), "Tensor::data", "a meta tensor has no data");
+  MIXPREC_CHECK(storage()->resident(), "Tensor::data",
+                "the storage was released (a sharded unit's gathered weight used outside its "
+                "forward or backward)");
   return static_cast<char*>(storage()->data()) + offset() * static_cast<int64_t>(element_size());
 }
 

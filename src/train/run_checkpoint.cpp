@@ -84,7 +84,11 @@ std::string first_tensor_mismatch(const io::TensorMap& tensors, const optim::Par
 
 std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step,
                                 const io::TrainingState& state, const config::TrainConfig& config) {
-  io::TensorMap tensors = io::flatten_training_state(state);
+  return save_run_checkpoint(store, step, io::flatten_training_state(state), config);
+}
+
+std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step, io::TensorMap tensors,
+                                const config::TrainConfig& config) {
   tensors[kStepKey] = Tensor::from_vector(std::vector<int64_t>{step}, {});
   tensors[kSeedKey] = Tensor::from_vector(std::vector<int64_t>{config.training.seed}, {});
   const io::Metadata metadata{{"format", kCheckpointFormat},

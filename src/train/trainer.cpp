@@ -12,6 +12,8 @@
 #include "mixprec/amp/grad_scaler.h"
 #include "mixprec/amp/numerics_monitor.h"
 #include "mixprec/data/batches.h"
+#include "mixprec/dist/sharded_model.h"
+#include "mixprec/dist/sharded_state.h"
 #include "mixprec/error.h"
 #include "mixprec/io/checkpoint_export.h"
 #include "mixprec/optim/clip.h"
@@ -62,6 +64,28 @@ double unigram_entropy(const data::TokenSplit& split) {
   return h;
 }
 
+// This rank's rows of the global batch: rank r of W takes rows [r B/W, (r+1) B/W), so every
+// world size trains on the same samples per step.
+data::Batch local_rows(const data::Batch& global, int rank, int world) {
+  if (world == 1) return global;
+  const int64_t rows = global.inputs.size(0) / world;
+  return {global.inputs.slice(0, rank * rows, (rank + 1) * rows).contiguous(),
+          global.targets.slice(0, rank * rows, (rank + 1) * rows).contiguous()};
+}
+
+// The job's world size, checked against [parallelism] data_parallel_shard_degree and the batch.
+int checked_world_size(const config::TrainConfig& c, const dist::Communicator& comm) {
+  const int w = comm.size();
+  const int64_t degree = c.parallelism.data_parallel_shard_degree;
+  MIXPREC_CHECK(degree == -1 || degree == w, "parallelism.data_parallel_shard_degree",
+                std::to_string(degree) + " does not match the job's " + std::to_string(w) +
+                    " rank(s) (-1 shards over every rank; only pure sharding is implemented)");
+  MIXPREC_CHECK(c.training.batch_size % w == 0, "training.batch_size",
+                std::to_string(c.training.batch_size) + " does not split evenly over " +
+                    std::to_string(w) + " ranks");
+  return w;
+}
+
 double median(std::vector<double> v) {
   if (v.empty()) return 0;
   std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
@@ -73,6 +97,8 @@ double median(std::vector<double> v) {
 struct Trainer::State {
   config::TrainConfig config;
   TrainerOptions options;
+  std::unique_ptr<dist::Communicator> own_comm;  // when the options give none
+  dist::Communicator* comm;
   Progress progress;
   std::optional<data::TokenDataset> dataset;
   std::optional<data::TrainBatches> train_batches;
@@ -88,15 +114,29 @@ struct Trainer::State {
   std::string resumed_from;
   double unigram_entropy = 0;
 
+  std::unique_ptr<dist::ShardedModel> sharded;  // world size > 1
+
   State(config::TrainConfig c, TrainerOptions o)
       : config(std::move(c)),
         options(std::move(o)),
-        progress(options.progress, config.training.steps, config.metrics.log_every),
+        own_comm(options.comm ? nullptr : dist::make_single_process_communicator()),
+        comm(options.comm ? options.comm : own_comm.get()),
+        progress(comm->rank() == 0 ? options.progress : ProgressStyle::quiet, config.training.steps,
+                 config.metrics.log_every),
         model(config.model),
         scaler(amp::ScalerOptions::for_policy(config.training.policy)) {}
 
-  io::TrainingState training_state() {
-    return {model.parameters().parameters(), optimizer.get(), &scaler};
+  bool leader() const { return comm->rank() == 0; }
+  optim::ParamList params() const {
+    return sharded ? sharded->parameters() : model.parameters().parameters();
+  }
+  io::TrainingState training_state() { return {params(), optimizer.get(), &scaler}; }
+  // The sum over ranks of each value (a no-op on one rank).
+  void sum_over_ranks(std::vector<double>& values) const {
+    if (comm->size() == 1) return;
+    Tensor t = Tensor::from_vector(values);
+    comm->all_reduce(t, dist::ReduceOp::sum);
+    values = t.to_doubles();
   }
 };
 
@@ -105,6 +145,7 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
   State& s = *state_;
   const config::TrainConfig& c = s.config;
   if (c.training.threads > 0) set_num_threads(static_cast<int>(c.training.threads));
+  const int world = checked_world_size(c, *s.comm);
   // Where checkpoints go, and whether this run may start there.
   if (c.checkpoint.enable) {
     s.store.emplace((fs::path(c.run_dir) / c.checkpoint.folder).string(),
@@ -120,8 +161,11 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
   std::error_code ec;
   fs::create_directories(c.run_dir, ec);
   MIXPREC_CHECK(!ec, "run_dir", "cannot create '" + c.run_dir + "': " + ec.message());
-  s.dataset.emplace(open_run_data(
-      c, c.run_dir, [&s](const std::string& w) { s.progress.message("warning: " + w); }));
+  // Rank 0 tokenises the corpus into the cache first; the others then read that cache.
+  auto warn = [&s](const std::string& w) { s.progress.message("warning: " + w); };
+  if (s.leader()) s.dataset.emplace(open_run_data(c, c.run_dir, warn));
+  if (world > 1) s.comm->barrier();
+  if (!s.leader()) s.dataset.emplace(open_run_data(c, c.run_dir, warn));
   check_vocabulary(*s.dataset, c.model.vocab_size);
   s.train_batches.emplace(s.dataset->train(), c.training.batch_size, c.training.seq_len,
                           static_cast<uint64_t>(c.training.seed));
@@ -137,14 +181,27 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
                      s.dataset->cache_path().string() +
                      fmt::format("; unigram entropy {:.4f} nats/token", s.unigram_entropy));
 
-  s.model.materialize(static_cast<uint64_t>(c.training.seed), c.training.policy);
-  s.optimizer = make_optimizer(c.optimizer, s.model.parameters().parameters(),
-                               static_cast<uint64_t>(c.training.seed));
+  if (world > 1) {
+    s.sharded = std::make_unique<dist::ShardedModel>(
+        s.model, *s.comm, c.training.policy,
+        dist::ShardingOptions{.reshard_after_forward = c.parallelism.reshard_after_forward});
+    s.sharded->materialize(static_cast<uint64_t>(c.training.seed));
+    s.scaler.set_found_inf_reduction(
+        [comm = s.comm](bool found) { return dist::any_rank(*comm, found); });
+    s.progress.message(
+        "fully sharded over " + std::to_string(world) + " ranks (" + s.comm->backend() +
+        "): " + std::to_string(s.sharded->layout().shard_numel()) + " parameters per rank in " +
+        std::to_string(s.sharded->layout().units().size()) + " units");
+  } else {
+    s.model.materialize(static_cast<uint64_t>(c.training.seed), c.training.policy);
+  }
+  s.optimizer = make_optimizer(c.optimizer, s.params(), static_cast<uint64_t>(c.training.seed));
   s.schedule.emplace(make_lr_schedule(c));
 
   if (s.options.resume) {
     std::optional<io::Checkpoint> latest = s.store ? s.store->load_latest() : std::nullopt;
     if (latest) {
+      if (s.sharded) latest->tensors = dist::shard_training_state(latest->tensors, *s.sharded);
       restore_run_checkpoint(*latest, s.training_state(), c);
       s.start_step = checkpoint_step(*latest);
       s.resumed_from = latest->path;
@@ -171,11 +228,12 @@ TrainSummary Trainer::run() {
   State& s = *state_;
   const config::TrainConfig& c = s.config;
   const amp::MixedPrecisionPolicy& policy = c.training.policy;
-  const optim::ParamList params = s.model.parameters().parameters();
+  const optim::ParamList params = s.params();
   Allocator& alloc = Allocator::instance();
+  const int rank = s.comm->rank(), world = s.comm->size();
 
   std::optional<MetricsLog> log;
-  if (c.metrics.jsonl) {
+  if (c.metrics.jsonl && s.leader()) {
     log.emplace(fs::path(c.run_dir) / "metrics.jsonl", s.start_step > 0);
     log->write(run_json_line(run_name(c), amp::display_name(policy),
                              s.model.parameters().parameter_count(), s.start_step,
@@ -193,21 +251,38 @@ TrainSummary Trainer::run() {
   const auto started = Clock::now();
 
   auto save = [&](int64_t step) {
+    // Sharded: every rank gathers, rank 0 writes, and every rank learns whether it worked.
+    io::TensorMap full;
+    if (s.sharded) full = dist::gather_training_state(*s.sharded, s.optimizer.get(), &s.scaler);
+    std::string failure;
     try {
-      summary.last_checkpoint = save_run_checkpoint(*s.store, step, s.training_state(), c);
+      if (!s.sharded)
+        summary.last_checkpoint = save_run_checkpoint(*s.store, step, s.training_state(), c);
+      else if (s.leader())
+        summary.last_checkpoint = save_run_checkpoint(*s.store, step, std::move(full), c);
     } catch (const Error& e) {
+      failure = e.what();
+    }
+    if (world > 1) {
+      Tensor failed = Tensor::from_vector(std::vector<int64_t>{failure.empty() ? 0 : 1});
+      s.comm->broadcast(failed, 0);
+      if (!s.leader() && failed.to_doubles()[0] > 0) failure = "rank 0 could not write it";
+      if (!s.leader() && failure.empty()) summary.last_checkpoint = s.store->path_for(step);
+    }
+    if (!failure.empty()) {
       const std::vector<int64_t> kept = s.store->steps();
       throw Error("checkpoint",
                   std::string("saving step ") + std::to_string(step) + " failed; " +
                       (kept.empty() ? std::string("no earlier checkpoint")
                                     : "the checkpoint of step " + std::to_string(kept.back()) +
                                           " is intact") +
-                      ": " + e.what());
+                      ": " + failure);
     }
     s.progress.message("checkpoint: " + summary.last_checkpoint);
   };
   auto eval = [&](int64_t step) {
-    EvalMetrics m = evaluate(s.model, *s.val_batches, c.training.eval_batches, policy, step);
+    EvalMetrics m =
+        evaluate(s.model, *s.val_batches, c.training.eval_batches, policy, step, s.sharded.get());
     s.progress.eval(m);
     if (log) log->write(to_json_line(m));
     summary.evals.push_back(m);
@@ -216,16 +291,20 @@ TrainSummary Trainer::run() {
   for (int64_t step = s.start_step; step < end; ++step) {
     const auto t0 = Clock::now();
     alloc.reset_peak();
-    const data::Batch batch = s.train_batches->batch(static_cast<uint64_t>(step));
+    const uint64_t comm_before = s.comm->stats().total();
+    const data::Batch batch =
+        local_rows(s.train_batches->batch(static_cast<uint64_t>(step)), rank, world);
     s.schedule->apply(*s.optimizer, step);
 
     models::LossParts loss;
+    if (s.sharded) s.sharded->begin_step(true);
     {
       ComputeScope compute(policy);
       loss = s.model.loss(batch.inputs, batch.targets);
     }
     const float loss_scale = s.scaler.get_scale();
     s.scaler.scale(loss.total).backward();
+    if (s.sharded) s.sharded->finish_backward();
     s.scaler.unscale(*s.optimizer);
 
     StepMetrics m;
@@ -233,8 +312,15 @@ TrainSummary Trainer::run() {
     const bool detail = m.step % std::max<int64_t>(c.metrics.log_every, 1) == 0;
     amp::StepNumerics numerics = (detail ? s.monitor_detail : s.monitor_totals)
                                      .observe(m.step, *s.optimizer, loss_scale, true);
-    // The monitor has just read every gradient for its norm: clip with it.
+    // The monitor has just read every gradient for its norm: clip with it. Sharded, that is
+    // this rank's part: the squares add up over ranks.
     m.grad_norm = numerics.grad_norm;
+    if (world > 1) {
+      std::vector<double> sq{m.grad_norm * m.grad_norm};
+      s.sum_over_ranks(sq);
+      m.grad_norm = std::sqrt(sq[0]);
+      numerics.grad_norm = m.grad_norm;
+    }
     if (c.training.grad_clip > 0)
       optim::clip_grads_to_norm(params, m.grad_norm, c.training.grad_clip);
     const amp::StepReport report = s.scaler.step(*s.optimizer);
@@ -243,10 +329,13 @@ TrainSummary Trainer::run() {
     s.optimizer->zero_grad();
     const auto t1 = Clock::now();
 
-    m.loss = loss.total.item();
-    m.ce = loss.ce.item();
-    m.aux = loss.aux.item();
-    m.z = loss.z.item();
+    // Each rank's loss is the mean over its rows: the job's is the mean over ranks.
+    std::vector<double> losses{loss.total.item(), loss.ce.item(), loss.aux.item(), loss.z.item()};
+    s.sum_over_ranks(losses);
+    m.loss = losses[0] / world;
+    m.ce = losses[1] / world;
+    m.aux = losses[2] / world;
+    m.z = losses[3] / world;
     m.lr = s.schedule->lr(step);
     m.loss_scale = loss_scale;
     m.skipped = !report.stepped;
@@ -257,6 +346,7 @@ TrainSummary Trainer::run() {
     m.elapsed_s = std::chrono::duration<double>(t1 - started).count();
     m.memory_bytes = alloc.stats().current_bytes;
     m.peak_bytes = alloc.stats().peak_bytes;
+    m.comm_bytes = s.comm->stats().total() - comm_before;
     m.underflow_fraction = numerics.underflow_fraction();
     m.overflow_fraction = numerics.overflow_fraction();
     m.numerics_json = numerics.to_json();
@@ -274,7 +364,17 @@ TrainSummary Trainer::run() {
 
   if (summary.end_step == c.training.steps && !summary.steps.empty() && c.checkpoint.export_bf16) {
     const std::string path = (fs::path(c.run_dir) / "model-bf16.safetensors").string();
-    io::export_bf16_weights(path, params);
+    if (!s.sharded) {
+      io::export_bf16_weights(path, params);
+    } else {
+      // The full masters, gathered (a collective), as unsharded parameters for the export.
+      const io::TensorMap full = dist::gather_training_state(*s.sharded, nullptr, nullptr);
+      optim::ParamList whole;
+      for (const models::ParamSpec& spec : s.model.parameters().specs())
+        whole.push_back(std::make_shared<optim::Parameter>(
+            spec.name, full.at(io::kModelPrefix + spec.name), amp::preset("fp32")));
+      if (s.leader()) io::export_bf16_weights(path, whole);
+    }
     s.progress.message("bf16 weights: " + path);
   }
   if (c.metrics.plot && log && !summary.steps.empty()) {

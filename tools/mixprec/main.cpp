@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "dtype_command.h"
+#include "memory_command.h"
 #include "mixprec/error.h"
 #include "mixprec/numerics/convert.h"
 #include "sample_command.h"
@@ -42,6 +43,7 @@ int main(int argc, char** argv) {
   mixprec::cli::add_eval_command(app, exit_code);
   mixprec::cli::add_sample_command(app, exit_code);
   mixprec::cli::add_report_commands(app, exit_code);
+  mixprec::cli::add_memory_command(app, exit_code);
   try {
     std::vector<std::string> args = arguments_for_cli11(argc, argv);
     app.parse(args);

@@ -8,7 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "config_options.h"
 #include "mixprec/config/train_config.h"
+#include "mixprec/dist/communicator.h"
 #include "mixprec/train/evaluate.h"
 #include "mixprec/train/run_checkpoint.h"
 #include "mixprec/train/run_data.h"
@@ -31,12 +33,7 @@ struct TrainArgs {
 };
 
 config::TrainConfig load(const TrainArgs& a) {
-  std::vector<std::string> overrides;
-  if (!a.precision.empty()) {  // the shorthand replaces whichever spelling the file used
-    overrides.push_back("training.precision=" + a.precision);
-    overrides.push_back("training.mixed_precision_param=");
-    overrides.push_back("training.mixed_precision_reduce=");
-  }
+  std::vector<std::string> overrides = precision_overrides(a.precision);
   if (!a.data.empty()) overrides.push_back("training.data=" + a.data);
   if (!a.run_dir.empty()) overrides.push_back("run_dir=" + a.run_dir);
   if (a.steps >= 0) overrides.push_back("training.steps=" + std::to_string(a.steps));
@@ -44,13 +41,15 @@ config::TrainConfig load(const TrainArgs& a) {
   return config::load_config(a.config, overrides);
 }
 
-void run_train(const TrainArgs& a) {
+void train_rank(const TrainArgs& a, dist::Communicator& comm) {
   train::TrainerOptions options;
   options.resume = a.resume;
   options.progress = train::parse_progress_style(a.progress);
   options.stop_at_step = a.stop_at_step;
+  options.comm = &comm;
   train::Trainer trainer(load(a), options);
   const train::TrainSummary s = trainer.run();
+  if (comm.rank() != 0) return;
   if (s.steps.empty()) {
     fmt::print("nothing to train: the run is at step {} of {}\n", s.end_step,
                trainer.config().training.steps);
@@ -62,6 +61,19 @@ void run_train(const TrainArgs& a) {
     line += fmt::format("; validation loss {:.4f} (perplexity {:.2f}; unigram entropy {:.4f})",
                         s.evals.back().val_loss, s.evals.back().val_ppl, s.unigram_entropy);
   fmt::print("{}\n", line);
+}
+
+// Under mpirun every rank runs this; an error on any rank ends the whole job with a message
+// naming that rank (the others would otherwise wait in a collective for ever).
+void run_train(const TrainArgs& a) {
+  const std::unique_ptr<dist::Communicator> comm = dist::make_world_communicator();
+  if (comm->size() == 1) return train_rank(a, *comm);
+  try {
+    train_rank(a, *comm);
+  } catch (const std::exception& e) {
+    comm->abort_job(e.what(), 1);
+    throw;
+  }
 }
 
 struct EvalArgs {
@@ -106,6 +118,7 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "  mixprec train --config configs/gpt_small.toml --precision fp16-mixed --steps 200\n"
       "  mixprec train configs/tiny.toml --set model.d_model=96 --set optimizer.lr=1e-3\n"
       "  mixprec train configs/moe_small.toml --resume     # continue from the newest checkpoint\n"
+      "  mpirun -np 2 mixprec train configs/moe_small.toml  # fully sharded over 2 ranks (FSDP)\n"
       "Writes <run_dir>/metrics.jsonl (one JSON object per step) and, with [checkpoint] enable,\n"
       "<run_dir>/checkpoint/step-<N>.safetensors.");
   cmd->add_option("config,--config", args->config, "TOML config file")->required();

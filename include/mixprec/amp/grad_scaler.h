@@ -17,6 +17,7 @@
 
 #include <cfloat>
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <string>
 
@@ -94,6 +95,11 @@ class GradScaler {
   void load_state_dict(const optim::StateDict& dict);
   const StepReport& last_report() const { return last_report_; }
 
+  // Under data parallelism every rank must take the same decision: `reduce` maps this rank's
+  // found-inf flag to the whole job's (an all-reduce of "any"; every rank calls it once per
+  // unscale() or step() check). Null (the default): this process decides alone.
+  void set_found_inf_reduction(std::function<bool(bool)> reduce) { reduce_ = std::move(reduce); }
+
  private:
   struct PerOptimizer {
     bool unscaled = false, stepped = false, found_inf = false;
@@ -106,6 +112,7 @@ class GradScaler {
   ScalerOptions options_;
   ScalerState state_;
   std::map<const optim::Optimizer*, PerOptimizer> this_iteration_;
+  std::function<bool(bool)> reduce_;
   StepReport last_report_;
 };
 

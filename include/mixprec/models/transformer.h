@@ -28,6 +28,7 @@
 #include "mixprec/config/train_config.h"
 #include "mixprec/models/moe.h"
 #include "mixprec/models/parameter_set.h"
+#include "mixprec/models/unit_hooks.h"
 
 namespace mixprec::models {
 
@@ -59,7 +60,15 @@ class Transformer {
   const std::vector<MoeLayerStats>& moe_stats() const { return moe_stats_; }
   const std::vector<Tensor>& router_logits() const { return router_logits_; }
 
+  // Routes weights and block boundaries through `hooks` (null: the ParameterSet's working
+  // copies). The hooks must outlive every forward and backward that uses them.
+  void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
+  UnitHooks* unit_hooks() const { return hooks_; }
+
  private:
+  const Tensor& weight(const std::string& name) const {
+    return hooks_ ? hooks_->weight(name) : params_.value(name);
+  }
   Tensor norm(const Tensor& x, const std::string& prefix, const char* name) const;
   Tensor attention(const Tensor& x, const std::string& prefix) const;
   // linear(x, weight, its bias when config.bias) for the parameter named `weight`.
@@ -73,6 +82,7 @@ class Transformer {
   MlpKind mlp_;
   bool layernorm_, rope_, moe_;
   ParameterSet params_;
+  UnitHooks* hooks_ = nullptr;
   std::vector<MoeLayerStats> moe_stats_;
   std::vector<Tensor> router_logits_, aux_losses_, z_losses_;
 };

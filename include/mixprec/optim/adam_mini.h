@@ -12,6 +12,10 @@
 //   2-D and higher       one block per output row (size(0) blocks of numel / size(0)): value,
 //                        output projection, MLP, and embedding / LM-head rows (one per token);
 //   1-D and 0-D          one block for the whole tensor (norm gains, biases).
+// A shard piece of a parameter (Parameter::shard_piece, fully sharded training) keeps the
+// whole parameter's block boundaries; the at most two blocks it holds only part of take the
+// mean of g^2 over the part it holds (so a sharded run's second moments differ from an
+// unsharded run's in those boundary blocks only).
 //
 // Memory: the state is m (numel values) + vmean (one per block) instead of AdamW's 2 * numel:
 // with an f32 master that is 4 bytes per parameter instead of 8, so master + state go from 12

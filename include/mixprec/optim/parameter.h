@@ -30,7 +30,20 @@ class Parameter {
   Parameter(std::string name, const Tensor& init, const amp::MixedPrecisionPolicy& policy,
             ParamRole role = {});
 
+  // A piece of a sharded parameter (dist/sharded_model.h): `master` is a 1-D view into this
+  // rank's shard holding elements [element_offset, element_offset + numel) (row-major) of the
+  // parameter `name` of shape `full_shape`. It is its own working copy: the forward pass uses
+  // the unit's gathered weights instead.
+  static std::shared_ptr<Parameter> shard_piece(std::string name, Tensor master,
+                                                const amp::MixedPrecisionPolicy& policy,
+                                                ParamRole role, Shape full_shape,
+                                                int64_t element_offset);
+
   const std::string& name() const { return name_; }
+  // The whole parameter's shape, and where this tensor starts in it (0 unless a shard piece).
+  const Shape& full_shape() const { return full_shape_; }
+  int64_t element_offset() const { return element_offset_; }
+  bool is_shard_piece() const { return piece_; }
   const ParamRole& role() const { return role_; }
   const amp::MixedPrecisionPolicy& policy() const { return policy_; }
 
@@ -49,8 +62,13 @@ class Parameter {
   bool has_working_copy() const { return !master_.shares_storage_with(working_); }
 
  private:
+  Parameter() = default;
+
   std::string name_;
   ParamRole role_;
+  Shape full_shape_;
+  int64_t element_offset_ = 0;
+  bool piece_ = false;
   amp::MixedPrecisionPolicy policy_;
   Tensor master_, working_;
 };

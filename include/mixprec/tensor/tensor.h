@@ -37,6 +37,15 @@ class Storage {
   std::size_t nbytes() const { return nbytes_; }
   Device device() const { return device_; }
 
+  // Fully sharded training frees a gathered weight after its unit's forward while the autograd
+  // graph still holds views of it, then gathers it again before that unit's backward:
+  // release() returns the bytes to the allocator (data() becomes null), reacquire() takes a
+  // block of the same size again (contents undefined until written). Both are no-ops when
+  // already in that state, and on meta.
+  void release();
+  void reacquire();
+  bool resident() const { return data_ != nullptr || nbytes_ == 0 || device_ == Device::meta; }
+
  private:
   void* data_ = nullptr;
   std::size_t nbytes_;

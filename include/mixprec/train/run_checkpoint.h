@@ -26,6 +26,9 @@ inline constexpr const char* kCheckpointFormat = "mixprec.train/1";
 // Saves the state after `step` completed steps; returns the path written.
 std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step,
                                 const io::TrainingState& state, const config::TrainConfig& config);
+// The same from the state already flattened (a sharded run's gathered state).
+std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step, io::TensorMap tensors,
+                                const config::TrainConfig& config);
 
 // The config a checkpoint was written with (its metadata), or an Error naming the file.
 config::TrainConfig checkpoint_config(const io::Checkpoint& checkpoint);

@@ -27,6 +27,7 @@
 #include <vector>
 
 #include "mixprec/config/train_config.h"
+#include "mixprec/dist/communicator.h"
 #include "mixprec/models/transformer.h"
 #include "mixprec/train/progress.h"
 #include "mixprec/train/step_metrics.h"
@@ -39,6 +40,10 @@ struct TrainerOptions {
   // Stop (without a final checkpoint or evaluation) once this many steps are done; -1 = run
   // to training.steps. For tests and time-boxed runs.
   int64_t stop_at_step = -1;
+  // The data-parallel job this process is a rank of (dist/communicator.h); null: a single
+  // process. With more than one rank the model is fully sharded (dist/sharded_model.h), each
+  // rank trains on its rows of the global batch, and only rank 0 prints, logs and writes.
+  dist::Communicator* comm = nullptr;
 };
 
 struct TrainSummary {

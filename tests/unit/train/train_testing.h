@@ -26,13 +26,11 @@ inline std::string make_text(std::size_t bytes, uint32_t seed = 1) {
   return text;
 }
 
-// The tiny model on a generated corpus in `dir`; extra overrides last.
-inline config::TrainConfig tiny_config(const TempDir& dir,
-                                       std::vector<std::string> overrides = {}) {
-  const auto corpus = dir / "corpus.txt";
-  if (!std::filesystem::exists(corpus)) mixprec::testing::write_file(corpus, make_text(60000));
-  std::vector<std::string> all = {
-      "run_dir=" + (dir / "run").string(),
+// The overrides that shrink configs/tiny.toml for tests: the run in `run_dir`, on `corpus`.
+inline std::vector<std::string> tiny_overrides(const std::filesystem::path& run_dir,
+                                               const std::filesystem::path& corpus) {
+  return {
+      "run_dir=" + run_dir.string(),
       "training.data=" + corpus.string(),
       "model.d_model=32",
       "model.n_layers=2",
@@ -50,8 +48,21 @@ inline config::TrainConfig tiny_config(const TempDir& dir,
       "checkpoint.keep_last=0",
       "metrics.log_every=4",
   };
+}
+
+// configs/tiny.toml with `overrides` applied.
+inline config::TrainConfig tiny_toml(const std::vector<std::string>& overrides) {
+  return config::load_config(std::string(MIXPREC_SOURCE_DIR) + "/configs/tiny.toml", overrides);
+}
+
+// The tiny model on a generated corpus in `dir`; extra overrides last.
+inline config::TrainConfig tiny_config(const TempDir& dir,
+                                       std::vector<std::string> overrides = {}) {
+  const auto corpus = dir / "corpus.txt";
+  if (!std::filesystem::exists(corpus)) mixprec::testing::write_file(corpus, make_text(60000));
+  std::vector<std::string> all = tiny_overrides(dir / "run", corpus);
   all.insert(all.end(), overrides.begin(), overrides.end());
-  return config::load_config(std::string(MIXPREC_SOURCE_DIR) + "/configs/tiny.toml", all);
+  return tiny_toml(all);
 }
 
 }  // namespace mixprec::train::testing

@@ -1,0 +1,105 @@
+// Collectives between the ranks of a data-parallel job, behind one interface with two
+// implementations: MPI (Debian's OpenMPI, when the library is built with it and the process
+// was started by mpirun) and a single process (world size 1; every collective is a copy), so
+// the library builds, runs and tests without MPI.
+//
+// Buffers are contiguous CPU tensors. Reductions (reduce_scatter, all_reduce) take f32, bf16,
+// f16, f64 and i64; data moves (all_gather, broadcast) take any dtype. Sums of bf16/f16
+// buffers add in f32 and round once per pairwise sum (a user-defined MPI reduction): at world
+// size 2 that is the exact f32 sum rounded once. bf16/f16 max/min pick one operand's bits and
+// let NaN win; f32/f64 max/min are MPI's. Reductions run in a fixed order for a given world
+// size, so a run repeats bit for bit.
+//
+// Every rank must call the same collectives in the same order with matching sizes; a size
+// or dtype mismatch that one rank can see is an Error naming the call. MPI failures become
+// mixprec::Error with MPI's message and the rank. A rank that throws must call abort_job():
+// the launcher then stops every rank with a message naming the failed one (no hang).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "mixprec/tensor/tensor.h"
+
+namespace mixprec::dist {
+
+enum class ReduceOp { sum, max, min };
+
+// Bytes this rank handed to each kind of collective, as the ring algorithms move them:
+// all-gather and reduce-scatter of a full buffer of B bytes send (W-1)/W * B per rank;
+// all-reduce 2 (W-1)/W * B (rounded down); broadcast B, counted on the root only. Zero at
+// world size 1. `calls` counts every collective this rank started, barriers included (the
+// single-process backend counts nothing).
+struct CommStats {
+  uint64_t all_gather_bytes = 0;
+  uint64_t reduce_scatter_bytes = 0;
+  uint64_t all_reduce_bytes = 0;
+  uint64_t broadcast_bytes = 0;
+  uint64_t calls = 0;
+  uint64_t total() const {
+    return all_gather_bytes + reduce_scatter_bytes + all_reduce_bytes + broadcast_bytes;
+  }
+};
+
+// A collective in flight. wait() blocks until the buffers may be used (and rethrows an MPI
+// failure as Error); it is called by the destructor when the owner did not.
+class Request {
+ public:
+  virtual ~Request() = default;
+  virtual void wait() = 0;
+  virtual bool done() const = 0;  // true once wait() has returned
+};
+
+class Communicator {
+ public:
+  virtual ~Communicator() = default;
+
+  virtual int rank() const = 0;
+  virtual int size() const = 0;
+  virtual std::string backend() const = 0;  // "single" or "mpi"
+
+  // recv[r*n : (r+1)*n] = send of rank r. send [n], recv [n * size()], same dtype. send may
+  // be recv's own block recv[rank()*n : (rank()+1)*n] (in place); no other overlap.
+  virtual void all_gather(const Tensor& send, Tensor& recv) = 0;
+  // recv = sum over ranks of their send[rank()*n : (rank()+1)*n]. send [n * size()], recv [n],
+  // same dtype, not overlapping.
+  virtual void reduce_scatter(const Tensor& send, Tensor& recv) = 0;
+  // In place, every rank gets the reduction of every rank's buffer.
+  virtual void all_reduce(Tensor& buffer, ReduceOp op = ReduceOp::sum) = 0;
+  // In place: every rank gets root's buffer.
+  virtual void broadcast(Tensor& buffer, int root) = 0;
+  virtual void barrier() = 0;
+
+  // Non-blocking forms (MPI_Iallgather, MPI_Ireduce_scatter_block): the tensors must stay
+  // alive and untouched until the request's wait() returns.
+  virtual std::unique_ptr<Request> start_all_gather(const Tensor& send, Tensor& recv) = 0;
+  virtual std::unique_ptr<Request> start_reduce_scatter(const Tensor& send, Tensor& recv) = 0;
+
+  const CommStats& stats() const { return stats_; }
+  void reset_stats() { stats_ = {}; }
+
+  // Ends the whole job after a fatal error on this rank: MPI_Abort naming `rank()` and
+  // `message` (a single process just returns; the caller exits).
+  virtual void abort_job(const std::string& message, int exit_code) = 0;
+
+ protected:
+  CommStats stats_;
+};
+
+// World size 1.
+std::unique_ptr<Communicator> make_single_process_communicator();
+
+// True when the library was built with MPI.
+bool mpi_built();
+// True when this process was started by an MPI launcher (mpirun sets OMPI_COMM_WORLD_SIZE /
+// PMIX_RANK), so MPI may be initialised.
+bool launched_by_mpi();
+// MPI_COMM_WORLD (initialises MPI once, thread level FUNNELED: only the main thread calls
+// MPI; finalised at exit). Error when the library was built without MPI.
+std::unique_ptr<Communicator> make_mpi_communicator();
+// The job's communicator: MPI when launched by mpirun and built with it, else a single
+// process. Error when launched by mpirun with more than one rank but built without MPI.
+std::unique_ptr<Communicator> make_world_communicator();
+
+}  // namespace mixprec::dist

@@ -1,0 +1,69 @@
+// The memory planner: bytes per rank of a training step, from the meta model (nothing is
+// allocated), for `mixprec memory` and for checking a run against the allocator's peak.
+//
+// Terms (per rank; W = world size, S = the layout's shard_numel(): every unit padded to a
+// multiple of W, then divided by W; at W = 1, S is the parameter count):
+//   master       S x master dtype (f32; the param dtype in the bf16-pure modes)
+//   working      W = 1: one working copy per parameter in the param dtype (0 when it is the
+//                master itself). W >= 2: gathered units in the param dtype: the root unit plus
+//                2 block units (current + prefetched) with reshard-after-forward, all units
+//                without it.
+//   grads        W = 1: every parameter's gradient in the reduce dtype. W >= 2: the gradient
+//                shard (S x reduce dtype) plus the full-unit buffers of backward (the root
+//                unit's and one block unit's, reduce dtype).
+//   optimizer    AdamW 2 buffers, SGD (momentum) 1, Adam-mini 1 + one value per block, in the
+//                master dtype over S elements; + a Kahan buffer in bf16-pure-kahan.
+//   activations  what autograd saves for backward over the local batch (batch_size / W
+//                sequences of seq_len tokens), plus the step's other live tensors: the batch
+//                and the router logits the model keeps (activation_estimate.h derives it).
+//   comm         W >= 2: the cast shard all-gather sends (param dtype x the largest unit
+//                shard); 0 at W = 1.
+// `peak` is not the sum of the terms: gradients grow while backward frees activations, so
+// the planner walks the step (forward end, loss backward, each block's backward from the
+// last, optimizer step) and takes the largest live total; that is what the allocator's
+// peak_bytes of a step measures.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "mixprec/amp/policy.h"
+#include "mixprec/config/train_config.h"
+
+namespace mixprec::dist {
+
+struct MemoryPlan {
+  int world_size = 1;
+  int64_t parameters = 0;
+  int64_t shard_numel = 0;  // elements of parameters each rank owns (padding included)
+  std::size_t master = 0;
+  std::size_t working = 0;
+  std::size_t grads = 0;
+  std::size_t optimizer = 0;
+  bool has_activations = false;  // false in the parameter-count mode (no model shape known)
+  std::size_t activations = 0;
+  std::size_t comm = 0;
+  std::size_t peak = 0;  // the largest live total over the step (see above)
+  // The plain sum of the terms: an upper bound on the peak.
+  std::size_t sum() const { return master + working + grads + optimizer + activations + comm; }
+};
+
+// From a config's model, batch, precision policy, optimizer and parallelism settings.
+// A rank's batch is ceil(batch_size / W) sequences. Error: world_size < 1.
+MemoryPlan plan_memory(const config::TrainConfig& config, int world_size);
+
+// From a parameter count alone (no activations: has_activations = false, peak = sum of the
+// other terms, one unit of `parameters` elements). optimizer: adamw | sgd | adam-mini (SGD
+// with momentum; Adam-mini's per-block values are not known without shapes and are left out).
+MemoryPlan plan_memory_for_count(int64_t parameters, int world_size,
+                                 const amp::MixedPrecisionPolicy& policy,
+                                 std::string_view optimizer);
+
+// Per-element buffers of optimizer state (in the master dtype): adamw 2, sgd 1 (0 without
+// momentum), adam-mini 1; Kahan's compensation buffer comes on top. Error naming an unknown
+// optimizer.
+int optimizer_buffers_per_element(std::string_view optimizer, double momentum = 0.9);
+
+}  // namespace mixprec::dist

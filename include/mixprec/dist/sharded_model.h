@@ -1,0 +1,123 @@
+// Fully sharded data parallelism (FSDP / ZeRO-3) for a Transformer, torchtitan's recipe:
+//
+//   masters     each rank keeps only its shard of every unit (shard_layout.h) in the master
+//               dtype (f32; the narrow master of the pure modes), materialised from the
+//               counter-based init (seed, parameter name, element index): any world size
+//               starts from the same weights;
+//   forward     on entering a unit the rank casts its shard to the policy's param_dtype and
+//               all-gathers it (half the bytes of an f32 all-gather for bf16); a block's
+//               gathered weights are freed when the forward leaves it (reshard after forward)
+//               and gathered again when its backward starts; the root unit (embeddings, final
+//               norm, LM head) stays gathered for the step. The next block's gather is started
+//               before the current block computes (prefetch, MPI non-blocking collectives);
+//   backward    a unit's gradients accumulate in reduce_dtype into one flat buffer, which is
+//               reduce-scattered into the rank's gradient shard as soon as the unit's backward
+//               is done, then divided by the world size (each rank's loss is the mean over
+//               its part of the global batch);
+//   optimizer   any of the library's, on this rank's pieces (Parameter::shard_piece), one per
+//               parameter overlapping the shard; the trainer all-reduces the non-finite flag
+//               and the gradient norm so every rank takes the same decision.
+//
+//   ShardedModel fsdp(model, comm, policy);
+//   fsdp.materialize(seed);
+//   AdamW opt(fsdp.parameters(), ...);
+//   fsdp.begin_step(true);  loss = model.loss(x, y);  loss.backward();  fsdp.finish_backward();
+#pragma once
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "mixprec/amp/policy.h"
+#include "mixprec/dist/communicator.h"
+#include "mixprec/dist/shard_layout.h"
+#include "mixprec/models/transformer.h"
+
+namespace mixprec::dist {
+
+struct ShardingOptions {
+  bool reshard_after_forward = true;  // false: keep every gathered block until backward ends
+  bool prefetch = true;               // gather the next block while this one computes
+};
+
+// True on every rank when `flag` is true on any rank (an all-reduce): how the ranks of a job
+// agree that a step must be skipped (GradScaler::set_found_inf_reduction).
+bool any_rank(Communicator& comm, bool flag);
+
+class ShardedModel final : public models::UnitHooks {
+ public:
+  // Hooks itself into `model` (unhooked by the destructor). model, comm must outlive this.
+  ShardedModel(models::Transformer& model, Communicator& comm,
+               const amp::MixedPrecisionPolicy& policy, ShardingOptions options = {});
+  ~ShardedModel() override;
+  ShardedModel(const ShardedModel&) = delete;
+  ShardedModel& operator=(const ShardedModel&) = delete;
+
+  // This rank's shards from the init rule of every parameter (nothing else is allocated).
+  void materialize(uint64_t seed);
+  const ShardLayout& layout() const { return layout_; }
+  Communicator& comm() const { return comm_; }
+  const amp::MixedPrecisionPolicy& policy() const { return policy_; }
+  // This rank's pieces, unit by unit in flat order (what the optimizer updates).
+  const optim::ParamList& parameters() const { return pieces_; }
+
+  // Before each forward: gathers the root unit. `training`: gradients will follow (then call
+  // finish_backward() after backward), else end_forward() after the forward.
+  void begin_step(bool training);
+  // After backward: completes every unit's reduce-scatter and sets each piece's gradient.
+  void finish_backward();
+  // After a forward without backward (evaluation): frees what the forward gathered.
+  void end_forward();
+
+  // The master shard of unit u ([shard], master dtype) and the full unit gathered from every
+  // rank's `shard` tensor ([shard] each, same dtype) as [padded]: for checkpoints.
+  const Tensor& master_shard(std::size_t unit) const { return units_.at(unit).master; }
+  Tensor gather_unit(const Tensor& shard) const;
+
+  // models::UnitHooks
+  const Tensor& weight(std::string_view name) override;
+  Tensor enter_unit(const std::string& unit, const Tensor& x) override;
+  Tensor leave_unit(const std::string& unit, const Tensor& y) override;
+
+  // Called by the unit-boundary autograd nodes.
+  void on_backward_begin(std::size_t unit);
+  void on_backward_done(std::size_t unit);
+
+ private:
+  struct Unit {
+    Tensor master;    // [shard] master dtype, zero padding
+    Tensor send;      // [shard] param dtype: the cast shard an all-gather sends
+    Tensor gathered;  // [padded] param dtype; its storage is released between uses
+    std::unique_ptr<Request> gather;
+    std::map<std::string, Tensor, std::less<>> leaves;  // views of gathered, fresh per step
+    Tensor full_grad;                                   // [padded] reduce dtype, in backward
+    Tensor grad_shard;                                  // [shard] reduce dtype
+    std::unique_ptr<Request> reduce;
+    bool reduced = false;  // reduce-scatter started this step
+  };
+
+  std::size_t unit_of(const std::string& unit_name) const;
+  void start_gather(std::size_t u);
+  void wait_gather(std::size_t u);  // then creates the unit's leaves
+  void release_gathered(std::size_t u, bool drop_leaves);
+  bool resident(std::size_t u) const;  // gathered, no gather in flight, bytes present
+  void start_reduce(std::size_t u);
+  void set_grad_views(std::size_t u);
+
+  models::Transformer& model_;
+  Communicator& comm_;
+  amp::MixedPrecisionPolicy policy_;
+  ShardingOptions options_;
+  ShardLayout layout_;
+  std::vector<Unit> units_;
+  optim::ParamList pieces_;
+  std::vector<std::size_t> piece_unit_;  // unit index of pieces_[i]
+  std::vector<int64_t> piece_offset_;    // where pieces_[i] starts in its unit's shard
+  std::map<std::string, std::size_t, std::less<>> param_unit_;
+  bool training_ = false;
+  bool in_step_ = false;
+};
+
+}  // namespace mixprec::dist

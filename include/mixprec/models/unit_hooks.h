@@ -1,0 +1,26 @@
+// How a fully sharded runtime (dist/sharded_model.h) takes part in a model's forward: the
+// model asks it for every weight, and tells it when the forward enters and leaves each
+// transformer block, so it can gather a block's weights just in time, free them after, and
+// hook the block's backward (the identity nodes enter/leave return carry those hooks).
+// Without hooks a model reads its ParameterSet's working copies.
+#pragma once
+
+#include <string>
+#include <string_view>
+
+#include "mixprec/tensor/tensor.h"
+
+namespace mixprec::models {
+
+class UnitHooks {
+ public:
+  virtual ~UnitHooks() = default;
+  // The tensor the forward uses for a parameter (a leaf requiring grad).
+  virtual const Tensor& weight(std::string_view name) = 0;
+  // `unit` is the block's name ("blocks.3"); x its input, y its output. Each returns the
+  // tensor the forward continues with.
+  virtual Tensor enter_unit(const std::string& unit, const Tensor& x) = 0;
+  virtual Tensor leave_unit(const std::string& unit, const Tensor& y) = 0;
+};
+
+}  // namespace mixprec::models

@@ -1,0 +1,139 @@
+// Activation bytes of a Transformer step, op by op (N = tokens, d = d_model, H = heads,
+// F = d_ff, V = vocab, E = experts, k = top_k, R = N·k routed rows (capped by capacity);
+// c = compute dtype bytes, r = residual stream bytes (the wider of param and compute: the
+// embedding keeps the weight's dtype, add promotes), a = accumulator bytes (f32, f64 for f64)).
+//
+// Saved per block (pre-norm; each norm runs in f32 under autocast but keeps its narrow input):
+//   attn_norm   input (the residual) r·N·d + rstd a·N (LayerNorm: + mean a·N)
+//   q/k/v in    the one cast copy the three projections share            c·N·d
+//   attention   q, k (after RoPE) and v, contiguous                       3c·N·d
+//               f32 output before rounding (narrow inputs) or the output  a·N·d
+//               log-sum-exp per row and head                              a·N·H
+//   wo in       the heads merged back (a copy of a transposed view)       c·N·d
+//   mlp_norm    input r·N·d + statistics
+//   dense MLP   shared input c·N·d; SwiGLU gate, up and hidden 3c·N·F (GELU: up, hidden 2c·N·F)
+//   MoE         shared input c·N·d (router reads it too); router logits a·N·E (softmax and
+//               log-softmax keep them, and the model keeps them after the step) + their
+//               max/log-sum twice 4a·N; top-k ids 8·N·k, values and gates 2a·N·k, their sum
+//               and the z-loss lse 2a·N; dispatched rows c·R·d; experts' hidden 3c·R·F (GELU
+//               2c·R·F); experts' outputs c·R·d (the gated combine keeps them)
+// Root: final norm input r·N·d + statistics, LM head input c·N·d, logits c·N·V (cross-entropy
+// keeps the narrow logits), its row max and log-sum 2a·N. Embedding and add save nothing (the
+// embedding's ids are the batch).
+// Transients: the loss forward widens narrow logits to f32 (4·N·V); its backward holds the
+// widened logits and their f32 gradient (8·N·V; 4·N·V when the logits are already f32). In a
+// block's backward the largest set is the MoE combine's (f32 copies of the output gradient
+// a·N·d, of the experts' outputs and their gradients 2a·R·d, the gradients rounded back c·R·d,
+// plus the residual gradient r·N·d), or the dense MLP's (r·N·d + 2c·N·F), or attention's
+// (r·N·d + 5c·N·d: merged-heads gradient, its contiguous copy, dq, dk, dv).
+#include "activation_estimate.h"
+
+#include <algorithm>
+
+#include "mixprec/models/moe.h"
+#include "mixprec/numerics/dtype.h"
+
+namespace mixprec::dist::detail {
+namespace {
+
+using Bytes = std::size_t;
+
+Bytes u(int64_t v) {
+  return static_cast<Bytes>(v);
+}
+
+struct Sizes {
+  Bytes c, r, a;
+  int64_t N, d, H, F, V;
+};
+
+Bytes norm_saved(const Sizes& s, bool layernorm) {
+  return s.r * u(s.N * s.d) + (layernorm ? 2 : 1) * s.a * u(s.N);
+}
+
+Bytes attention_saved(const Sizes& s, bool layernorm) {
+  const Bytes nd = u(s.N * s.d);
+  return norm_saved(s, layernorm) + s.c * nd  // shared q/k/v input
+         + 3 * s.c * nd                       // q, k, v
+         + s.a * nd + s.a * u(s.N * s.H)      // f32 output, log-sum-exp
+         + s.c * nd;                          // wo input
+}
+
+int64_t ffn_hidden_tensors(const config::ModelConfig& m) {
+  return m.mlp == "swiglu" ? 3 : 2;
+}
+
+int64_t routed_rows(const config::ModelConfig& m, int64_t tokens) {
+  const int64_t cap =
+      models::expert_capacity(tokens, m.moe.top_k, m.moe.n_experts, m.moe.capacity_factor);
+  return std::min(tokens * m.moe.top_k, cap * m.moe.n_experts);
+}
+
+Bytes moe_router_saved(const Sizes& s, const config::ModelConfig& m) {
+  const Bytes n = u(s.N), k = u(m.moe.top_k);
+  return s.a * n * u(m.moe.n_experts)  // logits
+         + 4 * s.a * n                 // softmax and log-softmax max / log-sum
+         + 8 * n * k                   // top-k ids (i64)
+         + 2 * s.a * n * k             // top-k values, gates
+         + 2 * s.a * n;                // the values' sum, z-loss lse
+}
+
+Bytes mlp_saved(const Sizes& s, const config::ModelConfig& m) {
+  const bool layernorm = m.norm == "layernorm";
+  const Bytes base = norm_saved(s, layernorm) + s.c * u(s.N * s.d);  // norm, shared input
+  const Bytes hidden = u(ffn_hidden_tensors(m));
+  if (m.kind != "moe") return base + hidden * s.c * u(s.N * s.F);
+  const Bytes R = u(routed_rows(m, s.N));
+  return base + moe_router_saved(s, m) + 2 * s.c * R * u(s.d)  // dispatched rows, outputs
+         + hidden * s.c * R * u(s.F);
+}
+
+Bytes block_backward_transient(const Sizes& s, const config::ModelConfig& m) {
+  const Bytes nd = u(s.N * s.d), residual_grad = s.r * nd;
+  const Bytes attention = residual_grad + 5 * s.c * nd;
+  Bytes mlp = residual_grad + 2 * s.c * u(s.N * s.F);
+  if (m.kind == "moe") {
+    const Bytes rd = u(routed_rows(m, s.N) * s.d);
+    const bool narrow = s.c < s.a;  // .to(acc) copies only when the dtype differs
+    mlp = residual_grad + (s.r < s.a ? s.a * nd : 0) + (narrow ? s.a * rd : 0)  // f32 copies
+          + s.a * rd                                                            // dy
+          + (narrow ? s.c * rd : 0);                                            // dy rounded
+  }
+  return std::max(attention, mlp);
+}
+
+}  // namespace
+
+std::size_t ActivationEstimate::total() const {
+  return batch + saved() + std::max(forward_transient, loss_backward_transient);
+}
+
+ActivationEstimate estimate_activations(const config::ModelConfig& m,
+                                        const amp::MixedPrecisionPolicy& policy, int64_t sequences,
+                                        int64_t seq_len) {
+  Sizes s;
+  s.c = dtype_size(policy.compute_dtype);
+  s.r = std::max(s.c, dtype_size(policy.param_dtype));
+  s.a = policy.compute_dtype == DType::f64 ? 8 : 4;
+  s.N = sequences * seq_len;
+  s.d = m.d_model;
+  s.H = m.n_heads;
+  s.F = m.d_ff;
+  s.V = m.vocab_size;
+  const bool layernorm = m.norm == "layernorm";
+  const Bytes n = u(s.N), nv = u(s.N * s.V);
+
+  ActivationEstimate e;
+  e.batch = 2 * 8 * n;
+  e.blocks = m.n_layers;
+  e.block_saved = attention_saved(s, layernorm) + mlp_saved(s, m);
+  e.root_saved = norm_saved(s, layernorm) + s.c * u(s.N * s.d) + s.c * nv + 2 * s.a * n;
+  e.kept_after_backward = m.kind == "moe" ? u(m.n_layers) * s.a * n * u(m.moe.n_experts) : 0;
+  const bool narrow_logits = s.c < s.a;
+  e.forward_transient = narrow_logits ? s.a * nv : 0;
+  e.loss_backward_transient = (narrow_logits ? 2 : 1) * s.a * nv;
+  e.block_backward_transient = block_backward_transient(s, m);
+  return e;
+}
+
+}  // namespace mixprec::dist::detail

@@ -1,0 +1,232 @@
+// The memory planner (memory_plan.h): one named function per term, then a walk over the step
+// for the peak. Each term follows what the runtime holds; adjust a term here when the runtime
+// changes what it keeps.
+#include "mixprec/dist/memory_plan.h"
+
+#include <algorithm>
+#include <string>
+
+#include "activation_estimate.h"
+#include "mixprec/dist/shard_layout.h"
+#include "mixprec/error.h"
+#include "mixprec/models/transformer.h"
+#include "mixprec/numerics/dtype.h"
+#include "mixprec/optim/adam_mini.h"
+
+namespace mixprec::dist {
+namespace {
+
+using Bytes = std::size_t;
+
+Bytes bytes_of(int64_t elements, DType dtype) {
+  return static_cast<Bytes>(elements) * dtype_size(dtype);
+}
+
+// What the planner needs of a model's units: the root unit and one block unit (all blocks
+// are alike), padded to the world size.
+struct Units {
+  int world_size = 1;
+  int64_t numel = 0, shard = 0;  // all parameters; one rank's share of every unit
+  int64_t root_padded = 0, root_shard = 0;
+  int64_t block_padded = 0, block_shard = 0;  // the largest block unit
+  int64_t blocks = 0;
+};
+
+Units units_of(const ShardLayout& layout) {
+  Units u;
+  u.world_size = layout.world_size();
+  u.numel = layout.numel();
+  u.shard = layout.shard_numel();
+  for (const UnitLayout& unit : layout.units()) {
+    if (unit.name == "root") {
+      u.root_padded = unit.padded;
+      u.root_shard = unit.shard;
+    } else {
+      ++u.blocks;
+      u.block_padded = std::max(u.block_padded, unit.padded);
+      u.block_shard = std::max(u.block_shard, unit.shard);
+    }
+  }
+  return u;
+}
+
+// One unit holding every parameter (the parameter-count mode knows no structure).
+Units single_unit(int64_t parameters, int world_size) {
+  Units u;
+  u.world_size = world_size;
+  u.numel = parameters;
+  u.shard = (parameters + world_size - 1) / world_size;
+  u.root_padded = u.shard * world_size;
+  u.root_shard = u.shard;
+  return u;
+}
+
+bool sharded(const Units& u) {
+  return u.world_size > 1;
+}
+
+// --- the terms --------------------------------------------------------------------------
+
+// f32 masters (the param dtype in the pure modes) over the rank's shard, padding included.
+Bytes master_bytes(const Units& u, const amp::MixedPrecisionPolicy& p) {
+  return bytes_of(u.shard, p.master_dtype());
+}
+
+// W = 1: one working copy per parameter unless it is the master itself (ParameterSet::bytes).
+// W >= 2: gathered units in the param dtype: the root for the whole step, plus the block units
+// in flight: 2 (current + prefetched) with reshard-after-forward, all of them without.
+Bytes working_bytes(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard) {
+  if (!sharded(u)) return p.param_dtype == p.master_dtype() ? 0 : bytes_of(u.numel, p.param_dtype);
+  const int64_t in_flight = reshard ? std::min<int64_t>(2, u.blocks) : u.blocks;
+  return bytes_of(u.root_padded + in_flight * u.block_padded, p.param_dtype);
+}
+
+// The gradient shard each rank keeps from its units' reduce-scatter (W = 1: every gradient).
+Bytes grad_shard_bytes(const Units& u, const amp::MixedPrecisionPolicy& p) {
+  return bytes_of(sharded(u) ? u.shard : u.numel, p.reduce_dtype);
+}
+
+// W >= 2: the full-unit gradient buffers of backward: the root unit's for all of it, plus one
+// block unit's while that block's backward runs.
+Bytes grad_unit_buffer_bytes(const Units& u, const amp::MixedPrecisionPolicy& p) {
+  if (!sharded(u)) return 0;
+  return bytes_of(u.root_padded + u.block_padded, p.reduce_dtype);
+}
+
+// W >= 2: the rank's cast shard that all-gather sends, for the largest unit.
+Bytes comm_bytes(const Units& u, const amp::MixedPrecisionPolicy& p) {
+  if (!sharded(u)) return 0;
+  return bytes_of(std::max(u.root_shard, u.block_shard), p.param_dtype);
+}
+
+bool uses_kahan(const amp::MixedPrecisionPolicy& p) {
+  return p.master_dtype() != DType::f32 && p.master_update == amp::MasterUpdate::kahan;
+}
+
+// Buffers of `elements` master-dtype values (StatefulOptimizer: state in the master dtype),
+// plus Kahan's compensation buffer, plus `extra_values` (Adam-mini's per-block values).
+Bytes optimizer_bytes(int64_t elements, const amp::MixedPrecisionPolicy& p, int buffers,
+                      int64_t extra_values) {
+  const int64_t per_element = buffers + (uses_kahan(p) ? 1 : 0);
+  return bytes_of(per_element * elements + extra_values, p.master_dtype());
+}
+
+// Adam-mini's second-moment values on the rank holding the most: one per block of each
+// parameter piece it owns (a block cut by a shard boundary counts on both sides, as the
+// optimizer keeps the partial means).
+int64_t adam_mini_values(const ShardLayout& layout) {
+  int64_t most = 0;
+  for (int rank = 0; rank < layout.world_size(); ++rank) {
+    int64_t n = 0;
+    for (const UnitLayout& unit : layout.units())
+      for (const ShardPiece& piece : unit.pieces(rank)) {
+        const ParamSlot& slot = unit.params[piece.slot];
+        const optim::AdamMiniPartition part = optim::adam_mini_partition(slot.shape, slot.role);
+        if (part.blocks == 0 || part.block_size == 0) continue;
+        n += (piece.end - 1) / part.block_size - piece.begin / part.block_size + 1;
+      }
+    most = std::max(most, n);
+  }
+  return most;
+}
+
+// --- the walk over one step -------------------------------------------------------------
+
+// The largest live total of one step after the first (optimizer state exists). Phases:
+// forward end, loss backward, each block's backward (last block first), after backward.
+Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard,
+                const detail::ActivationEstimate& a, Bytes optimizer) {
+  const Bytes master = master_bytes(u, p), comm = comm_bytes(u, p);
+  const Bytes working = working_bytes(u, p, reshard);
+  const Bytes resident = master + working + optimizer + comm + a.batch;
+  const Bytes saved_blocks = a.block_saved * static_cast<Bytes>(a.blocks);
+  const DType r = p.reduce_dtype;
+
+  Bytes peak = resident + a.root_saved + saved_blocks + a.forward_transient;
+  peak = std::max(peak, resident + a.root_saved + saved_blocks + a.loss_backward_transient);
+  for (int64_t done = 0; done < a.blocks; ++done) {  // `done` blocks' backward finished
+    const Bytes saved = a.block_saved * static_cast<Bytes>(a.blocks - done);
+    const Bytes grads = sharded(u)
+                            ? bytes_of(u.root_padded + done * u.block_shard + u.block_padded, r)
+                            : bytes_of(u.numel - (a.blocks - done) * u.block_padded, r);
+    peak = std::max(peak, resident + saved + grads + a.block_backward_transient);
+  }
+  // Backward done: every gradient (shard) until zero_grad, the optimizer's step over them.
+  peak = std::max(peak, resident + grad_shard_bytes(u, p) + a.kept_after_backward);
+  return peak;
+}
+
+MemoryPlan fill(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard, Bytes optimizer) {
+  MemoryPlan plan;
+  plan.world_size = u.world_size;
+  plan.parameters = u.numel;
+  plan.shard_numel = u.shard;
+  plan.master = master_bytes(u, p);
+  plan.working = working_bytes(u, p, reshard);
+  plan.grads = grad_shard_bytes(u, p) + grad_unit_buffer_bytes(u, p);
+  plan.optimizer = optimizer;
+  plan.comm = comm_bytes(u, p);
+  return plan;
+}
+
+void check_world_size(int world_size) {
+  MIXPREC_CHECK(world_size >= 1, "plan_memory",
+                "world size must be >= 1, got " + std::to_string(world_size));
+}
+
+}  // namespace
+
+int optimizer_buffers_per_element(std::string_view optimizer, double momentum) {
+  if (optimizer == "adamw") return 2;
+  if (optimizer == "adam-mini") return 1;
+  MIXPREC_CHECK(optimizer == "sgd", "optimizer",
+                "'" + std::string(optimizer) + "' is not one of adamw, sgd, adam-mini");
+  return momentum != 0 ? 1 : 0;
+}
+
+MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
+  check_world_size(world_size);
+  const models::Transformer model(config.model);
+  const ShardLayout layout(model.parameters(), world_size);
+  const Units u = units_of(layout);
+  const amp::MixedPrecisionPolicy& p = config.training.policy;
+  const bool reshard = config.parallelism.reshard_after_forward;
+
+  const int buffers =
+      optimizer_buffers_per_element(config.optimizer.name, config.optimizer.momentum);
+  const int64_t extra = config.optimizer.name == "adam-mini" ? adam_mini_values(layout) : 0;
+  const Bytes optimizer = optimizer_bytes(u.shard, p, buffers, extra);
+
+  // The global batch is split over the ranks; a rank holds at most ceil(B / W) sequences.
+  const int64_t sequences = (config.training.batch_size + world_size - 1) / world_size;
+  const detail::ActivationEstimate a =
+      detail::estimate_activations(config.model, p, sequences, config.training.seq_len);
+
+  MemoryPlan plan = fill(u, p, reshard, optimizer);
+  plan.has_activations = true;
+  plan.activations = a.total();
+  plan.peak = walk_peak(u, p, reshard, a, optimizer);
+  return plan;
+}
+
+MemoryPlan plan_memory_for_count(int64_t parameters, int world_size,
+                                 const amp::MixedPrecisionPolicy& policy,
+                                 std::string_view optimizer) {
+  check_world_size(world_size);
+  MIXPREC_CHECK(parameters >= 1, "plan_memory",
+                "parameter count must be >= 1, got " + std::to_string(parameters));
+  const Units u = single_unit(parameters, world_size);
+  const Bytes state = optimizer_bytes(u.shard, policy, optimizer_buffers_per_element(optimizer), 0);
+  // No unit structure: a rank's working copy is its own cast shard (what it sends to the
+  // all-gather); the gathered units and their gradient buffers depend on the model's shapes.
+  MemoryPlan plan = fill(u, policy, true, state);
+  if (sharded(u)) {
+    plan.working = bytes_of(u.shard, policy.param_dtype);
+    plan.grads = grad_shard_bytes(u, policy);
+    plan.comm = 0;
+  }
+  plan.peak = plan.sum();
+  return plan;
+}
+
+}  // namespace mixprec::dist

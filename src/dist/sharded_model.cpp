@@ -1,0 +1,257 @@
+// The fully sharded runtime (see sharded_model.h).
+#include "mixprec/dist/sharded_model.h"
+
+#include <functional>
+
+#include "mixprec/autograd/function.h"
+#include "mixprec/autograd/grad_mode.h"
+#include "mixprec/error.h"
+#include "mixprec/ops/elementwise.h"
+
+namespace mixprec::dist {
+namespace {
+
+constexpr const char* kWhere = "ShardedModel";
+
+// An identity in the graph whose backward first runs `hook`: at a block's output it runs
+// before any of the block's backward (gather the weights again), at its input after all of it
+// (every gradient of the block is complete: reduce-scatter them).
+class UnitBoundary final : public Node {
+ public:
+  UnitBoundary(std::function<void()> hook, const char* name)
+      : hook_(std::move(hook)), name_(name) {}
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    hook_();
+    return {grads.at(0)};
+  }
+  const char* name() const override { return name_; }
+
+ private:
+  std::function<void()> hook_;
+  const char* name_;
+};
+
+Tensor through_boundary(const Tensor& x, std::function<void()> hook, const char* name) {
+  if (!any_requires_grad({x})) return x;
+  auto node = std::make_shared<UnitBoundary>(std::move(hook), name);
+  connect(*node, {x});
+  Tensor out = x.detach();
+  set_history(out, node);
+  return out;
+}
+
+}  // namespace
+
+bool any_rank(Communicator& comm, bool flag) {
+  if (comm.size() == 1) return flag;
+  Tensor t = Tensor::from_vector(std::vector<int64_t>{flag ? 1 : 0});
+  comm.all_reduce(t, ReduceOp::max);
+  return t.data<int64_t>()[0] > 0;
+}
+
+ShardedModel::ShardedModel(models::Transformer& model, Communicator& comm,
+                           const amp::MixedPrecisionPolicy& policy, ShardingOptions options)
+    : model_(model),
+      comm_(comm),
+      policy_(policy),
+      options_(options),
+      layout_(model.parameters(), comm.size()),
+      units_(layout_.units().size()) {
+  for (std::size_t u = 0; u < layout_.units().size(); ++u)
+    for (const ParamSlot& p : layout_.units()[u].params) param_unit_.emplace(p.name, u);
+  model_.set_unit_hooks(this);
+}
+
+ShardedModel::~ShardedModel() {
+  if (model_.unit_hooks() == this) model_.set_unit_hooks(nullptr);
+}
+
+void ShardedModel::materialize(uint64_t seed) {
+  NoGradGuard no_grad;
+  const DType mdt = policy_.master_dtype();
+  pieces_.clear();
+  piece_unit_.clear();
+  piece_offset_.clear();
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    const UnitLayout& lay = layout_.units()[u];
+    Unit& unit = units_[u];
+    unit = Unit{};
+    unit.master = Tensor::zeros({lay.shard}, mdt);
+    for (const ShardPiece& piece : lay.pieces(comm_.rank())) {
+      const ParamSlot& slot = lay.params[piece.slot];
+      const models::ParamSpec& spec = model_.parameters().spec(slot.name);
+      Tensor view = unit.master.slice(0, piece.shard_offset, piece.shard_offset + piece.numel());
+      // f64 -> f32 -> master dtype, as Parameter rounds its initial values.
+      view.copy_from(models::initial_values_range(spec, seed, piece.begin, piece.end));
+      pieces_.push_back(optim::Parameter::shard_piece(slot.name, view, policy_, slot.role,
+                                                      slot.shape, piece.begin));
+      piece_unit_.push_back(u);
+      piece_offset_.push_back(piece.shard_offset);
+    }
+  }
+}
+
+std::size_t ShardedModel::unit_of(const std::string& unit_name) const {
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    if (layout_.units()[u].name == unit_name) return u;
+  throw Error(kWhere, "no unit named '" + unit_name + "'");
+}
+
+bool ShardedModel::resident(std::size_t u) const {
+  const Unit& unit = units_[u];
+  return !unit.leaves.empty() && !unit.gather && unit.gathered.storage()->resident();
+}
+
+void ShardedModel::start_gather(std::size_t u) {
+  Unit& unit = units_[u];
+  if (unit.gather || resident(u)) return;  // in flight, or there already
+  MIXPREC_CHECK(unit.master.defined(), kWhere, "materialize() was not called");
+  NoGradGuard no_grad;
+  // The working copy is the master rounded to nearest even, as Parameter::refresh makes it.
+  unit.send = policy_.param_dtype == unit.master.dtype() ? unit.master
+                                                         : unit.master.to(policy_.param_dtype);
+  // Into the same bytes the unit's leaves (and the graph's saved views of them) point at.
+  if (!unit.gathered.defined())
+    unit.gathered = Tensor::empty({layout_.units()[u].padded}, policy_.param_dtype);
+  unit.gathered.storage()->reacquire();
+  unit.gather = comm_.start_all_gather(unit.send, unit.gathered);
+}
+
+void ShardedModel::wait_gather(std::size_t u) {
+  Unit& unit = units_[u];
+  if (resident(u)) return;
+  start_gather(u);
+  unit.gather->wait();
+  unit.gather.reset();
+  unit.send = Tensor();
+  if (!unit.leaves.empty()) return;  // gathered again for the backward: same leaves
+  // Fresh leaves each step: their gradient accumulators are then created after the unit's
+  // boundary nodes, which the backward order relies on (sharded_model.h).
+  for (const ParamSlot& p : layout_.units()[u].params) {
+    Tensor leaf = unit.gathered.as_strided(p.shape, contiguous_strides(p.shape), p.offset);
+    if (training_) leaf.set_requires_grad(true, policy_.reduce_dtype);
+    unit.leaves.emplace(p.name, std::move(leaf));
+  }
+}
+
+void ShardedModel::release_gathered(std::size_t u, bool drop_leaves) {
+  Unit& unit = units_[u];
+  if (unit.gather) {
+    unit.gather->wait();
+    unit.gather.reset();
+  }
+  unit.send = Tensor();
+  // The graph may still hold views of these bytes; they are gathered again before its use.
+  if (unit.gathered.defined()) unit.gathered.storage()->release();
+  if (drop_leaves) unit.leaves.clear();
+}
+
+void ShardedModel::set_grad_views(std::size_t u) {
+  Unit& unit = units_[u];
+  const UnitLayout& lay = layout_.units()[u];
+  unit.full_grad = Tensor::zeros({lay.padded}, policy_.reduce_dtype);
+  for (const ParamSlot& p : lay.params)
+    unit.leaves.at(p.name).set_grad(
+        unit.full_grad.as_strided(p.shape, contiguous_strides(p.shape), p.offset));
+}
+
+void ShardedModel::begin_step(bool training) {
+  MIXPREC_CHECK(!in_step_, kWhere, "begin_step() twice without finish_backward()/end_forward()");
+  in_step_ = true;
+  training_ = training && GradMode::is_enabled();
+  for (Unit& unit : units_) {
+    unit.grad_shard = Tensor();
+    unit.reduced = false;
+  }
+  wait_gather(0);
+  if (training_) set_grad_views(0);  // the root's gradients accumulate over the whole backward
+  if (options_.prefetch && units_.size() > 1) start_gather(1);
+}
+
+const Tensor& ShardedModel::weight(std::string_view name) {
+  const auto it = param_unit_.find(name);
+  MIXPREC_CHECK(it != param_unit_.end(), kWhere, "no parameter named '" + std::string(name) + "'");
+  Unit& unit = units_[it->second];
+  MIXPREC_CHECK(resident(it->second), kWhere,
+                "weight '" + std::string(name) + "' used while its unit '" +
+                    layout_.units()[it->second].name +
+                    "' is not gathered (call begin_step() before the forward)");
+  return unit.leaves.at(std::string(name));
+}
+
+Tensor ShardedModel::enter_unit(const std::string& unit_name, const Tensor& x) {
+  MIXPREC_CHECK(in_step_, kWhere, "forward without begin_step()");
+  const std::size_t u = unit_of(unit_name);
+  wait_gather(u);
+  if (options_.prefetch && u + 1 < units_.size()) start_gather(u + 1);
+  if (!training_) return x;
+  return through_boundary(
+      x, [this, u] { on_backward_done(u); }, "UnitBackwardDone");
+}
+
+Tensor ShardedModel::leave_unit(const std::string& unit_name, const Tensor& y) {
+  const std::size_t u = unit_of(unit_name);
+  if (options_.reshard_after_forward) release_gathered(u, false);
+  if (!training_) return y;
+  return through_boundary(
+      y, [this, u] { on_backward_begin(u); }, "UnitBackwardBegin");
+}
+
+void ShardedModel::on_backward_begin(std::size_t u) {
+  wait_gather(u);
+  // The graph's leaves are this unit's leaves: their gradients accumulate straight into the
+  // unit's flat gradient buffer.
+  set_grad_views(u);
+  if (options_.prefetch && u > 1) start_gather(u - 1);
+}
+
+void ShardedModel::on_backward_done(std::size_t u) {
+  start_reduce(u);
+  release_gathered(u, true);
+}
+
+void ShardedModel::start_reduce(std::size_t u) {
+  Unit& unit = units_[u];
+  MIXPREC_CHECK(!unit.reduced, kWhere,
+                "unit '" + layout_.units()[u].name + "' reduced twice in one step");
+  unit.grad_shard = Tensor::empty({layout_.units()[u].shard}, policy_.reduce_dtype);
+  unit.reduce = comm_.start_reduce_scatter(unit.full_grad, unit.grad_shard);
+  unit.reduced = true;
+}
+
+void ShardedModel::finish_backward() {
+  MIXPREC_CHECK(in_step_ && training_, kWhere, "finish_backward() without begin_step(true)");
+  start_reduce(0);
+  NoGradGuard no_grad;
+  const double inv_world = 1.0 / comm_.size();
+  for (std::size_t u = 0; u < units_.size(); ++u) {
+    Unit& unit = units_[u];
+    MIXPREC_CHECK(unit.reduced, kWhere,
+                  "the backward never reached unit '" + layout_.units()[u].name + "'");
+    unit.reduce->wait();
+    unit.reduce.reset();
+    unit.full_grad = Tensor();
+    if (comm_.size() > 1) unit.grad_shard.copy_from(scale(unit.grad_shard, inv_world));
+  }
+  for (std::size_t u = 0; u < units_.size(); ++u) release_gathered(u, true);
+  for (std::size_t i = 0; i < pieces_.size(); ++i) {
+    const int64_t at = piece_offset_[i], n = pieces_[i]->master().numel();
+    pieces_[i]->set_grad(units_[piece_unit_[i]].grad_shard.slice(0, at, at + n));
+  }
+  for (Unit& unit : units_) unit.grad_shard = Tensor();  // the pieces hold their views
+  in_step_ = false;
+}
+
+void ShardedModel::end_forward() {
+  MIXPREC_CHECK(in_step_ && !training_, kWhere, "end_forward() after begin_step(true)");
+  for (std::size_t u = 0; u < units_.size(); ++u) release_gathered(u, true);
+  in_step_ = false;
+}
+
+Tensor ShardedModel::gather_unit(const Tensor& shard) const {
+  Tensor full = Tensor::empty({shard.numel() * comm_.size()}, shard.dtype());
+  comm_.all_gather(shard.contiguous(), full);
+  return full;
+}
+
+}  // namespace mixprec::dist

@@ -1,0 +1,94 @@
+// End-to-end tests of `mixprec memory`: the table's rows, the decimal arithmetic users quote
+// (500e9 x 4 bytes = 2.00 TB; / 512 = 3.91 GB), and the exit status of bad input (2).
+#include <gtest/gtest.h>
+
+#include <string>
+#include <vector>
+
+#include "cli_running.h"
+
+namespace {
+
+using mixprec::testing::describe;
+using mixprec::testing::run_cli;
+using mixprec::testing::RunResult;
+
+std::string config(const std::string& name) {
+  return std::string(MIXPREC_SOURCE_DIR) + "/configs/" + name;
+}
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+TEST(MemoryCli, FiveHundredBillionParametersOverFiveHundredTwelveRanks) {
+  const std::vector<std::string> args = {"memory", "--params", "500e9", "--world-size", "512"};
+  const RunResult r = run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << describe(args, r);
+  EXPECT_TRUE(contains(r.out,
+                       "500B parameters: FP32 weights 2.00 TB total, 3.91 GB per rank at "
+                       "W=512"))
+      << r.out;
+  for (const char* term : {"master (f32)", "working (bf16)", "gradients (f32)", "optimizer (adamw)",
+                           "activations", "communication", "total"})
+    EXPECT_TRUE(contains(r.out, term)) << term << "\n" << r.out;
+  EXPECT_TRUE(contains(r.out, "per rank (W=512)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "unsharded (W=1)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "n/a")) << r.out;  // no shapes: no activation estimate
+  // Exact bytes: 500e9 / 512 x 4 per rank, 2e12 unsharded.
+  EXPECT_TRUE(contains(r.out, "3,906,250,000 B")) << r.out;
+  EXPECT_TRUE(contains(r.out, "2,000,000,000,000 B")) << r.out;
+}
+
+TEST(MemoryCli, SuffixedCountsAndPresets) {
+  const std::vector<std::string> args = {"memory", "--params",    "7B", "--precision",
+                                         "fp32",   "--optimizer", "sgd"};
+  const RunResult r = run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << describe(args, r);
+  // 7e9 x 4 = 28.0 GB of f32 weights; fp32 has no separate working copy.
+  EXPECT_TRUE(contains(r.out, "7B parameters: FP32 weights 28.0 GB total, 28.0 GB per rank at W=1"))
+      << r.out;
+  EXPECT_TRUE(contains(r.out, "optimizer (sgd)")) << r.out;
+  const RunResult m = run_cli({"memory", "--params", "1.5M"});
+  ASSERT_EQ(m.exit_code, 0) << m.err;
+  EXPECT_TRUE(contains(m.out, "1.5M parameters: FP32 weights 6.00 MB total")) << m.out;
+}
+
+TEST(MemoryCli, ConfigShowsActivationsAndThePeak) {
+  const std::vector<std::string> args = {
+      "memory", "--config", config("tiny.toml"),    "--world-size",
+      "2",      "--set",    "training.batch_size=8"};
+  const RunResult r = run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << describe(args, r);
+  EXPECT_TRUE(contains(r.out, "4 x 64 tokens per rank (global batch 8)")) << r.out;
+  EXPECT_TRUE(contains(r.out, "predicted peak")) << r.out;
+  EXPECT_FALSE(contains(r.out, "n/a")) << r.out;
+  // configs/tiny.toml has 246592 parameters: 986368 bytes of f32 masters, half per rank.
+  EXPECT_TRUE(contains(r.out, "986,368 B")) << r.out;
+  EXPECT_TRUE(contains(r.out, "493,184 B")) << r.out;
+}
+
+TEST(MemoryCli, BadInputExitsWithTwoAndNamesIt) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string names;
+  };
+  const std::vector<Case> cases = {
+      {{"memory", "--params", "lots"}, "lots"},
+      {{"memory", "--params", "1.5"}, "1.5"},
+      {{"memory", "--params", "-3"}, "params"},
+      {{"memory", "--params", "7B", "--world-size", "0"}, "world-size"},
+      {{"memory", "--params", "7B", "--precision", "bf17-mixed"}, "bf17-mixed"},
+      {{"memory", "--config", config("tiny.toml"), "--precision", "bf17-mixed"}, "bf17-mixed"},
+      {{"memory", "--params", "7B", "--optimizer", "lion"}, "lion"},
+      {{"memory"}, "--config"},
+      {{"memory", "--params", "7B", "--config", config("tiny.toml")}, "exactly one"},
+  };
+  for (const Case& c : cases) {
+    const RunResult r = run_cli(c.args);
+    EXPECT_EQ(r.exit_code, 2) << describe(c.args, r);
+    EXPECT_TRUE(contains(r.err, c.names)) << describe(c.args, r);
+  }
+}
+
+}  // namespace

@@ -1,0 +1,210 @@
+// Training runs of 2 ranks against 1 (CTest runs this under `mpiexec -np 2`): the 1-rank
+// reference is the plain, unsharded trainer, run by rank 0 alone in the same program.
+//
+// Tolerances. fp32 with an f32 reduce: the two runs differ only in how each weight gradient's
+// sum over the batch is split (two halves added after the reduce-scatter, vs one pass), a few
+// f32 roundings that Adam carries forward: per-step losses agree to 1e-5 relative over 24
+// steps (measured ~1e-7). bf16-mixed (bf16 weights, f32 reduce): the same f32 differences
+// flip a bf16 rounding of a weight now and then (one bf16 ulp = 2^-8 relative), which the
+// training dynamics then carry: losses agree to 2e-2 absolute over 24 steps (about 0.5% of
+// the loss; measured up to ~1e-2 on this config). MoE runs set the load-balancing loss to 0:
+// each rank balances its own rows (as in torchtitan and Megatron), which is a different
+// objective from balancing the whole batch.
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <cmath>
+#include <filesystem>
+
+#include "mixprec/amp/grad_scaler.h"
+#include "mixprec/dist/sharded_model.h"
+#include "mixprec/io/checkpoint_store.h"
+#include "mixprec/optim/adamw.h"
+#include "mixprec/train/trainer.h"
+#include "mpi_test_env.h"
+#include "unit/models/models_testing.h"
+#include "unit/train/train_testing.h"
+
+namespace mixprec::train {
+namespace {
+
+namespace fs = std::filesystem;
+using mixprec::testing::world;
+
+// One directory every rank of the job uses (rank 0's pid names it), holding the corpus;
+// removed at the end.
+class SharedDir {
+ public:
+  explicit SharedDir(const std::string& name) {
+    Tensor pid = Tensor::from_vector(std::vector<int64_t>{static_cast<int64_t>(getpid())});
+    world().broadcast(pid, 0);
+    path_ = fs::temp_directory_path() /
+            ("mixprec-mpi-" + name + "-" + std::to_string(pid.data<int64_t>()[0]));
+    if (world().rank() == 0) {  // with the corpus, before any rank reads it
+      fs::create_directories(path_);
+      mixprec::testing::write_file(path_ / "corpus.txt", testing::make_text(60000));
+    }
+    world().barrier();
+  }
+  ~SharedDir() {
+    std::error_code ec;  // never throw from here: a failed test may be unwinding
+    if (world().rank() == 0) fs::remove_all(path_, ec);
+  }
+  const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+// The trainer tests' tiny config, 24 steps, one thread per rank, the run in dir/run.
+config::TrainConfig config_in(const fs::path& dir, const std::string& run,
+                              std::vector<std::string> extra) {
+  std::vector<std::string> o = testing::tiny_overrides(dir / run, dir / "corpus.txt");
+  for (const char* more :
+       {"training.steps=24", "training.eval_every=8", "training.threads=1", "checkpoint.interval=8",
+        "checkpoint.export_bf16=false", "model.moe.aux_loss_weight=0"})
+    o.push_back(more);
+  o.insert(o.end(), extra.begin(), extra.end());
+  return testing::tiny_toml(o);
+}
+
+TrainSummary run(const config::TrainConfig& c, dist::Communicator* comm, bool resume = false,
+                 int64_t stop_at = -1) {
+  TrainerOptions o;
+  o.progress = ProgressStyle::quiet;
+  o.comm = comm;
+  o.resume = resume;
+  o.stop_at_step = stop_at;
+  Trainer t(c, o);
+  return t.run();
+}
+
+void expect_same_trajectory(const std::vector<StepMetrics>& want,
+                            const std::vector<StepMetrics>& got, double rel, double abs) {
+  ASSERT_EQ(want.size(), got.size());
+  for (std::size_t i = 0; i < want.size(); ++i) {
+    ASSERT_EQ(want[i].step, got[i].step);
+    EXPECT_NEAR(want[i].loss, got[i].loss, std::max(abs, rel * std::abs(want[i].loss)))
+        << "step " << want[i].step;
+    // fp32 (rel > 0): the global gradient norm too (bf16's chaotic spikes make it useless).
+    if (rel > 0) {
+      EXPECT_NEAR(want[i].grad_norm, got[i].grad_norm, 10 * rel * want[i].grad_norm)
+          << "step " << want[i].step;
+    }
+    EXPECT_EQ(want[i].skipped, got[i].skipped) << "step " << want[i].step;
+  }
+}
+
+struct Case {
+  const char* kind;
+  const char* precision;
+  double rel, abs;
+};
+
+void PrintTo(const Case& c, std::ostream* os) {
+  *os << c.kind << " " << c.precision;
+}
+
+class TwoRanks : public ::testing::TestWithParam<Case> {};
+
+TEST_P(TwoRanks, FollowTheOneRankTrajectory) {
+  const Case k = GetParam();
+  SharedDir dir("trajectory");
+  const std::vector<std::string> o = {std::string("model.kind=") + k.kind,
+                                      std::string("training.precision=") + k.precision};
+  const TrainSummary two = run(config_in(dir.path(), "two", o), &world());
+  ASSERT_EQ(two.steps.size(), 24u);
+  if (world().rank() != 0) return;
+  const TrainSummary one = run(config_in(dir.path(), "one", o), nullptr);
+  expect_same_trajectory(one.steps, two.steps, k.rel, k.abs);
+  ASSERT_EQ(one.evals.size(), two.evals.size());
+  for (std::size_t i = 0; i < one.evals.size(); ++i)
+    EXPECT_NEAR(one.evals[i].val_loss, two.evals[i].val_loss,
+                std::max(k.abs, k.rel * one.evals[i].val_loss));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Policies, TwoRanks,
+    ::testing::Values(Case{"gpt", "fp32", 1e-5, 0}, Case{"moe", "fp32", 1e-5, 0},
+                      Case{"gpt", "bf16-mixed", 0, 2e-2}, Case{"moe", "bf16-mixed", 0, 2e-2}),
+    [](const auto& info) {
+      std::string n = std::string(info.param.kind) + "_" + info.param.precision;
+      for (char& ch : n)
+        if (ch == '-') ch = '_';
+      return n;
+    });
+
+// A checkpoint written by 2 ranks resumes on 1 and continues the 2-rank trajectory; one
+// written by 1 rank resumes on 2 and continues the 1-rank trajectory.
+TEST(Checkpoints, MoveBetweenWorldSizes) {
+  SharedDir dir("reshard");
+  const std::vector<std::string> o = {"training.precision=fp32"};
+  const TrainSummary two = run(config_in(dir.path(), "two", o), &world());
+  TrainSummary one;
+  if (world().rank() == 0) {
+    one = run(config_in(dir.path(), "one", o), nullptr);
+    // Resume copies of both runs from their step-8 checkpoints.
+    for (const char* name : {"two", "one"}) {
+      const fs::path from = dir.path() / name, to = dir.path() / (std::string(name) + "-resumed");
+      fs::create_directories(to / "checkpoint");
+      fs::copy(io::CheckpointStore((from / "checkpoint").string(), 0).path_for(8),
+               to / "checkpoint");
+      for (const auto& e : fs::directory_iterator(from))
+        if (e.path().filename().string().starts_with("tokens-")) fs::copy(e.path(), to);
+    }
+  }
+  world().barrier();
+  // 1 rank continues the 2-rank run ...
+  if (world().rank() == 0) {
+    const TrainSummary resumed = run(config_in(dir.path(), "two-resumed", o), nullptr, true);
+    ASSERT_EQ(resumed.start_step, 8);
+    expect_same_trajectory({two.steps.begin() + 8, two.steps.end()}, resumed.steps, 1e-5, 0);
+  }
+  // ... and 2 ranks continue the 1-rank run.
+  const TrainSummary resumed = run(config_in(dir.path(), "one-resumed", o), &world(), true);
+  ASSERT_EQ(resumed.start_step, 8);
+  if (world().rank() == 0)
+    expect_same_trajectory({one.steps.begin() + 8, one.steps.end()}, resumed.steps, 1e-5, 0);
+}
+
+// A non-finite gradient on one rank only: every rank skips the step, nothing changes, and the
+// loss scale backs off alike everywhere.
+TEST(NonFinite, OnOneRankSkipsTheStepOnEveryRank) {
+  using models::testing::token_grid;
+  models::Transformer model(models::testing::tiny_config("gpt"));
+  dist::ShardedModel sharded(model, world(), amp::preset("fp16-mixed"));
+  sharded.materialize(4);
+  optim::AdamW opt(sharded.parameters(), 1e-2);
+  amp::GradScaler scaler(amp::ScalerOptions::dynamic_defaults());
+  scaler.set_found_inf_reduction([](bool f) { return dist::any_rank(world(), f); });
+
+  std::vector<std::vector<double>> before;
+  for (const auto& p : sharded.parameters()) before.push_back(p->master().to_doubles());
+  const int64_t rows = 2;
+  const Tensor x = token_grid(rows * world().size(), 8, 16),
+               y = token_grid(rows * world().size(), 8, 16, 3);
+  const int r = world().rank();
+  sharded.begin_step(true);
+  scaler
+      .scale(model
+                 .loss(x.slice(0, r * rows, (r + 1) * rows).contiguous(),
+                       y.slice(0, r * rows, (r + 1) * rows).contiguous())
+                 .total)
+      .backward();
+  sharded.finish_backward();
+  if (r == world().size() - 1) {  // the last rank alone sees an inf
+    Tensor g = sharded.parameters().front()->grad();
+    g.copy_from(Tensor::full(g.shape(), INFINITY, g.dtype()));
+  }
+  const float scale = scaler.get_scale();
+  const amp::StepReport report = scaler.step(opt);
+  scaler.update();
+  EXPECT_FALSE(report.stepped);
+  EXPECT_EQ(scaler.get_scale(), scale * 0.5f);
+  for (std::size_t i = 0; i < before.size(); ++i)
+    EXPECT_EQ(before[i], sharded.parameters()[i]->master().to_doubles())
+        << sharded.parameters()[i]->name();
+}
+
+}  // namespace
+}  // namespace mixprec::train

@@ -1,0 +1,211 @@
+// The memory planner: the arithmetic users quote (hand-computed), the precision presets' terms,
+// the sharded layout's division, and the prediction against the allocator's measured peak of
+// real training steps (W = 1).
+#include "mixprec/dist/memory_plan.h"
+
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <string>
+#include <vector>
+
+#include "mixprec/amp/policy.h"
+#include "mixprec/config/train_config.h"
+#include "mixprec/error.h"
+#include "mixprec/train/trainer.h"
+#include "support/temp_files.h"
+
+namespace mixprec::dist {
+namespace {
+
+using mixprec::testing::TempDir;
+
+constexpr int64_t k500B = 500'000'000'000;
+
+std::string config_path(const std::string& name) {
+  return std::string(MIXPREC_SOURCE_DIR) + "/configs/" + name;
+}
+
+TEST(MemoryPlanCount, FiveHundredBillionParametersAreTwoTerabytesOfF32Masters) {
+  const MemoryPlan p = plan_memory_for_count(k500B, 1, amp::preset("bf16-mixed"), "adamw");
+  EXPECT_EQ(p.master, 2'000'000'000'000u);     // 4 bytes each
+  EXPECT_EQ(p.working, 1'000'000'000'000u);    // bf16 working copy: 2 bytes each
+  EXPECT_EQ(p.grads, 2'000'000'000'000u);      // reduced in f32
+  EXPECT_EQ(p.optimizer, 4'000'000'000'000u);  // AdamW: 8 bytes each
+  EXPECT_EQ(p.comm, 0u);
+  EXPECT_FALSE(p.has_activations);
+  EXPECT_EQ(p.peak, p.sum());
+  EXPECT_EQ(p.sum(), 9'000'000'000'000u);  // 18 bytes per parameter
+}
+
+TEST(MemoryPlanCount, ShardingDividesMastersGradientsAndStateByW) {
+  const amp::MixedPrecisionPolicy bf16 = amp::preset("bf16-mixed");
+  // 500e9 / 512 = 976562500 exactly (no padding).
+  const MemoryPlan p = plan_memory_for_count(k500B, 512, bf16, "adamw");
+  EXPECT_EQ(p.shard_numel, 976'562'500);
+  EXPECT_EQ(p.master, 3'906'250'000u);  // "3.91 GB per rank"
+  EXPECT_EQ(p.grads, 3'906'250'000u);
+  EXPECT_EQ(p.optimizer, 7'812'500'000u);
+  EXPECT_EQ(p.working, 1'953'125'000u);  // the rank's cast shard
+  // A count W does not divide is padded up: 10 over 4 ranks -> 3 each.
+  const MemoryPlan q = plan_memory_for_count(10, 4, bf16, "sgd");
+  EXPECT_EQ(q.shard_numel, 3);
+  EXPECT_EQ(q.master, 12u);
+  EXPECT_EQ(q.optimizer, 12u);  // one momentum buffer
+}
+
+TEST(MemoryPlanCount, OptimizersAndPureModes) {
+  const int64_t n = 1000;
+  const amp::MixedPrecisionPolicy f32 = amp::preset("fp32");
+  EXPECT_EQ(plan_memory_for_count(n, 1, f32, "adamw").optimizer, 8000u);
+  EXPECT_EQ(plan_memory_for_count(n, 1, f32, "sgd").optimizer, 4000u);
+  EXPECT_EQ(plan_memory_for_count(n, 1, f32, "adam-mini").optimizer, 4000u);
+  // fp32: the working copy is the master itself; numerics.md's 16 bytes per parameter.
+  const MemoryPlan fp32 = plan_memory_for_count(n, 1, f32, "adamw");
+  EXPECT_EQ(fp32.working, 0u);
+  EXPECT_EQ(fp32.sum(), 16u * n);
+  // bf16-pure: bf16 master and state, no separate working copy, bf16 gradients.
+  const MemoryPlan pure = plan_memory_for_count(n, 1, amp::preset("bf16-pure"), "adamw");
+  EXPECT_EQ(pure.master, 2000u);
+  EXPECT_EQ(pure.working, 0u);
+  EXPECT_EQ(pure.grads, 2000u);
+  EXPECT_EQ(pure.optimizer, 4000u);
+  // Kahan adds its bf16 compensation buffer.
+  EXPECT_EQ(plan_memory_for_count(n, 1, amp::preset("bf16-pure-kahan"), "adamw").optimizer, 6000u);
+  EXPECT_THROW(plan_memory_for_count(n, 1, f32, "lion"), Error);
+  EXPECT_THROW(plan_memory_for_count(n, 0, f32, "adamw"), Error);
+  EXPECT_THROW(plan_memory_for_count(0, 1, f32, "adamw"), Error);
+}
+
+config::TrainConfig tiny(std::vector<std::string> overrides = {}) {
+  return config::load_config(config_path("tiny.toml"), overrides);
+}
+
+// configs/tiny.toml by hand: tok_emb 256 x 64 (tied) + final_norm 64 = 16448 in the root unit;
+// per block 2 norms (128) + q/k/v/o 4 x 64^2 + router 4 x 64 + 4 experts x 3 x 128 x 64 =
+// 115072.
+constexpr int64_t kTinyRoot = 16448, kTinyBlock = 115072, kTinyParams = kTinyRoot + 2 * kTinyBlock;
+
+TEST(MemoryPlanConfig, PresetsChangeTheTermsAsTheirDtypes) {
+  const MemoryPlan f32 = plan_memory(tiny({"training.precision=fp32"}), 1);
+  const MemoryPlan bf16 = plan_memory(tiny({"training.precision=bf16-mixed"}), 1);
+  const MemoryPlan f16 = plan_memory(tiny({"training.precision=fp16-mixed"}), 1);
+  const MemoryPlan pure = plan_memory(tiny({"training.precision=bf16-pure"}), 1);
+  ASSERT_EQ(f32.parameters, kTinyParams);
+  EXPECT_EQ(f32.master, 4u * kTinyParams);
+  EXPECT_EQ(f32.working, 0u);
+  EXPECT_EQ(bf16.master, f32.master);
+  EXPECT_EQ(bf16.working, f32.master / 2);  // a bf16 working copy: half the f32 bytes
+  EXPECT_EQ(f16.working, bf16.working);
+  EXPECT_EQ(bf16.grads, f32.grads);  // reduced in f32 either way
+  EXPECT_EQ(bf16.optimizer, 8u * kTinyParams);
+  EXPECT_EQ(pure.master, 2u * kTinyParams);
+  EXPECT_EQ(pure.grads, 2u * kTinyParams);
+  EXPECT_EQ(pure.optimizer, 4u * kTinyParams);
+  // Narrow compute saves narrow activations (the f32 pieces: attention's unrounded output,
+  // statistics, router): less than f32's, more than half of it.
+  EXPECT_LT(bf16.activations, f32.activations);
+  EXPECT_GT(bf16.activations, f32.activations / 2);
+  EXPECT_EQ(f16.activations, bf16.activations);
+}
+
+TEST(MemoryPlanConfig, ActivationsScaleWithTheBatch) {
+  const MemoryPlan b4 = plan_memory(tiny(), 1);
+  const MemoryPlan b8 = plan_memory(tiny({"training.batch_size=8"}), 1);
+  EXPECT_EQ(b8.activations, 2 * b4.activations);  // every term is per token
+  EXPECT_EQ(b8.master, b4.master);
+}
+
+TEST(MemoryPlanConfig, ShardedTermsFollowTheLayout) {
+  const config::TrainConfig c = tiny();
+  const MemoryPlan w3 = plan_memory(c, 3);
+  // Units padded to a multiple of 3: root 16448 -> 5483 per rank, blocks 115072 -> 38358.
+  const int64_t shard = 5483 + 2 * 38358;
+  EXPECT_EQ(w3.shard_numel, shard);
+  EXPECT_EQ(w3.master, 4u * shard);
+  EXPECT_EQ(w3.optimizer, 8u * shard);
+  // Gradient shard + the root unit's and one block unit's full buffers, all f32.
+  EXPECT_EQ(w3.grads, 4u * (shard + 3 * 5483 + 3 * 38358));
+  // Gathered bf16 units: root + 2 blocks (here all blocks) with reshard-after-forward.
+  EXPECT_EQ(w3.working, 2u * (3 * 5483 + 2 * 3 * 38358));
+  EXPECT_EQ(w3.comm, 2u * 38358);  // the largest cast shard
+  // A rank's batch is the global batch split: 4 sequences over 2 ranks.
+  const MemoryPlan w2 = plan_memory(c, 2);
+  const MemoryPlan half = plan_memory(tiny({"training.batch_size=2"}), 1);
+  EXPECT_EQ(w2.activations, half.activations);
+  EXPECT_LT(w2.peak, plan_memory(c, 1).peak);
+  EXPECT_THROW(plan_memory(c, 0), Error);
+}
+
+TEST(MemoryPlanConfig, AdamMiniKeepsOneValuePerBlock) {
+  const MemoryPlan adamw = plan_memory(tiny(), 1);
+  const MemoryPlan mini = plan_memory(tiny({"optimizer.name=adam-mini"}), 1);
+  // exp_avg (4 bytes each) + vmean: embedding rows 256, per layer wq/wk one per head (2 x 4),
+  // wv/wo rows (2 x 64), router rows 4, experts 4 x (128 + 128 + 64) rows, 2 norms 1 each;
+  // final norm 1.
+  const int64_t per_layer = 2 * 4 + 2 * 64 + 4 + 4 * (128 + 128 + 64) + 2;
+  const int64_t values = 256 + 2 * per_layer + 1;
+  EXPECT_EQ(mini.optimizer, 4u * (kTinyParams + values));
+  EXPECT_LT(mini.optimizer, adamw.optimizer);
+}
+
+// The largest allocator peak over training steps 2..steps (optimizer state exists from the
+// first step's end), as the trainer logs peak_bytes.
+std::size_t measured_peak(const config::TrainConfig& base, const TempDir& dir, int64_t steps) {
+  config::TrainConfig c = base;
+  c.run_dir = (dir / "run").string();
+  c.training.data = (dir / "corpus.txt").string();
+  c.training.steps = steps;
+  c.training.threads = 2;
+  c.training.eval_every = 0;
+  c.checkpoint.enable = false;
+  c.checkpoint.export_bf16 = false;
+  c.metrics.jsonl = false;
+  c.metrics.plot = false;
+  std::string text;
+  for (int i = 0; text.size() < 80000; ++i)
+    text += "line " + std::to_string(i * 7919 % 1000) + ": the quick brown fox jumps.\n";
+  mixprec::testing::write_file(dir / "corpus.txt", text);
+  train::Trainer trainer(c, {.progress = train::ProgressStyle::quiet});
+  const train::TrainSummary s = trainer.run();
+  std::size_t peak = 0;
+  for (std::size_t i = 1; i < s.steps.size(); ++i) peak = std::max(peak, s.steps[i].peak_bytes);
+  return peak;
+}
+
+void expect_within_10_percent(const std::string& config_name, const std::string& precision) {
+  std::vector<std::string> overrides;
+  if (!precision.empty())
+    overrides = {"training.precision=" + precision,
+                 "training.mixed_precision_param=", "training.mixed_precision_reduce="};
+  const config::TrainConfig c = config::load_config(config_path(config_name), overrides);
+  const TempDir dir;
+  const std::size_t measured = measured_peak(c, dir, 3);
+  const std::size_t predicted = plan_memory(c, 1).peak;
+  const double ratio = static_cast<double>(predicted) / static_cast<double>(measured);
+  ::testing::Test::RecordProperty("predicted", std::to_string(predicted));
+  ::testing::Test::RecordProperty("measured", std::to_string(measured));
+  std::printf("%s %s: predicted %zu, measured %zu, ratio %.4f\n", config_name.c_str(),
+              amp::display_name(c.training.policy).c_str(), predicted, measured, ratio);
+  EXPECT_GT(ratio, 0.9) << config_name << " " << precision;
+  EXPECT_LT(ratio, 1.1) << config_name << " " << precision;
+}
+
+TEST(MemoryPlanMeasured, TinyWithin10PercentOfThePeak) {
+  expect_within_10_percent("tiny.toml", "");
+}
+TEST(MemoryPlanMeasured, TinyFp32Within10PercentOfThePeak) {
+  expect_within_10_percent("tiny.toml", "fp32");
+}
+TEST(MemoryPlanMeasured, TinyBf16PureWithin10PercentOfThePeak) {
+  expect_within_10_percent("tiny.toml", "bf16-pure");
+}
+TEST(MemoryPlanMeasured, DefaultConfigWithin10PercentOfThePeak) {
+  expect_within_10_percent("moe_small.toml", "");
+}
+TEST(MemoryPlanMeasured, GptSmallWithin10PercentOfThePeak) {
+  expect_within_10_percent("gpt_small.toml", "");
+}
+
+}  // namespace
+}  // namespace mixprec::dist
