@@ -94,9 +94,23 @@ Bytes grad_unit_buffer_bytes(const Units& u, const amp::MixedPrecisionPolicy& p)
 }
 
 // W >= 2: the rank's cast shard that all-gather sends, for the largest unit.
-Bytes comm_bytes(const Units& u, const amp::MixedPrecisionPolicy& p) {
+Bytes send_buffer_bytes(const Units& u, const amp::MixedPrecisionPolicy& p) {
   if (!sharded(u)) return 0;
   return bytes_of(std::max(u.root_shard, u.block_shard), p.param_dtype);
+}
+
+// W >= 2: a reduce-scatter in flight (at most one: the runtime waits for it before starting the
+// next) holds its unit's full gradient buffer and the blocks the all-to-all receives (the same
+// size), both in the reduce dtype, until the next unit's backward ends.
+Bytes in_flight_reduce_bytes(const Units& u, const amp::MixedPrecisionPolicy& p) {
+  if (!sharded(u)) return 0;
+  return 2 * bytes_of(std::max(u.root_padded, u.block_padded), p.reduce_dtype);
+}
+
+// The communication term shown: the send buffer plus the receive staging of a reduce-scatter.
+Bytes comm_bytes(const Units& u, const amp::MixedPrecisionPolicy& p) {
+  if (!sharded(u)) return 0;
+  return send_buffer_bytes(u, p) + in_flight_reduce_bytes(u, p) / 2;
 }
 
 bool uses_kahan(const amp::MixedPrecisionPolicy& p) {
@@ -136,9 +150,9 @@ int64_t adam_mini_values(const ShardLayout& layout) {
 // forward end, loss backward, each block's backward (last block first), after backward.
 Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard,
                 const detail::ActivationEstimate& a, Bytes optimizer) {
-  const Bytes master = master_bytes(u, p), comm = comm_bytes(u, p);
+  const Bytes master = master_bytes(u, p), send = send_buffer_bytes(u, p);
   const Bytes working = working_bytes(u, p, reshard);
-  const Bytes resident = master + working + optimizer + comm + a.batch;
+  const Bytes resident = master + working + optimizer + send + a.batch;
   const Bytes saved_blocks = a.block_saved * static_cast<Bytes>(a.blocks);
   const DType r = p.reduce_dtype;
 
@@ -146,10 +160,17 @@ Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard
   peak = std::max(peak, resident + a.root_saved + saved_blocks + a.loss_backward_transient);
   for (int64_t done = 0; done < a.blocks; ++done) {  // `done` blocks' backward finished
     const Bytes saved = a.block_saved * static_cast<Bytes>(a.blocks - done);
-    const Bytes grads = sharded(u)
-                            ? bytes_of(u.root_padded + done * u.block_shard + u.block_padded, r)
-                            : bytes_of(u.numel - (a.blocks - done) * u.block_padded, r);
-    peak = std::max(peak, resident + saved + grads + a.block_backward_transient);
+    // Sharded: the root's and this block's full buffers, the finished blocks' shards, and
+    // the previous block's reduce-scatter still in flight (its buffer + staging).
+    const Bytes in_flight = done > 0 ? 2 * bytes_of(u.block_padded, r) : 0;
+    const Bytes grads =
+        sharded(u) ? bytes_of(u.root_padded + done * u.block_shard + u.block_padded, r) + in_flight
+                   : bytes_of(u.numel - (a.blocks - done) * u.block_padded, r);
+    // The first block (the last backward) has no block before it to prefetch.
+    const Bytes no_prefetch = sharded(u) && reshard && a.blocks > 1 && done == a.blocks - 1
+                                  ? bytes_of(u.block_padded, p.param_dtype)
+                                  : 0;
+    peak = std::max(peak, resident + saved + grads + a.block_backward_transient - no_prefetch);
   }
   // Backward done: every gradient (shard) until zero_grad, the optimizer's step over them.
   peak = std::max(peak, resident + grad_shard_bytes(u, p) + a.kept_after_backward);

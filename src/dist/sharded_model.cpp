@@ -210,10 +210,21 @@ void ShardedModel::on_backward_done(std::size_t u) {
   release_gathered(u, true);
 }
 
+void ShardedModel::finish_reduce(std::size_t u) {
+  Unit& unit = units_[u];
+  if (!unit.reduce) return;
+  unit.reduce->wait();
+  unit.reduce.reset();
+  unit.full_grad = Tensor();
+}
+
 void ShardedModel::start_reduce(std::size_t u) {
   Unit& unit = units_[u];
   MIXPREC_CHECK(!unit.reduced, kWhere,
                 "unit '" + layout_.units()[u].name + "' reduced twice in one step");
+  // At most one reduce-scatter in flight: the previous unit's buffers go before this one's
+  // are added (memory_plan.h counts one).
+  for (std::size_t other = 0; other < units_.size(); ++other) finish_reduce(other);
   unit.grad_shard = Tensor::empty({layout_.units()[u].shard}, policy_.reduce_dtype);
   unit.reduce = comm_.start_reduce_scatter(unit.full_grad, unit.grad_shard);
   unit.reduced = true;
@@ -228,9 +239,7 @@ void ShardedModel::finish_backward() {
     Unit& unit = units_[u];
     MIXPREC_CHECK(unit.reduced, kWhere,
                   "the backward never reached unit '" + layout_.units()[u].name + "'");
-    unit.reduce->wait();
-    unit.reduce.reset();
-    unit.full_grad = Tensor();
+    finish_reduce(u);
     if (comm_.size() > 1) unit.grad_shard.copy_from(scale(unit.grad_shard, inv_world));
   }
   for (std::size_t u = 0; u < units_.size(); ++u) release_gathered(u, true);

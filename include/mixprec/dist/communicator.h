@@ -4,9 +4,11 @@
 // the library builds, runs and tests without MPI.
 //
 // Buffers are contiguous CPU tensors. Reductions (reduce_scatter, all_reduce) take f32, bf16,
-// f16, f64 and i64; data moves (all_gather, broadcast) take any dtype. Sums of bf16/f16
-// buffers add in f32 and round once per pairwise sum (a user-defined MPI reduction): at world
-// size 2 that is the exact f32 sum rounded once. bf16/f16 max/min pick one operand's bits and
+// f16, f64 and i64; data moves (all_gather, broadcast) take any dtype. reduce_scatter is an
+// all-to-all of blocks after which each rank adds its W blocks in rank order (bf16/f16 in f32,
+// rounded once: the exact f32 sum at any world size). all_reduce of bf16/f16 adds in f32 and
+// rounds once per pairwise sum (a user-defined MPI reduction: at world size 2 the same
+// thing). bf16/f16 max/min pick one operand's bits and
 // let NaN win; f32/f64 max/min are MPI's. Reductions run in a fixed order for a given world
 // size, so a run repeats bit for bit.
 //
@@ -26,7 +28,7 @@ namespace mixprec::dist {
 
 enum class ReduceOp { sum, max, min };
 
-// Bytes this rank handed to each kind of collective, as the ring algorithms move them:
+// Bytes this rank handed to each kind of collective, as a ring (or the all-to-all) moves them:
 // all-gather and reduce-scatter of a full buffer of B bytes send (W-1)/W * B per rank;
 // all-reduce 2 (W-1)/W * B (rounded down); broadcast B, counted on the root only. Zero at
 // world size 1. `calls` counts every collective this rank started, barriers included (the

@@ -17,7 +17,9 @@
 //                sequences of seq_len tokens), plus the step's other live tensors: the batch
 //                and the router logits the model keeps (activation_estimate.h derives it).
 //   comm         W >= 2: the cast shard all-gather sends (param dtype x the largest unit
-//                shard); 0 at W = 1.
+//                shard) and the blocks a reduce-scatter receives (reduce dtype x the largest
+//                padded unit; the one in flight also keeps its unit's gradient buffer, which
+//                the peak walk counts); 0 at W = 1.
 // `peak` is not the sum of the terms: gradients grow while backward frees activations, so
 // the planner walks the step (forward end, loss backward, each block's backward from the
 // last, optimizer step) and takes the largest live total; that is what the allocator's

@@ -104,6 +104,7 @@ class ShardedModel final : public models::UnitHooks {
   void release_gathered(std::size_t u, bool drop_leaves);
   bool resident(std::size_t u) const;  // gathered, no gather in flight, bytes present
   void start_reduce(std::size_t u);
+  void finish_reduce(std::size_t u);  // waits, then frees the unit's full gradient buffer
   void set_grad_views(std::size_t u);
 
   models::Transformer& model_;

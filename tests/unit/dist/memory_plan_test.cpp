@@ -128,7 +128,8 @@ TEST(MemoryPlanConfig, ShardedTermsFollowTheLayout) {
   EXPECT_EQ(w3.grads, 4u * (shard + 3 * 5483 + 3 * 38358));
   // Gathered bf16 units: root + 2 blocks (here all blocks) with reshard-after-forward.
   EXPECT_EQ(w3.working, 2u * (3 * 5483 + 2 * 3 * 38358));
-  EXPECT_EQ(w3.comm, 2u * 38358);  // the largest cast shard
+  // The largest cast shard (bf16) + the all-to-all's receive blocks of the largest unit (f32).
+  EXPECT_EQ(w3.comm, 2u * 38358 + 4u * 3 * 38358);
   // A rank's batch is the global batch split: 4 sequences over 2 ranks.
   const MemoryPlan w2 = plan_memory(c, 2);
   const MemoryPlan half = plan_memory(tiny({"training.batch_size=2"}), 1);
