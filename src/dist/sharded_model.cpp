@@ -72,6 +72,10 @@ void ShardedModel::materialize(uint64_t seed) {
   pieces_.clear();
   piece_unit_.clear();
   piece_offset_.clear();
+  piece_slot_.clear();
+  used_.assign(units_.size(), {});
+  for (std::size_t u = 0; u < units_.size(); ++u)
+    used_[u].assign(layout_.units()[u].params.size(), 0);
   for (std::size_t u = 0; u < units_.size(); ++u) {
     const UnitLayout& lay = layout_.units()[u];
     Unit& unit = units_[u];
@@ -87,6 +91,7 @@ void ShardedModel::materialize(uint64_t seed) {
                                                       slot.shape, piece.begin));
       piece_unit_.push_back(u);
       piece_offset_.push_back(piece.shard_offset);
+      piece_slot_.push_back(piece.slot);
     }
   }
 }
@@ -143,7 +148,13 @@ void ShardedModel::release_gathered(std::size_t u, bool drop_leaves) {
   unit.send = Tensor();
   // The graph may still hold views of these bytes; they are gathered again before its use.
   if (unit.gathered.defined()) unit.gathered.storage()->release();
-  if (drop_leaves) unit.leaves.clear();
+  if (!drop_leaves) return;
+  // The graph outlives the step (the loss and the router logits hold it) and with it the
+  // leaves' autograd state: drop their gradient views, or every unit's full gradient buffer
+  // would stay alive until the next forward.
+  for (auto& [name, leaf] : unit.leaves)
+    if (leaf.requires_grad()) leaf.set_grad(Tensor());
+  unit.leaves.clear();
 }
 
 void ShardedModel::set_grad_views(std::size_t u) {
@@ -191,6 +202,10 @@ Tensor ShardedModel::enter_unit(const std::string& unit_name, const Tensor& x) {
 
 Tensor ShardedModel::leave_unit(const std::string& unit_name, const Tensor& y) {
   const std::size_t u = unit_of(unit_name);
+  if (u == 0) {  // the root stays gathered for the backward; note which weights it read
+    if (training_) note_used(0);
+    return y;
+  }
   if (options_.reshard_after_forward) release_gathered(u, false);
   if (!training_) return y;
   return through_boundary(
@@ -205,7 +220,20 @@ void ShardedModel::on_backward_begin(std::size_t u) {
   if (options_.prefetch && u > 1) start_gather(u - 1);
 }
 
+void ShardedModel::note_used(std::size_t u) {
+  // A leaf some op of this step's graph read has a gradient accumulator (alive while the
+  // graph is: noted at the end of forward for the root, during backward for a block); one no
+  // op read (an MoE expert no token chose) gets no gradient, as an unsharded parameter would
+  // not.
+  const UnitLayout& lay = layout_.units()[u];
+  for (std::size_t i = 0; i < lay.params.size(); ++i) {
+    const AutogradMeta* meta = units_[u].leaves.at(lay.params[i].name).autograd_meta();
+    used_[u][i] = meta && !meta->grad_accumulator.expired() ? 1 : 0;
+  }
+}
+
 void ShardedModel::on_backward_done(std::size_t u) {
+  note_used(u);
   start_reduce(u);
   release_gathered(u, true);
 }
@@ -243,9 +271,23 @@ void ShardedModel::finish_backward() {
     if (comm_.size() > 1) unit.grad_shard.copy_from(scale(unit.grad_shard, inv_world));
   }
   for (std::size_t u = 0; u < units_.size(); ++u) release_gathered(u, true);
+  // Which parameters any rank's graph used: one small all-reduce for all units.
+  std::vector<int64_t> flags;
+  for (const std::vector<int64_t>& unit_flags : used_)
+    flags.insert(flags.end(), unit_flags.begin(), unit_flags.end());
+  Tensor used = Tensor::from_vector(flags);
+  if (comm_.size() > 1) comm_.all_reduce(used, ReduceOp::max);
+  std::vector<std::size_t> first_flag(units_.size(), 0);
+  for (std::size_t u = 1; u < units_.size(); ++u)
+    first_flag[u] = first_flag[u - 1] + used_[u - 1].size();
   for (std::size_t i = 0; i < pieces_.size(); ++i) {
+    const std::size_t u = piece_unit_[i];
     const int64_t at = piece_offset_[i], n = pieces_[i]->master().numel();
-    pieces_[i]->set_grad(units_[piece_unit_[i]].grad_shard.slice(0, at, at + n));
+    if (used.data<int64_t>()[first_flag[u] + piece_slot_[i]] == 0) {
+      pieces_[i]->zero_grad();
+      continue;
+    }
+    pieces_[i]->set_grad(units_[u].grad_shard.slice(0, at, at + n));
   }
   for (Unit& unit : units_) unit.grad_shard = Tensor();  // the pieces hold their views
   in_step_ = false;

@@ -129,7 +129,9 @@ Tensor Transformer::forward(const Tensor& tokens) {
   }
   h = norm(h, "", "final_norm");
   amp::ModuleScope scope("lm_head");
-  return linear(h, weight(config_.tie_embeddings ? "tok_emb.weight" : "lm_head.weight"));
+  const Tensor logits =
+      linear(h, weight(config_.tie_embeddings ? "tok_emb.weight" : "lm_head.weight"));
+  return hooks_ ? hooks_->leave_unit("root", logits) : logits;
 }
 
 LossParts Transformer::loss(const Tensor& tokens, const Tensor& targets) {

@@ -140,6 +140,36 @@ struct Trainer::State {
   }
 };
 
+namespace {
+
+// `flag` as rank 0 sees it, on every rank.
+bool rank0_says(dist::Communicator& comm, bool flag) {
+  if (comm.size() == 1) return flag;
+  Tensor t = Tensor::from_vector(std::vector<int64_t>{flag ? 1 : 0});
+  comm.broadcast(t, 0);
+  return t.data<int64_t>()[0] != 0;
+}
+
+}  // namespace
+
+// The checkpoint a resumed run starts from. Sharded, rank 0 picks it (the newest valid one)
+// and every other rank loads that same step, failing loudly rather than starting elsewhere.
+std::optional<io::Checkpoint> Trainer::resumable_checkpoint(State& s, int world) {
+  if (!s.store) return std::nullopt;
+  if (world == 1) return s.store->load_latest();
+  std::optional<io::Checkpoint> latest;
+  if (s.leader()) latest = s.store->load_latest();
+  Tensor step = Tensor::from_vector(std::vector<int64_t>{latest ? checkpoint_step(*latest) : -1});
+  s.comm->broadcast(step, 0);
+  const int64_t chosen = step.data<int64_t>()[0];
+  if (s.leader() || chosen < 0) return latest;
+  io::Checkpoint c = io::load_checkpoint(s.store->path_for(chosen));
+  MIXPREC_CHECK(checkpoint_step(c) == chosen, "checkpoint",
+                c.path + " holds step " + std::to_string(checkpoint_step(c)) + ", rank 0 resumes " +
+                    std::to_string(chosen));
+  return c;
+}
+
 Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
     : state_(std::make_unique<State>(std::move(config), std::move(options))) {
   State& s = *state_;
@@ -151,7 +181,9 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
     s.store.emplace((fs::path(c.run_dir) / c.checkpoint.folder).string(),
                     static_cast<int>(c.checkpoint.keep_last),
                     [&s](const std::string& w) { s.progress.message("warning: " + w); });
-    MIXPREC_CHECK(s.options.resume || s.store->steps().empty(), "run_dir",
+    // Rank 0's view decides for every rank (ranks may not share a file system's timing).
+    const bool holds = !s.store->steps().empty();
+    MIXPREC_CHECK(s.options.resume || !rank0_says(*s.comm, holds), "run_dir",
                   s.store->dir() + " already holds checkpoints (newest: step " +
                       std::to_string(s.store->steps().back()) +
                       "): pass --resume to continue that run, or choose another run_dir");
@@ -199,7 +231,7 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
   s.schedule.emplace(make_lr_schedule(c));
 
   if (s.options.resume) {
-    std::optional<io::Checkpoint> latest = s.store ? s.store->load_latest() : std::nullopt;
+    std::optional<io::Checkpoint> latest = resumable_checkpoint(s, world);
     if (latest) {
       if (s.sharded) latest->tensors = dist::shard_training_state(latest->tensors, *s.sharded);
       restore_run_checkpoint(*latest, s.training_state(), c);
@@ -260,7 +292,7 @@ TrainSummary Trainer::run() {
         summary.last_checkpoint = save_run_checkpoint(*s.store, step, s.training_state(), c);
       else if (s.leader())
         summary.last_checkpoint = save_run_checkpoint(*s.store, step, std::move(full), c);
-    } catch (const Error& e) {
+    } catch (const std::exception& e) {  // file system errors too: every rank must hear of it
       failure = e.what();
     }
     if (world > 1) {
@@ -305,6 +337,9 @@ TrainSummary Trainer::run() {
     const float loss_scale = s.scaler.get_scale();
     s.scaler.scale(loss.total).backward();
     if (s.sharded) s.sharded->finish_backward();
+    // The values, then the graph goes (it would otherwise live through the next forward).
+    std::vector<double> losses{loss.total.item(), loss.ce.item(), loss.aux.item(), loss.z.item()};
+    loss = {};
     s.scaler.unscale(*s.optimizer);
 
     StepMetrics m;
@@ -330,7 +365,6 @@ TrainSummary Trainer::run() {
     const auto t1 = Clock::now();
 
     // Each rank's loss is the mean over its rows: the job's is the mean over ranks.
-    std::vector<double> losses{loss.total.item(), loss.ce.item(), loss.aux.item(), loss.z.item()};
     s.sum_over_ranks(losses);
     m.loss = losses[0] / world;
     m.ce = losses[1] / world;

@@ -73,7 +73,7 @@ class Communicator {
   virtual void broadcast(Tensor& buffer, int root) = 0;
   virtual void barrier() = 0;
 
-  // Non-blocking forms (MPI_Iallgather, MPI_Ireduce_scatter_block): the tensors must stay
+  // Non-blocking forms (MPI_Iallgather; MPI_Ialltoall + a local sum): the tensors must stay
   // alive and untouched until the request's wait() returns.
   virtual std::unique_ptr<Request> start_all_gather(const Tensor& send, Tensor& recv) = 0;
   virtual std::unique_ptr<Request> start_reduce_scatter(const Tensor& send, Tensor& recv) = 0;

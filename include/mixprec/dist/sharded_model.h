@@ -104,7 +104,9 @@ class ShardedModel final : public models::UnitHooks {
   void release_gathered(std::size_t u, bool drop_leaves);
   bool resident(std::size_t u) const;  // gathered, no gather in flight, bytes present
   void start_reduce(std::size_t u);
-  void finish_reduce(std::size_t u);  // waits, then frees the unit's full gradient buffer
+  void finish_reduce(std::size_t u);
+  void note_used(std::size_t u);  // which of the unit's leaves this step's graph read  // waits,
+                                  // then frees the unit's full gradient buffer
   void set_grad_views(std::size_t u);
 
   models::Transformer& model_;
@@ -114,8 +116,10 @@ class ShardedModel final : public models::UnitHooks {
   ShardLayout layout_;
   std::vector<Unit> units_;
   optim::ParamList pieces_;
-  std::vector<std::size_t> piece_unit_;  // unit index of pieces_[i]
-  std::vector<int64_t> piece_offset_;    // where pieces_[i] starts in its unit's shard
+  std::vector<std::size_t> piece_unit_;     // unit index of pieces_[i]
+  std::vector<int64_t> piece_offset_;       // where pieces_[i] starts in its unit's shard
+  std::vector<std::size_t> piece_slot_;     // its parameter's index in the unit
+  std::vector<std::vector<int64_t>> used_;  // [unit][slot]: this step's graph read it
   std::map<std::string, std::size_t, std::less<>> param_unit_;
   bool training_ = false;
   bool in_step_ = false;

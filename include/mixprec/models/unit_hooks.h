@@ -18,7 +18,8 @@ class UnitHooks {
   // The tensor the forward uses for a parameter (a leaf requiring grad).
   virtual const Tensor& weight(std::string_view name) = 0;
   // `unit` is the block's name ("blocks.3"); x its input, y its output. Each returns the
-  // tensor the forward continues with.
+  // tensor the forward continues with. The forward ends with leave_unit("root", logits):
+  // every weight outside the blocks has been read by then.
   virtual Tensor enter_unit(const std::string& unit, const Tensor& x) = 0;
   virtual Tensor leave_unit(const std::string& unit, const Tensor& y) = 0;
 };

@@ -23,11 +23,13 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "mixprec/config/train_config.h"
 #include "mixprec/dist/communicator.h"
+#include "mixprec/io/checkpoint_store.h"
 #include "mixprec/models/transformer.h"
 #include "mixprec/train/progress.h"
 #include "mixprec/train/step_metrics.h"
@@ -70,6 +72,7 @@ class Trainer {
 
  private:
   struct State;
+  static std::optional<io::Checkpoint> resumable_checkpoint(State& s, int world);
   std::unique_ptr<State> state_;
 };
 
