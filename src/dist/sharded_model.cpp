@@ -299,6 +299,30 @@ void ShardedModel::end_forward() {
   in_step_ = false;
 }
 
+void ShardedModel::sum_cut_blocks(std::vector<optim::CutBlock>& blocks) const {
+  // One slot per (unit, shard boundary): a cut block is filed under the first boundary it
+  // crosses, which every rank holding a part of it computes alike.
+  const int64_t W = comm_.size();
+  Tensor sums = Tensor::zeros({static_cast<int64_t>(units_.size()) * std::max<int64_t>(W - 1, 1)},
+                              DType::f64);
+  auto slot_of = [&](const optim::CutBlock& c) {
+    for (std::size_t i = 0; i < pieces_.size(); ++i) {
+      if (pieces_[i].get() != c.param) continue;
+      const UnitLayout& lay = layout_.units()[piece_unit_[i]];
+      const int64_t flat = lay.params[piece_slot_[i]].offset + c.first_element;
+      const int64_t boundary = flat / lay.shard + 1;
+      MIXPREC_CHECK(boundary >= 1 && boundary < W, kWhere,
+                    "block at element " + std::to_string(c.first_element) + " of " +
+                        c.param->name() + " is not cut by a shard boundary");
+      return static_cast<int64_t>(piece_unit_[i]) * (W - 1) + boundary - 1;
+    }
+    throw Error(kWhere, "cut block of a parameter this rank does not hold");
+  };
+  for (const optim::CutBlock& c : blocks) sums.data<double>()[slot_of(c)] += c.sum_sq;
+  if (W > 1) comm_.all_reduce(sums, ReduceOp::sum);
+  for (optim::CutBlock& c : blocks) c.sum_sq = sums.data<double>()[slot_of(c)];
+}
+
 Tensor ShardedModel::gather_unit(const Tensor& shard) const {
   Tensor full = Tensor::empty({shard.numel() * comm_.size()}, shard.dtype());
   comm_.all_gather(shard.contiguous(), full);

@@ -27,11 +27,13 @@ struct LocalBlocks {
   }
   int64_t begin(int64_t b) const { return std::max<int64_t>(0, b * size - shift); }
   int64_t end(int64_t b) const { return std::min(n, (b + 1) * size - shift); }
+  bool cut(int64_t b) const { return end(b) - begin(b) < size; }
+  int64_t first_element(int64_t b, int64_t offset) const { return offset - shift + b * size; }
 };
 
-// mean over each block of (g * inv_scale)^2: f64 partial sums over fixed pieces of at most
-// kChunk elements (never crossing a block), added in order.
-std::vector<double> block_mean_sq(const Tensor& grad, float inv_scale, const LocalBlocks& blocks) {
+// sum over each block (the part this tensor holds) of (g * inv_scale)^2: f64 partial sums over
+// fixed pieces of at most kChunk elements (never crossing a block), added in order.
+std::vector<double> block_sum_sq(const Tensor& grad, float inv_scale, const LocalBlocks& blocks) {
   using detail::kChunk;
   const int64_t pieces_per_block = (blocks.size + kChunk - 1) / kChunk;
   const int64_t pieces = blocks.count * pieces_per_block;
@@ -46,17 +48,38 @@ std::vector<double> block_mean_sq(const Tensor& grad, float inv_scale, const Loc
         partial[static_cast<std::size_t>(piece)] = detail::square_sum(grad, begin, end, inv_scale);
     }
   });
-  std::vector<double> mean(static_cast<std::size_t>(blocks.count));
+  std::vector<double> sums(static_cast<std::size_t>(blocks.count));
   for (int64_t b = 0; b < blocks.count; ++b) {
     double s = 0;
     for (int64_t k = 0; k < pieces_per_block; ++k)
       s += partial[static_cast<std::size_t>(b * pieces_per_block + k)];
-    mean[static_cast<std::size_t>(b)] = s / static_cast<double>(blocks.end(b) - blocks.begin(b));
+    sums[static_cast<std::size_t>(b)] = s;
   }
-  return mean;
+  return sums;
 }
 
 }  // namespace
+
+void AdamMini::before_updates(const ParamList& params, const std::vector<Tensor>& grads,
+                              float inv_scale) {
+  cut_sums_.clear();
+  if (!sum_cut_blocks_) return;
+  std::vector<CutBlock> cut;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const Parameter& p = *params[i];
+    const LocalBlocks blocks(p);
+    if (blocks.count == 0) continue;
+    std::vector<int64_t> ends{0};  // only a piece's first and last blocks can be cut
+    if (blocks.count > 1) ends.push_back(blocks.count - 1);
+    for (const int64_t b : ends) {
+      if (!blocks.cut(b)) continue;
+      const double part = detail::square_sum(grads[i], blocks.begin(b), blocks.end(b), inv_scale);
+      cut.push_back({&p, blocks.first_element(b, p.element_offset()), part});
+    }
+  }
+  sum_cut_blocks_(cut);
+  for (const CutBlock& c : cut) cut_sums_[{c.param, c.first_element}] = c.sum_sq;
+}
 
 AdamMiniPartition adam_mini_partition(const Shape& shape, const ParamRole& role) {
   const int64_t numel = shape_numel(shape);
@@ -99,7 +122,17 @@ void AdamMini::update(Parameter& param, const ParamGroup& group, ParamState& sta
   const detail::RoundingKeys keys{seed(), detail::fnv1a(param.name()), state.step};
 
   // The per-block second moment and step size (few values: computed serially).
-  const std::vector<double> mean_sq = block_mean_sq(grad, inv_scale, part);
+  // The mean over each whole block: a cut block's sum comes from before_updates when the
+  // ranks add their parts, else it is the mean over the part this piece holds.
+  std::vector<double> mean_sq = block_sum_sq(grad, inv_scale, part);
+  for (int64_t b = 0; b < part.count; ++b) {
+    double& m = mean_sq[static_cast<std::size_t>(b)];
+    const auto it = part.cut(b)
+                        ? cut_sums_.find({&param, part.first_element(b, param.element_offset())})
+                        : cut_sums_.end();
+    m = it != cut_sums_.end() ? it->second / static_cast<double>(part.size)
+                              : m / static_cast<double>(part.end(b) - part.begin(b));
+  }
   Tensor& vmean = state.buffers[1];
   std::vector<float> v(static_cast<std::size_t>(part.count));
   widen_to_f32(vmean.dtype(), vmean.raw_data(), v.data(), v.size());
@@ -109,9 +142,12 @@ void AdamMini::update(Parameter& param, const ParamGroup& group, ParamState& sta
       vmean.dtype() != DType::f32 && param.policy().master_update == amp::MasterUpdate::stochastic;
   ConvertOptions store;
   if (stochastic)
-    store = {.rounding = Rounding::stochastic,
-             .seed = keys.seed,
-             .stream = detail::rounding_stream(keys, 1 + detail::kMaxState)};
+    store = {
+        .rounding = Rounding::stochastic,
+        .seed = keys.seed,
+        .stream = detail::rounding_stream(keys, 1 + detail::kMaxState),
+        // block b of a piece is block (offset / size) + b of the whole parameter
+        .index_base = static_cast<uint64_t>((param.element_offset() - part.shift) / part.size)};
   convert_from_f32(v.data(), vmean.dtype(), vmean.raw_data(), v.size(), store);
   // The step uses the stored second moment (the same value when it is f32).
   widen_to_f32(vmean.dtype(), vmean.raw_data(), v.data(), v.size());

@@ -81,10 +81,14 @@ void StatefulOptimizer::step(float inv_scale) {
                 "inv_scale must be finite, got " + std::to_string(inv_scale));
   // Every gradient is checked before any parameter changes: a bad one leaves the step unmade.
   std::vector<Tensor> grads;  // [parameters with a gradient], in group order
+  ParamList with_grad;
   for (const ParamGroup& group : groups_)
     for (const auto& p : group.params)
-      if (const Tensor raw = p->grad(); raw.defined())  // as PyTorch: no gradient, no update
+      if (const Tensor raw = p->grad(); raw.defined()) {  // as PyTorch: no gradient, no update
         grads.push_back(detail::checked_grad(*p, raw, where_));
+        with_grad.push_back(p);
+      }
+  before_updates(with_grad, grads, inv_scale);
   std::size_t next = 0;
   for (const ParamGroup& group : groups_) {
     for (const auto& p : group.params) {

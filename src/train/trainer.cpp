@@ -16,6 +16,7 @@
 #include "mixprec/dist/sharded_state.h"
 #include "mixprec/error.h"
 #include "mixprec/io/checkpoint_export.h"
+#include "mixprec/optim/adam_mini.h"
 #include "mixprec/optim/clip.h"
 #include "mixprec/parallel.h"
 #include "mixprec/report/plot.h"
@@ -228,6 +229,10 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
     s.model.materialize(static_cast<uint64_t>(c.training.seed), c.training.policy);
   }
   s.optimizer = make_optimizer(c.optimizer, s.params(), static_cast<uint64_t>(c.training.seed));
+  if (auto* adam_mini = dynamic_cast<optim::AdamMini*>(s.optimizer.get()); adam_mini && s.sharded)
+    adam_mini->set_sum_cut_blocks([sharded = s.sharded.get()](std::vector<optim::CutBlock>& b) {
+      sharded->sum_cut_blocks(b);
+    });
   s.schedule.emplace(make_lr_schedule(c));
 
   if (s.options.resume) {

@@ -34,6 +34,7 @@
 #include "mixprec/dist/communicator.h"
 #include "mixprec/dist/shard_layout.h"
 #include "mixprec/models/transformer.h"
+#include "mixprec/optim/adam_mini.h"
 
 namespace mixprec::dist {
 
@@ -75,6 +76,10 @@ class ShardedModel final : public models::UnitHooks {
   // rank's `shard` tensor ([shard] each, same dtype) as [padded]: for checkpoints.
   const Tensor& master_shard(std::size_t unit) const { return units_.at(unit).master; }
   Tensor gather_unit(const Tensor& shard) const;
+
+  // Adds the parts of every Adam-mini block a shard boundary cuts over the ranks
+  // (optim::AdamMini::set_sum_cut_blocks; a collective, once per optimizer step).
+  void sum_cut_blocks(std::vector<optim::CutBlock>& blocks) const;
 
   // models::UnitHooks
   const Tensor& weight(std::string_view name) override;

@@ -13,9 +13,9 @@
 //                        output projection, MLP, and embedding / LM-head rows (one per token);
 //   1-D and 0-D          one block for the whole tensor (norm gains, biases).
 // A shard piece of a parameter (Parameter::shard_piece, fully sharded training) keeps the
-// whole parameter's block boundaries; the at most two blocks it holds only part of take the
-// mean of g^2 over the part it holds (so a sharded run's second moments differ from an
-// unsharded run's in those boundary blocks only).
+// whole parameter's block boundaries; for the at most two blocks it holds only part of,
+// set_sum_cut_blocks() adds the parts over the ranks, so every rank keeps the whole block's
+// mean (without it, the mean of the part it holds).
 //
 // Memory: the state is m (numel values) + vmean (one per block) instead of AdamW's 2 * numel:
 // with an f32 master that is 4 bytes per parameter instead of 8, so master + state go from 12
@@ -24,11 +24,22 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
+#include <map>
+#include <utility>
 #include <vector>
 
 #include "mixprec/optim/stateful_optimizer.h"
 
 namespace mixprec::optim {
+
+// A block of a shard piece that the shard's boundary cuts: the piece holds only part of it.
+struct CutBlock {
+  const Parameter* param = nullptr;
+  int64_t first_element = 0;  // the block's first element in the whole parameter
+  double sum_sq = 0;          // in: sum of (g * inv_scale)^2 over the piece's part (f64);
+                              // out: over the whole block
+};
 
 struct AdamMiniOptions {
   double beta1 = 0.9;
@@ -50,14 +61,25 @@ class AdamMini : public StatefulOptimizer {
   AdamMini(ParamList params, double lr, double weight_decay = 0.01, AdamMiniOptions options = {});
 
   const AdamMiniOptions& options() const { return options_; }
+  // Fully sharded training: `fn` adds every cut block's parts over the ranks (one collective
+  // per step; called on every step, with an empty list when this rank has no cut block), so a
+  // cut block's second moment is that of the whole block. Unset: each piece's part alone.
+  void set_sum_cut_blocks(std::function<void(std::vector<CutBlock>&)> fn) {
+    sum_cut_blocks_ = std::move(fn);
+  }
 
  protected:
   std::vector<BufferSpec> buffer_specs(const Parameter& param) const override;
+  void before_updates(const ParamList& params, const std::vector<Tensor>& grads,
+                      float inv_scale) override;
   void update(Parameter& param, const ParamGroup& group, ParamState& state, const Tensor& grad,
               float inv_scale) override;
 
  private:
   AdamMiniOptions options_;
+  std::function<void(std::vector<CutBlock>&)> sum_cut_blocks_;
+  // This step's whole-block sums of the cut blocks: (parameter, first element) -> sum.
+  std::map<std::pair<const Parameter*, int64_t>, double> cut_sums_;
 };
 
 }  // namespace mixprec::optim

@@ -58,6 +58,13 @@ class StatefulOptimizer : public Optimizer {
 
   // The buffers a parameter needs (empty: none), zero-initialised on its first update.
   virtual std::vector<BufferSpec> buffer_specs(const Parameter& param) const = 0;
+  // Runs once per step before any update, with every parameter that has a gradient and its
+  // checked gradient (in the same order): for work that spans parameters (Adam-mini's blocks
+  // cut by a shard boundary). Default: nothing.
+  virtual void before_updates(const ParamList& params, const std::vector<Tensor>& grads,
+                              float inv_scale) {
+    (void)params, (void)grads, (void)inv_scale;
+  }
   // Applies the rule to one parameter; state.step already counts this update.
   virtual void update(Parameter& param, const ParamGroup& group, ParamState& state,
                       const Tensor& grad, float inv_scale) = 0;
