@@ -11,8 +11,9 @@
 //                           (forward gathers every unit, backward each block again: its weights
 //                           were freed after its forward; the root stays gathered)
 //            reduce-scatter (W-1)/W * sum_units P_unit * sizeof(reduce_dtype)
-//            all-reduce     2(W-1)/W * (8 + 8 + 32): the found-inf flag (i64, GradScaler::unscale),
-//                           the squared gradient norm (f64), the 4 loss parts (f64)
+//            all-reduce     2(W-1)/W * (8 + 8 + 32 + 8 n): the found-inf flag (i64,
+//                           GradScaler::unscale), the squared gradient norm (f64), the 4 loss
+//                           parts (f64), a used-this-step flag per parameter (i64, n of them)
 //          with P_u the unit's padded size. Then the same run over TCP on the loopback
 //          (`--mca pml ob1 --mca btl self,tcp --mca btl_tcp_if_include lo`) for 3 and 13
 //          steps: the growth of lo's transmit bytes, (delta13 - delta3) / 10 steps / 2 ranks, is
@@ -384,8 +385,11 @@ Formula formula_for(const std::string& config_path, const std::string& precision
   f.reduce_dtype = dtype_name(rd);
   f.all_gather = share * (root + 2 * blocks) * static_cast<double>(dtype_size(pd));
   f.reduce_scatter = share * (root + blocks) * static_cast<double>(dtype_size(rd));
-  // found-inf flag (i64) + squared gradient norm (f64) + loss, ce, aux, z (f64 each)
-  f.all_reduce = 2 * share * (8 + 8 + 4 * 8);
+  // found-inf flag (i64) + squared gradient norm (f64) + loss, ce, aux, z (f64 each) + one
+  // "this step's graph read it" flag (i64) per parameter (ShardedModel::finish_backward); the
+  // optimizer here is AdamW (Adam-mini would add its cut blocks' sums).
+  const double params = static_cast<double>(model.parameters().specs().size());
+  f.all_reduce = 2 * share * (8 + 8 + 4 * 8 + 8 * params);
   return f;
 }
 
@@ -472,14 +476,6 @@ bool bytes_table(Runner& r) {
                   row.precision.c_str());
       continue;
     }
-    // Open MPI's libnbc MPI_Ireduce_scatter_block is a binomial reduce of the whole buffer to
-    // rank 0, then a linear scatter: at W = 2 rank 1 sends B and rank 0 sends B/2, i.e. 3/4 B
-    // per rank on average where the ring's CommStats count 1/2 B.
-    const double nbc = row.f.all_gather + 1.5 * row.f.reduce_scatter + row.f.all_reduce;
-    std::printf(
-        "%s: with libnbc's reduce-scatter (reduce to rank 0 + scatter: 1.5x the ring's "
-        "bytes) the formula is %.0f B; wire / that = %.4f\n",
-        row.precision.c_str(), nbc, row.wire / nbc);
   }
   std::printf("\n");
   return true;

@@ -4,8 +4,10 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdlib>
 #include <filesystem>
 #include <optional>
+#include <thread>
 
 #include <fmt/format.h>
 
@@ -175,8 +177,16 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
     : state_(std::make_unique<State>(std::move(config), std::move(options))) {
   State& s = *state_;
   const config::TrainConfig& c = s.config;
-  if (c.training.threads > 0) set_num_threads(static_cast<int>(c.training.threads));
   const int world = checked_world_size(c, *s.comm);
+  if (c.training.threads > 0) {
+    set_num_threads(static_cast<int>(c.training.threads));
+  } else if (world > 1 && !std::getenv("OMP_NUM_THREADS")) {
+    // "every core", shared by the ranks on this machine (not every core per rank).
+    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+    const int ranks_here = local ? std::max(1, std::atoi(local)) : world;
+    set_num_threads(
+        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_here));
+  }
   // Where checkpoints go, and whether this run may start there.
   if (c.checkpoint.enable) {
     s.store.emplace((fs::path(c.run_dir) / c.checkpoint.folder).string(),
