@@ -18,6 +18,15 @@
 //               parameter overlapping the shard; the trainer all-reduces the non-finite flag
 //               and the gradient norm so every rank takes the same decision.
 //
+// What the backward order must give (autograd/engine.cpp runs a node once every consumer has
+// sent its gradient, latest-created first): a block's "backward begins" node (its output's
+// identity) runs before any node of the block that reads a weight, because every such node
+// feeds the block's output; its "backward done" node (its input's identity) runs after all of
+// them and after the leaves' gradient accumulators, which are created after it (fresh leaves
+// each step). A weight read outside that window is an Error ("storage was released"), not a
+// wrong value. After an exception inside a step the object is left mid-step (collectives in
+// flight): end the job, as the trainer's CLI does (Communicator::abort_job).
+//
 //   ShardedModel fsdp(model, comm, policy);
 //   fsdp.materialize(seed);
 //   AdamW opt(fsdp.parameters(), ...);
