@@ -7,9 +7,10 @@
 //   bytes  one B run per precision (bf16-mixed, fp32): the median comm_bytes per step of rank 0
 //          (dist::CommStats) against the formula computed here from the layout
 //          (dist::ShardLayout of the config's model at W = 2, nothing allocated):
-//            all-gather     (W-1)/W * (P_root + 2 sum_blocks P_block) * sizeof(param_dtype)
-//                           (forward gathers every unit, backward each block again: its weights
-//                           were freed after its forward; the root stays gathered)
+//            all-gather     (W-1)/W * (P_root + 2 sum_blocks P_block - P_last) *
+//                           sizeof(param_dtype) (forward gathers every unit, backward each block
+//                           but the last again: its weights were freed after its forward; the
+//                           root and the last block stay gathered)
 //            reduce-scatter (W-1)/W * sum_units P_unit * sizeof(reduce_dtype)
 //            all-reduce     2(W-1)/W * (8 + 8 + 32 + 8 n): the found-inf flag (i64,
 //                           GradScaler::unscale), the squared gradient norm (f64), the 4 loss
@@ -375,15 +376,17 @@ Formula formula_for(const std::string& config_path, const std::string& precision
   const config::TrainConfig c = config::load_config(config_path, overrides);
   const models::Transformer model(c.model);  // describes the parameters, allocates nothing
   const dist::ShardLayout layout(model.parameters(), kWorld);
-  double root = 0, blocks = 0;
-  for (const dist::UnitLayout& u : layout.units())
+  double root = 0, blocks = 0, last_block = 0;
+  for (const dist::UnitLayout& u : layout.units()) {
     (u.name == "root" ? root : blocks) += static_cast<double>(u.padded);
+    if (u.name != "root") last_block = static_cast<double>(u.padded);
+  }
   const double w = kWorld, share = (w - 1) / w;
   const DType pd = c.training.policy.param_dtype, rd = c.training.policy.reduce_dtype;
   Formula f;
   f.param_dtype = dtype_name(pd);
   f.reduce_dtype = dtype_name(rd);
-  f.all_gather = share * (root + 2 * blocks) * static_cast<double>(dtype_size(pd));
+  f.all_gather = share * (root + 2 * blocks - last_block) * static_cast<double>(dtype_size(pd));
   f.reduce_scatter = share * (root + blocks) * static_cast<double>(dtype_size(rd));
   // found-inf flag (i64) + squared gradient norm (f64) + loss, ce, aux, z (f64 each) + one
   // "this step's graph read it" flag (i64) per parameter (ShardedModel::finish_backward); the

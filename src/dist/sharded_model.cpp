@@ -206,7 +206,8 @@ Tensor ShardedModel::leave_unit(const std::string& unit_name, const Tensor& y) {
     if (training_) note_used(0);
     return y;
   }
-  if (options_.reshard_after_forward) release_gathered(u, false);
+  // The last block's backward comes first: keep it rather than free and gather it again.
+  if (options_.reshard_after_forward && u + 1 < units_.size()) release_gathered(u, false);
   if (!training_) return y;
   return through_boundary(
       y, [this, u] { on_backward_begin(u); }, "UnitBackwardBegin");

@@ -6,8 +6,9 @@
 //               starts from the same weights;
 //   forward     on entering a unit the rank casts its shard to the policy's param_dtype and
 //               all-gathers it (half the bytes of an f32 all-gather for bf16); a block's
-//               gathered weights are freed when the forward leaves it (reshard after forward)
-//               and gathered again when its backward starts; the root unit (embeddings, final
+//               gathered weights are freed when the forward leaves it (reshard after forward;
+//               not the last block, whose backward comes next) and gathered again when its
+//               backward starts; the root unit (embeddings, final
 //               norm, LM head) stays gathered for the step. The next block's gather is started
 //               before the current block computes (prefetch, MPI non-blocking collectives);
 //   backward    a unit's gradients accumulate in reduce_dtype into one flat buffer, which is
