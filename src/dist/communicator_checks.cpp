@@ -65,15 +65,31 @@ void check_in_place(const CallSite& site, const Tensor& buffer, bool reduces) {
   check_count(site, buffer, "buffer");
 }
 
-bool check_all_gather(const CallSite& site, const Tensor& send, const Tensor& recv) {
-  check_buffer(site, send, "send", false);
-  check_buffer(site, recv, "recv", false);
+namespace {
+
+// `block` is one rank's share of `full` (full = W blocks): roles name them in messages.
+// Returns the "send ..., recv ..." description for further messages.
+std::string check_block_of(const CallSite& site, const Tensor& send, const Tensor& recv,
+                           bool send_is_block, bool reduces) {
+  check_buffer(site, send, "send", reduces);
+  check_buffer(site, recv, "recv", reduces);
   const std::string both = "send " + describe_tensor(send) + ", recv " + describe_tensor(recv);
   if (send.dtype() != recv.dtype()) site.fail(both + ": dtypes differ");
-  if (recv.numel() != send.numel() * site.size)
-    site.fail(both + ": recv needs send's " + std::to_string(send.numel()) + " elements x " +
-              std::to_string(site.size) + " ranks = " + std::to_string(send.numel() * site.size));
-  check_count(site, send, "send");
+  const Tensor& block = send_is_block ? send : recv;
+  const Tensor& full = send_is_block ? recv : send;
+  const char* block_role = send_is_block ? "send" : "recv";
+  if (full.numel() != block.numel() * site.size)
+    site.fail(both + ": " + (send_is_block ? "recv" : "send") + " needs " + block_role + "'s " +
+              std::to_string(block.numel()) + " elements x " + std::to_string(site.size) +
+              " ranks = " + std::to_string(block.numel() * site.size));
+  check_count(site, block, block_role);
+  return both;
+}
+
+}  // namespace
+
+bool check_all_gather(const CallSite& site, const Tensor& send, const Tensor& recv) {
+  const std::string both = check_block_of(site, send, recv, true, false);
   if (!overlaps(send, recv)) return false;
   const auto* own_block = static_cast<const char*>(recv.raw_data()) + site.rank * send.nbytes();
   if (send.raw_data() != own_block)
@@ -82,14 +98,7 @@ bool check_all_gather(const CallSite& site, const Tensor& send, const Tensor& re
 }
 
 void check_reduce_scatter(const CallSite& site, const Tensor& send, const Tensor& recv) {
-  check_buffer(site, send, "send", true);
-  check_buffer(site, recv, "recv", true);
-  const std::string both = "send " + describe_tensor(send) + ", recv " + describe_tensor(recv);
-  if (send.dtype() != recv.dtype()) site.fail(both + ": dtypes differ");
-  if (send.numel() != recv.numel() * site.size)
-    site.fail(both + ": send needs recv's " + std::to_string(recv.numel()) + " elements x " +
-              std::to_string(site.size) + " ranks = " + std::to_string(recv.numel() * site.size));
-  check_count(site, recv, "recv");
+  const std::string both = check_block_of(site, send, recv, false, true);
   if (overlaps(send, recv)) site.fail(both + ": send and recv overlap");
 }
 

@@ -5,8 +5,8 @@
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/autograd/grad_mode.h"
+#include "mixprec/cpu/grad_scan.h"
 #include "mixprec/error.h"
-#include "mixprec/ops/elementwise.h"
 
 namespace mixprec::dist {
 namespace {
@@ -41,13 +41,6 @@ Tensor through_boundary(const Tensor& x, std::function<void()> hook, const char*
 }
 
 }  // namespace
-
-bool any_rank(Communicator& comm, bool flag) {
-  if (comm.size() == 1) return flag;
-  Tensor t = Tensor::from_vector(std::vector<int64_t>{flag ? 1 : 0});
-  comm.all_reduce(t, ReduceOp::max);
-  return t.data<int64_t>()[0] > 0;
-}
 
 ShardedModel::ShardedModel(models::Transformer& model, Communicator& comm,
                            const amp::MixedPrecisionPolicy& policy, ShardingOptions options)
@@ -263,13 +256,14 @@ void ShardedModel::finish_backward() {
   MIXPREC_CHECK(in_step_ && training_, kWhere, "finish_backward() without begin_step(true)");
   start_reduce(0);
   NoGradGuard no_grad;
-  const double inv_world = 1.0 / comm_.size();
+  const float inv_world = 1.0f / static_cast<float>(comm_.size());
   for (std::size_t u = 0; u < units_.size(); ++u) {
     Unit& unit = units_[u];
     MIXPREC_CHECK(unit.reduced, kWhere,
                   "the backward never reached unit '" + layout_.units()[u].name + "'");
     finish_reduce(u);
-    if (comm_.size() > 1) unit.grad_shard.copy_from(scale(unit.grad_shard, inv_world));
+    // In place, one pass (the non-finite test it returns is the scaler's job later).
+    if (comm_.size() > 1) cpu::unscale_and_check(unit.grad_shard, inv_world);
   }
   for (std::size_t u = 0; u < units_.size(); ++u) release_gathered(u, true);
   // Which parameters any rank's graph used: one small all-reduce for all units.

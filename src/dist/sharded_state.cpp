@@ -40,13 +40,8 @@ std::vector<std::string> buffer_kinds(const optim::StateDict& state, const Shard
   }
   std::string joined;
   for (const std::string& k : kinds) joined += k + ";";
-  uint64_t h = 1469598103934665603ull;
-  for (const char c : joined) h = (h ^ static_cast<unsigned char>(c)) * 1099511628211ull;
-  Tensor both = Tensor::from_vector(
-      std::vector<int64_t>{static_cast<int64_t>(h >> 1), -static_cast<int64_t>(h >> 1)});
-  model.comm().all_reduce(both, ReduceOp::max);
-  const std::vector<double> v = both.to_doubles();
-  MIXPREC_CHECK(v[0] == -v[1], "gather_training_state",
+  MIXPREC_CHECK(same_on_every_rank(model.comm(), models::name_stream(joined)),
+                "gather_training_state",
                 "the ranks hold different optimizer buffers (this rank: " + joined + ")");
   return {kinds.begin(), kinds.end()};
 }

@@ -17,18 +17,7 @@ uint64_t name_stream(std::string_view name) {
 }
 
 Tensor initial_values(const ParamSpec& spec, uint64_t seed) {
-  switch (spec.init.kind) {
-    case InitKind::zeros:
-      return Tensor::zeros(spec.shape);
-    case InitKind::ones:
-      return Tensor::ones(spec.shape);
-    case InitKind::normal: {
-      // A fresh generator on the name's stream: Tensor::normal draws element i at counter i.
-      Generator gen(seed, name_stream(spec.name));
-      return Tensor::normal(spec.shape, 0.0, spec.init.std, gen);
-    }
-  }
-  return {};
+  return initial_values_range(spec, seed, 0, spec.numel()).view(spec.shape);
 }
 
 Tensor initial_values_range(const ParamSpec& spec, uint64_t seed, int64_t begin, int64_t end) {
@@ -41,7 +30,8 @@ Tensor initial_values_range(const ParamSpec& spec, uint64_t seed, int64_t begin,
     case InitKind::ones:
       return Tensor::ones({end - begin});
     case InitKind::normal: {
-      // Tensor::normal's element i, i.e. 0 + std * z(i) in f64, rounded once to f32.
+      // Element i is std * z(i), z from Philox at counter i of the name's stream (what
+      // Tensor::normal draws for a generator on that stream), in f64, rounded once to f32.
       Tensor t = Tensor::empty({end - begin});
       float* out = t.data<float>();
       const uint64_t stream = name_stream(spec.name);

@@ -5,6 +5,7 @@
 #include <cmath>
 
 #include "mixprec/autograd/grad_mode.h"
+#include "mixprec/dist/agreement.h"
 #include "mixprec/train/compute_scope.h"
 
 namespace mixprec::train {
@@ -35,11 +36,11 @@ EvalMetrics evaluate(models::Transformer& model, const data::ValidationBatches& 
     total += ce * static_cast<double>(count);
     tokens += count;
   }
-  if (sharded && world > 1) {
-    Tensor sums = Tensor::from_vector(std::vector<double>{total, static_cast<double>(tokens)});
-    sharded->comm().all_reduce(sums, dist::ReduceOp::sum);
-    total = sums.to_doubles()[0];
-    tokens = static_cast<int64_t>(sums.to_doubles()[1]);
+  if (sharded) {
+    std::vector<double> sums{total, static_cast<double>(tokens)};
+    dist::sum_over_ranks(sharded->comm(), sums);
+    total = sums[0];
+    tokens = static_cast<int64_t>(sums[1]);
   }
   EvalMetrics m;
   m.step = step;

@@ -14,6 +14,7 @@
 #include "mixprec/amp/grad_scaler.h"
 #include "mixprec/amp/numerics_monitor.h"
 #include "mixprec/data/batches.h"
+#include "mixprec/dist/agreement.h"
 #include "mixprec/dist/sharded_model.h"
 #include "mixprec/dist/sharded_state.h"
 #include "mixprec/error.h"
@@ -134,26 +135,7 @@ struct Trainer::State {
     return sharded ? sharded->parameters() : model.parameters().parameters();
   }
   io::TrainingState training_state() { return {params(), optimizer.get(), &scaler}; }
-  // The sum over ranks of each value (a no-op on one rank).
-  void sum_over_ranks(std::vector<double>& values) const {
-    if (comm->size() == 1) return;
-    Tensor t = Tensor::from_vector(values);
-    comm->all_reduce(t, dist::ReduceOp::sum);
-    values = t.to_doubles();
-  }
 };
-
-namespace {
-
-// `flag` as rank 0 sees it, on every rank.
-bool rank0_says(dist::Communicator& comm, bool flag) {
-  if (comm.size() == 1) return flag;
-  Tensor t = Tensor::from_vector(std::vector<int64_t>{flag ? 1 : 0});
-  comm.broadcast(t, 0);
-  return t.data<int64_t>()[0] != 0;
-}
-
-}  // namespace
 
 // The checkpoint a resumed run starts from. Sharded, rank 0 picks it (the newest valid one)
 // and every other rank loads that same step, failing loudly rather than starting elsewhere.
@@ -162,9 +144,7 @@ std::optional<io::Checkpoint> Trainer::resumable_checkpoint(State& s, int world)
   if (world == 1) return s.store->load_latest();
   std::optional<io::Checkpoint> latest;
   if (s.leader()) latest = s.store->load_latest();
-  Tensor step = Tensor::from_vector(std::vector<int64_t>{latest ? checkpoint_step(*latest) : -1});
-  s.comm->broadcast(step, 0);
-  const int64_t chosen = step.data<int64_t>()[0];
+  const int64_t chosen = dist::from_rank0(*s.comm, latest ? checkpoint_step(*latest) : -1);
   if (s.leader() || chosen < 0) return latest;
   io::Checkpoint c = io::load_checkpoint(s.store->path_for(chosen));
   MIXPREC_CHECK(checkpoint_step(c) == chosen, "checkpoint",
@@ -194,7 +174,7 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
                     [&s](const std::string& w) { s.progress.message("warning: " + w); });
     // Rank 0's view decides for every rank (ranks may not share a file system's timing).
     const bool holds = !s.store->steps().empty();
-    MIXPREC_CHECK(s.options.resume || !rank0_says(*s.comm, holds), "run_dir",
+    MIXPREC_CHECK(s.options.resume || !dist::from_rank0(*s.comm, holds), "run_dir",
                   s.store->dir() + " already holds checkpoints (newest: step " +
                       std::to_string(s.store->steps().back()) +
                       "): pass --resume to continue that run, or choose another run_dir");
@@ -310,11 +290,11 @@ TrainSummary Trainer::run() {
     } catch (const std::exception& e) {  // file system errors too: every rank must hear of it
       failure = e.what();
     }
-    if (world > 1) {
-      Tensor failed = Tensor::from_vector(std::vector<int64_t>{failure.empty() ? 0 : 1});
-      s.comm->broadcast(failed, 0);
-      if (!s.leader() && failed.to_doubles()[0] > 0) failure = "rank 0 could not write it";
-      if (!s.leader() && failure.empty()) summary.last_checkpoint = s.store->path_for(step);
+    if (!s.leader()) {
+      if (dist::from_rank0(*s.comm, 0) != 0) failure = "rank 0 could not write it";
+      if (failure.empty()) summary.last_checkpoint = s.store->path_for(step);
+    } else if (world > 1) {
+      dist::from_rank0(*s.comm, failure.empty() ? 0 : 1);
     }
     if (!failure.empty()) {
       const std::vector<int64_t> kept = s.store->steps();
@@ -367,7 +347,7 @@ TrainSummary Trainer::run() {
     m.grad_norm = numerics.grad_norm;
     if (world > 1) {
       std::vector<double> sq{m.grad_norm * m.grad_norm};
-      s.sum_over_ranks(sq);
+      dist::sum_over_ranks(*s.comm, sq);
       m.grad_norm = std::sqrt(sq[0]);
       numerics.grad_norm = m.grad_norm;
     }
@@ -380,7 +360,7 @@ TrainSummary Trainer::run() {
     const auto t1 = Clock::now();
 
     // Each rank's loss is the mean over its rows: the job's is the mean over ranks.
-    s.sum_over_ranks(losses);
+    dist::sum_over_ranks(*s.comm, losses);
     m.loss = losses[0] / world;
     m.ce = losses[1] / world;
     m.aux = losses[2] / world;

@@ -41,6 +41,7 @@
 #include <vector>
 
 #include "mixprec/amp/policy.h"
+#include "mixprec/dist/agreement.h"
 #include "mixprec/dist/communicator.h"
 #include "mixprec/dist/shard_layout.h"
 #include "mixprec/models/transformer.h"
@@ -52,10 +53,6 @@ struct ShardingOptions {
   bool reshard_after_forward = true;  // false: keep every gathered block until backward ends
   bool prefetch = true;               // gather the next block while this one computes
 };
-
-// True on every rank when `flag` is true on any rank (an all-reduce): how the ranks of a job
-// agree that a step must be skipped (GradScaler::set_found_inf_reduction).
-bool any_rank(Communicator& comm, bool flag);
 
 class ShardedModel final : public models::UnitHooks {
  public:

@@ -56,7 +56,8 @@ uint64_t name_stream(std::string_view name);
 // element i of a normal = std * Generator::standard_normal(seed, name_stream(name), i).
 Tensor initial_values(const ParamSpec& spec, uint64_t seed);
 // Elements [begin, end) (row-major) of initial_values(spec, seed) as a 1-D f32 tensor, without
-// computing the rest: what a rank of a sharded run materialises.
+// computing the rest: what a rank of a sharded run materialises (initial_values is this over
+// the whole range).
 Tensor initial_values_range(const ParamSpec& spec, uint64_t seed, int64_t begin, int64_t end);
 
 class ParameterSet {

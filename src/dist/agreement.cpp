@@ -1,0 +1,41 @@
+#include "mixprec/dist/agreement.h"
+
+namespace mixprec::dist {
+namespace {
+
+Tensor reduced(Communicator& comm, std::vector<int64_t> values, ReduceOp op) {
+  Tensor t = Tensor::from_vector(values);
+  comm.all_reduce(t, op);
+  return t;
+}
+
+}  // namespace
+
+bool any_rank(Communicator& comm, bool flag) {
+  if (comm.size() == 1) return flag;
+  return reduced(comm, {flag ? 1 : 0}, ReduceOp::max).data<int64_t>()[0] > 0;
+}
+
+int64_t from_rank0(Communicator& comm, int64_t value) {
+  if (comm.size() == 1) return value;
+  Tensor t = Tensor::from_vector(std::vector<int64_t>{value});
+  comm.broadcast(t, 0);
+  return t.data<int64_t>()[0];
+}
+
+void sum_over_ranks(Communicator& comm, std::vector<double>& values) {
+  if (comm.size() == 1 || values.empty()) return;
+  Tensor t = Tensor::from_vector(values);
+  comm.all_reduce(t, ReduceOp::sum);
+  values = t.to_doubles();
+}
+
+bool same_on_every_rank(Communicator& comm, uint64_t value) {
+  if (comm.size() == 1) return true;
+  // max(v) == min(v) <=> max(v) == -max(-v); 63 bits keep the negation in range.
+  const auto v = static_cast<int64_t>(value >> 1);
+  const Tensor both = reduced(comm, {v, -v}, ReduceOp::max);
+  return both.data<int64_t>()[0] == -both.data<int64_t>()[1];
+}
+
+}  // namespace mixprec::dist
