@@ -1,5 +1,6 @@
 // Memory-bound ops in GB/s against memcpy, measured side by side: softmax, log-softmax,
 // RMSNorm, LayerNorm, GELU, SiLU (forward, bf16 and f32, [8192, 1024] and [65536, 1024]),
+// GELU and SiLU backward (dx from x and the upstream gradient),
 // cross-entropy (forward + backward, bf16 logits [4096, 8192]) and embedding backward (bf16
 // gradient [8192 tokens, 1024] into an f32 [32768, 1024] weight gradient). The two row
 // counts put an op's input and output (and the memcpy's) in the last-level cache of a large
@@ -23,6 +24,7 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "mixprec/cpu/activation.h"
 #include "mixprec/ops.h"
 #include "mixprec/parallel.h"
 
@@ -80,6 +82,13 @@ int main(int argc, char** argv) {
       fwd("layernorm", [x, w, b] { return layernorm(x, w, b, 1e-5); });
       fwd("gelu", [x] { return gelu(x); });
       fwd("silu", [x] { return silu(x); });
+      // Backward reads x and the upstream gradient (x itself serves) and writes dx.
+      auto bwd = [&](const char* name, cpu::Activation act) {
+        table.push_back({std::string(name) + " backward" + sfx, 1.5 * io, [] {},
+                         [x, act] { cpu::activation_backward(act, x, x); }});
+      };
+      bwd("gelu", cpu::Activation::gelu);
+      bwd("silu", cpu::Activation::silu);
     }
   {  // cross-entropy forward + backward; the logits gradient (bf16) is taken by the leaf
     const int64_t n = 4096, v = 8192;

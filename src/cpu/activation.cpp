@@ -2,15 +2,18 @@
 // f32 math runs on GCC vector-extension vectors with branch-free polynomial approximations
 // (libm's erff/expf/tanhf are scalar calls and would dominate), built three times: SSE2
 // (4 lanes), AVX2+FMA (8) and AVX-512F+FMA (16). f64 math uses libm and is the reference.
+// bf16 / f16 tensors read tables of that f32 math over all 65536 encodings
+// (activation_tables.h): the same bits, a fraction of the work.
 #include "mixprec/cpu/activation.h"
 
 #include <cmath>
 #include <cstring>
 #include <numbers>
 #include <string>
-#include <type_traits>
+#include <vector>
 
-#include "../numerics/vector_storage.h"
+#include "../numerics/vector_lanes.h"
+#include "activation_tables.h"
 #include "mixprec/cpu/elementwise.h"
 
 // The vector helpers are always inlined, so the ABI of passing 32-byte vectors never applies.
@@ -20,7 +23,6 @@ namespace mixprec::cpu {
 namespace {
 
 using simd::Lanes;
-using simd::StorageLanes;
 
 template <class vf>
 using int_lanes = decltype(vf{} < vf{});  // int32 lanes, as comparisons return
@@ -259,89 +261,64 @@ struct SwigluBwdUp {  // (gate, g) -> g·silu(gate)
 
 // ---- runners ----
 
-// One vector of L lanes from / to storage T (f32, bf16, f16).
-template <int L, class T>
-MIXPREC_INLINE typename Lanes<L>::vf load_vec(const T* p) {
-  if constexpr (std::is_same_v<T, float>) {
-    typename Lanes<L>::vf v;
-    std::memcpy(&v, p, sizeof v);
-    return v;
-  } else {
-    return StorageLanes<L>::load(p);
-  }
-}
-template <int L, class T>
-MIXPREC_INLINE void store_vec(T* p, const typename Lanes<L>::vf& v) {
-  if constexpr (std::is_same_v<T, float>)
-    std::memcpy(p, &v, sizeof v);
-  else
-    StorageLanes<L>::store(p, v);
-}
-
 // Elements ahead of the loads to prefetch: the math per vector is long enough that the
 // out-of-order window alone does not cover the latency of the next cache lines.
 constexpr int64_t kPrefetchAhead = 1024;
 
-// Whole vectors of L lanes, then the tail through zero-padded vectors. Narrow storage is
-// widened as it is loaded and rounded once as it is stored: the same bits as running the
-// f32 kernel on a widened copy.
-template <class Op, int L, class T>
-MIXPREC_INLINE void run_vec(const T* const* x, T* const* y, int64_t n) {
+// Whole vectors of L lanes, then the tail through zero-padded vectors. (bf16 / f16 never
+// come here: they read tables this code filled, activation_tables.h.)
+template <class Op, int L>
+MIXPREC_INLINE void run_vec(const float* const* x, float* const* y, int64_t n) {
   using vf = typename Lanes<L>::vf;
   vf a[Op::kIn], r[Op::kOut];  // one vector [L] per input / output
   int64_t i = 0;
   for (; i + L <= n; i += L) {
     for (int k = 0; k < Op::kIn; ++k) __builtin_prefetch(x[k] + i + kPrefetchAhead);
-    for (int k = 0; k < Op::kIn; ++k) a[k] = load_vec<L>(x[k] + i);
+    for (int k = 0; k < Op::kIn; ++k) std::memcpy(&a[k], x[k] + i, sizeof(vf));
     Op::vec(a, r);
-    for (int k = 0; k < Op::kOut; ++k) store_vec<L>(y[k] + i, r[k]);
+    for (int k = 0; k < Op::kOut; ++k) std::memcpy(y[k] + i, &r[k], sizeof(vf));
   }
   if (i < n) {
-    const auto bytes = static_cast<std::size_t>(n - i) * sizeof(T);
-    T pad[L] = {};  // [L] one tail vector in storage form
+    const auto bytes = static_cast<std::size_t>(n - i) * sizeof(float);
+    float pad[L] = {};  // [L] one tail vector
     for (int k = 0; k < Op::kIn; ++k) {
-      std::memcpy(static_cast<void*>(pad), x[k] + i, bytes);
-      a[k] = load_vec<L>(static_cast<const T*>(pad));
+      std::memcpy(pad, x[k] + i, bytes);
+      std::memcpy(&a[k], pad, sizeof(vf));
     }
     Op::vec(a, r);
-    for (int k = 0; k < Op::kOut; ++k) {
-      store_vec<L>(static_cast<T*>(pad), r[k]);
-      std::memcpy(static_cast<void*>(y[k] + i), pad, bytes);
-    }
+    for (int k = 0; k < Op::kOut; ++k) std::memcpy(y[k] + i, &r[k], bytes);
   }
 }
 
-// The three builds: SSE2 (4 lanes), AVX2+FMA (8), AVX-512+FMA (16), each for f32 rows and
-// for rows stored as bf16 or f16. The FMA builds contract a·b + c the same way and give the
-// same bits; the SSE2 build rounds products separately. `flatten` inlines the ISA's loads
-// and stores (vector_storage.h) through the default-target helpers.
-template <class T>
-using BlockFn = void (*)(const T* const*, T* const*, int64_t);
-template <class Op, class T>
-void block_baseline(const T* const* x, T* const* y, int64_t n) {
+// The three builds: SSE2 (4 lanes), AVX2+FMA (8), AVX-512+FMA (16). The FMA builds contract
+// a·b + c the same way and give the same bits; the SSE2 build rounds products separately.
+using BlockFn = void (*)(const float* const*, float* const*, int64_t);
+template <class Op>
+void block_baseline(const float* const* x, float* const* y, int64_t n) {
   run_vec<Op, 4>(x, y, n);
 }
-template <class Op, class T>
-[[gnu::target("avx2,fma,f16c"), gnu::flatten]] void block_avx2(const T* const* x, T* const* y,
-                                                               int64_t n) {
+template <class Op>
+[[gnu::target("avx2,fma,f16c"), gnu::flatten]] void block_avx2(const float* const* x,
+                                                               float* const* y, int64_t n) {
   run_vec<Op, 8>(x, y, n);
 }
-template <class Op, class T>
-[[gnu::target("avx512f,avx2,fma,f16c"), gnu::flatten]] void block_avx512(const T* const* x,
-                                                                         T* const* y, int64_t n) {
+template <class Op>
+[[gnu::target("avx512f,avx2,fma,f16c"), gnu::flatten]] void block_avx512(const float* const* x,
+                                                                         float* const* y,
+                                                                         int64_t n) {
   run_vec<Op, 16>(x, y, n);
 }
-template <class Op, class T>
-BlockFn<T> pick_block(Isa isa) {
-  switch (vec_isa(isa)) {
+template <class Op>
+BlockFn pick_block(VecIsa isa) {
+  switch (isa) {
     case VecIsa::avx512:
-      return block_avx512<Op, T>;
+      return block_avx512<Op>;
     case VecIsa::avx2:
-      return block_avx2<Op, T>;
+      return block_avx2<Op>;
     case VecIsa::baseline:
       break;
   }
-  return block_baseline<Op, T>;
+  return block_baseline<Op>;
 }
 
 template <class Op>
@@ -352,41 +329,6 @@ void run_f64(const double* const* x, double* const* y, int64_t n) {
     Op::f64(a, r);
     for (int k = 0; k < Op::kOut; ++k) y[k][i] = r[k];
   }
-}
-
-// bf16 or f16 when every operand has that dtype (the kernels then read and write the rows
-// directly), else f32 (operands go through map_flat's f32 blocks).
-template <std::size_t NI, std::size_t NO>
-DType common_narrow_dtype(const std::array<MapIn, NI>& in, const std::array<MapOut, NO>& out) {
-  const DType t = in[0].dtype;
-  if (t != DType::bf16 && t != DType::f16) return DType::f32;
-  for (const MapIn& m : in)
-    if (m.dtype != t) return DType::f32;
-  for (const MapOut& m : out)
-    if (m.dtype != t) return DType::f32;
-  return t;
-}
-
-template <class F>
-void dispatch_narrow(DType t, F&& f) {
-  if (t == DType::bf16)
-    f.template operator()<bf16>();
-  else
-    f.template operator()<f16>();
-}
-
-// Op over n elements all stored as T, in fixed chunks (the bits never depend on threads).
-template <class Op, class T, std::size_t NI, std::size_t NO>
-void run_stored(int64_t n, const std::array<MapIn, NI>& in, const std::array<MapOut, NO>& out,
-                Isa isa) {
-  const BlockFn<T> block = pick_block<Op, T>(isa);
-  parallel_for(n, kMapChunk, [&](int64_t begin, int64_t end) {
-    std::array<const T*, NI> x{};
-    std::array<T*, NO> y{};
-    for (std::size_t k = 0; k < NI; ++k) x[k] = static_cast<const T*>(in[k].data) + begin;
-    for (std::size_t k = 0; k < NO; ++k) y[k] = static_cast<T*>(out[k].data) + begin;
-    block(x.data(), y.data(), end - begin);
-  });
 }
 
 // Runs Op over n elements: in f64 when any operand is f64, else in f32 with the `isa` build.
@@ -401,15 +343,66 @@ void run_op(int64_t n, const std::array<MapIn, Op::kIn>& in,
                      [](const double* const* x, double* const* y, int64_t len, int64_t) {
                        run_f64<Op>(x, y, len);
                      });
-  } else if (const DType t = common_narrow_dtype(in, out); t != DType::f32) {
-    dispatch_narrow(t, [&]<class T>() { run_stored<Op, T>(n, in, out, isa); });
   } else {
-    const BlockFn<float> block = pick_block<Op, float>(isa);
+    const BlockFn block = pick_block<Op>(vec_isa(isa));
     map_flat<float>(n, in, out,
                     [block](const float* const* x, float* const* y, int64_t len, int64_t) {
                       block(x, y, len);
                     });
   }
+}
+
+// ---- bf16 / f16 by table lookup (activation_tables.h): the same bits as widening, running
+// the f32 kernel and rounding once ----
+
+bool is_narrow(DType t) {
+  return t == DType::bf16 || t == DType::f16;
+}
+
+// The f32 kernel of Op's `isa` build over n inputs, as the table builder wants it: forward ops
+// give f(x); backward ops (x, g) -> g·D(x) run with g = 1 give D(x).
+template <class Op>
+lookup::F32Kernel f32_kernel(VecIsa vi) {
+  static_assert(Op::kOut == 1 && (Op::kIn == 1 || Op::kIn == 2));
+  const BlockFn block = pick_block<Op>(vi);
+  return [block](const float* x, float* y, int64_t n) {
+    std::vector<float> ones(Op::kIn == 2 ? static_cast<std::size_t>(n) : 0, 1.0f);
+    const float* in[2] = {x, ones.data()};
+    float* out[1] = {y};
+    block(in, out, n);
+  };
+}
+
+struct ActTables {
+  lookup::Fn value, slope;
+  lookup::F32Kernel (*value_kernel)(VecIsa);
+  lookup::F32Kernel (*slope_kernel)(VecIsa);
+};
+ActTables tables_of(Activation act) {
+  switch (act) {
+    case Activation::gelu:
+      return {lookup::Fn::gelu, lookup::Fn::gelu_slope, f32_kernel<GeluFwd>, f32_kernel<GeluBwd>};
+    case Activation::gelu_tanh:
+      return {lookup::Fn::gelu_tanh, lookup::Fn::gelu_tanh_slope, f32_kernel<GeluTanhFwd>,
+              f32_kernel<GeluTanhBwd>};
+    case Activation::silu:
+      break;
+  }
+  return {lookup::Fn::silu, lookup::Fn::silu_slope, f32_kernel<SiluFwd>, f32_kernel<SiluBwd>};
+}
+
+// Runs f(begin, end) over n elements in the fixed chunks every elementwise kernel uses.
+template <class F>
+void in_chunks(int64_t n, F&& f) {
+  parallel_for(n, kMapChunk, f);
+}
+
+// Byte offset of element i of a 16-bit tensor.
+const void* at(const Tensor& t, int64_t i) {
+  return static_cast<const uint16_t*>(t.raw_data()) + i;
+}
+void* at(Tensor& t, int64_t i) {
+  return static_cast<uint16_t*>(t.raw_data()) + i;
 }
 
 void check_same_shape(const char* op, const Tensor& a, const Tensor& b, const char* what) {
@@ -438,6 +431,15 @@ Tensor activation_forward(Activation act, const Tensor& x_in, Isa isa) {
   check_compute_dtype(name, x_in.dtype());
   const Tensor x = kernel_input(x_in);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
+  if (is_narrow(x.dtype())) {
+    const VecIsa vi = vec_isa(isa);
+    const ActTables t = tables_of(act);
+    const uint16_t* table = lookup::rounded_table(t.value, x.dtype(), vi, t.value_kernel(vi));
+    in_chunks(x.numel(), [&](int64_t b, int64_t e) {
+      lookup::map(x.dtype(), vi, table, at(x, b), at(y, b), e - b);
+    });
+    return y;
+  }
   const std::array<MapIn, 1> in{{{x.dtype(), x.raw_data()}}};
   const std::array<MapOut, 1> out{{{y.dtype(), y.raw_data()}}};
   switch (act) {
@@ -462,6 +464,15 @@ Tensor activation_backward(Activation act, const Tensor& x_in, const Tensor& g_i
   check_same_shape(name, x_in, g_in, "gradient");
   const Tensor x = kernel_input(x_in), g = kernel_input(g_in);
   Tensor dx = Tensor::empty(x.shape(), x.dtype());
+  if (is_narrow(x.dtype()) && g.dtype() == x.dtype()) {
+    const VecIsa vi = vec_isa(isa);
+    const ActTables t = tables_of(act);
+    const float* table = lookup::f32_table(t.slope, x.dtype(), vi, t.slope_kernel(vi));
+    in_chunks(x.numel(), [&](int64_t b, int64_t e) {
+      lookup::scale(x.dtype(), vi, table, at(x, b), at(g, b), at(dx, b), e - b);
+    });
+    return dx;
+  }
   const std::array<MapIn, 2> in{{{x.dtype(), x.raw_data()}, {g.dtype(), g.raw_data()}}};
   const std::array<MapOut, 1> out{{{dx.dtype(), dx.raw_data()}}};
   switch (act) {
@@ -487,6 +498,15 @@ Tensor swiglu_forward(const Tensor& gate_in, const Tensor& up_in, Isa isa) {
   const Tensor gate = kernel_input(gate_in), up = kernel_input(up_in);
   const DType out_dtype = promote(gate.dtype(), up.dtype());
   Tensor y = Tensor::empty(gate.shape(), out_dtype);
+  if (is_narrow(gate.dtype()) && up.dtype() == gate.dtype()) {  // silu(gate)·up
+    const VecIsa vi = vec_isa(isa);
+    const float* silu =
+        lookup::f32_table(lookup::Fn::silu, gate.dtype(), vi, f32_kernel<SiluFwd>(vi));
+    in_chunks(gate.numel(), [&](int64_t b, int64_t e) {
+      lookup::scale(gate.dtype(), vi, silu, at(gate, b), at(up, b), at(y, b), e - b);
+    });
+    return y;
+  }
   run_op<SwigluFwd>(gate.numel(), {{{gate.dtype(), gate.raw_data()}, {up.dtype(), up.raw_data()}}},
                     {{{y.dtype(), y.raw_data()}}}, isa);
   return y;
@@ -505,6 +525,22 @@ std::array<Tensor, 2> swiglu_backward(const Tensor& gate_in, const Tensor& up_in
   const int64_t n = gate.numel();
   Tensor dgate = want_gate ? Tensor::empty(gate.shape(), gate.dtype()) : Tensor();
   Tensor dup = want_up ? Tensor::empty(up.shape(), up.dtype()) : Tensor();
+  const DType dt = gate.dtype();
+  if (is_narrow(dt) && up.dtype() == dt && g.dtype() == dt) {
+    // dgate = (g·up)·silu'(gate), dup = g·silu(gate).
+    const VecIsa vi = vec_isa(isa);
+    const float* slope =
+        want_gate ? lookup::f32_table(lookup::Fn::silu_slope, dt, vi, f32_kernel<SiluBwd>(vi))
+                  : nullptr;
+    const float* silu =
+        want_up ? lookup::f32_table(lookup::Fn::silu, dt, vi, f32_kernel<SiluFwd>(vi)) : nullptr;
+    in_chunks(n, [&](int64_t b, int64_t e) {
+      if (want_gate)
+        lookup::scale_product(dt, vi, slope, at(gate, b), at(g, b), at(up, b), at(dgate, b), e - b);
+      if (want_up) lookup::scale(dt, vi, silu, at(gate, b), at(g, b), at(dup, b), e - b);
+    });
+    return {dgate, dup};
+  }
   const MapIn gate_m{gate.dtype(), gate.raw_data()}, up_m{up.dtype(), up.raw_data()},
       g_m{g.dtype(), g.raw_data()};
   if (want_gate && want_up)

@@ -1,5 +1,6 @@
-// GEMM: a fixed grid over OpenMP (C tiles, or K-ranges of whole matrices), OpenBLAS
-// single-threaded per piece, narrow operands widened in K-blocks. See gemm.h for the contract.
+// GEMM: a fixed grid over OpenMP (C tiles, or K-ranges of whole matrices), each piece run
+// single-threaded by AMX (bf16), mixprec's AVX-512 block product, or OpenBLAS with narrow
+// operands widened in K-blocks. See gemm.h for the contract.
 #include "mixprec/cpu/gemm.h"
 
 #include <cblas.h>
@@ -11,6 +12,7 @@
 #include <vector>
 
 #include "gemm_amx.h"
+#include "gemm_avx512.h"
 #include "mixprec/error.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/parallel.h"
@@ -130,6 +132,16 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
                    p.a.trans ? a16 + k0 * p.a.ld + m0 : a16 + m0 * p.a.ld + k0, p.a.ld, p.a.trans,
                    p.b.trans ? b16 + n0 * p.b.ld + k0 : b16 + k0 * p.b.ld + n0, p.b.ld, p.b.trans,
                    first_beta, acc, ldacc);
+    return;
+  }
+  if (avx512_gemm::enabled()) {
+    // Packing widens narrow operands itself: no separate widening pass.
+    const int64_t a_off = p.a.trans ? k0 * p.a.ld + m0 : m0 * p.a.ld + k0;
+    const int64_t b_off = p.b.trans ? n0 * p.b.ld + k0 : k0 * p.b.ld + n0;
+    avx512_gemm::gemm(m1 - m0, n1 - n0, k1 - k0, p.alpha,
+                      {p.a.dtype, at(abase, p.a.dtype, a_off), p.a.ld, p.a.trans},
+                      {p.b.dtype, at(bbase, p.b.dtype, b_off), p.b.ld, p.b.trans}, first_beta, acc,
+                      ldacc);
     return;
   }
   const bool widen_a = p.a.dtype != DType::f32, widen_b = p.b.dtype != DType::f32;

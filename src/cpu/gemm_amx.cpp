@@ -84,6 +84,8 @@ bool enabled() {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include "transpose16.h"
+
 namespace mixprec::cpu::amx {
 namespace {
 
@@ -103,30 +105,6 @@ void configure_tiles() {
     c.colsb[t] = 64;
   }
   _tile_loadconfig(&c);
-}
-
-// In-register transpose of a 16 x 16 matrix of 32-bit elements: r[i][j] <- r[j][i].
-void transpose16(__m512i r[16]) {
-  __m512i t[16];
-  for (int i = 0; i < 16; i += 2) {
-    t[i] = _mm512_unpacklo_epi32(r[i], r[i + 1]);
-    t[i + 1] = _mm512_unpackhi_epi32(r[i], r[i + 1]);
-  }
-  for (int i = 0; i < 16; i += 4) {
-    r[i] = _mm512_unpacklo_epi64(t[i], t[i + 2]);
-    r[i + 1] = _mm512_unpackhi_epi64(t[i], t[i + 2]);
-    r[i + 2] = _mm512_unpacklo_epi64(t[i + 1], t[i + 3]);
-    r[i + 3] = _mm512_unpackhi_epi64(t[i + 1], t[i + 3]);
-  }
-  for (int h = 0; h < 16; h += 8)
-    for (int i = 0; i < 4; ++i) {
-      t[h + i] = _mm512_shuffle_i32x4(r[h + i], r[h + i + 4], 0x88);
-      t[h + i + 4] = _mm512_shuffle_i32x4(r[h + i], r[h + i + 4], 0xdd);
-    }
-  for (int i = 0; i < 8; ++i) {
-    r[i] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0x88);
-    r[i + 8] = _mm512_shuffle_i32x4(t[i], t[i + 8], 0xdd);
-  }
 }
 
 // 16 bf16 of row p and 16 of row p + 1 as 16 32-bit pairs (row p in the low half).

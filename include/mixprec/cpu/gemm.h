@@ -1,12 +1,14 @@
 // Row-major GEMM over storage dtypes, accumulating in f32 (f64 for f64):
 //   C[b] = alpha * op(A[b]) · op(B[b]) + beta * C[b],   op(X) = X or Xᵀ,  b < batch
 // op(A) is m×k, op(B) is k×n, C is m×n. A and B may each be f32, bf16 or f16 and C any of
-// those (all three f64 for checking). The f32 work is OpenBLAS sgemm, run single-threaded
-// inside mixprec's own OpenMP loop over a grid that depends on the shape only, so the bits
-// never depend on the thread count: C tiles, or, when K dwarfs m and n, K-ranges of the
-// whole matrices whose f32 partials are summed in a fixed order. Narrow operands are
-// widened to f32 in cache-sized K-blocks right before the sgemm that reads them; a narrow
-// C is accumulated in f32 (a bounded tile, or the partials) and rounded once (nearest even).
+// those (all three f64 for checking). Work is split over mixprec's own OpenMP threads by a
+// grid that depends on the shape only, so the bits never depend on the thread count: C
+// tiles, or, when K dwarfs m and n, K-ranges of the whole matrices whose f32 partials are
+// summed in a fixed order. Each piece runs single-threaded: on CPUs with AVX-512, mixprec's
+// own block product (src/cpu/gemm_avx512.h), whose packing widens bf16 / f16 operands as it
+// copies them; elsewhere (or with MIXPREC_OWN_GEMM=0) OpenBLAS sgemm, with narrow operands
+// widened to f32 in cache-sized K-blocks right before the sgemm that reads them. A narrow C
+// is accumulated in f32 (a bounded tile, or the partials) and rounded once (nearest even).
 // bf16 x bf16 tiles run on AMX-BF16 instead when the CPU has it (src/cpu/gemm_amx.h; off with
 // MIXPREC_AMX=0): exact products, f32 sums in a fixed K order, but bf16 subnormal inputs
 // count as zero there, as in every AMX / AVX-512 BF16 dot product (oneDNN's too).
