@@ -15,26 +15,18 @@
 namespace mixprec::cpu {
 namespace {
 
-// x, y [rows, D]; m, ls [rows] (null: not wanted). Rows go straight from x to y; softmax
-// keeps its exponentials in an f32 row buffer (y itself when T is the math type).
+// x, y [rows, D]; m, ls [rows] (null: not wanted). Each chunk of rows goes straight from x
+// to y in one call; the row kernels keep the exponentials (softmax) or x - max (log_softmax)
+// in an f32 row buffer (y's rows themselves when T is the math type).
 template <class T>
 void softmax_rows(const T* x, T* y, acc_t<T>* m, acc_t<T>* ls, int64_t rows, int64_t D, bool log) {
   using A = acc_t<T>;
   const StoredRowOps<T>& ops = stored_row_ops<T>();
   parallel_for(rows, rows_per_chunk(D), [&](int64_t r0, int64_t r1) {
-    std::vector<A> buf(std::is_same_v<T, A> || log ? 0 : static_cast<size_t>(D));  // [D]
-    for (int64_t r = r0; r < r1; ++r) {
-      A max, log_sum;
-      const T* xr = x + r * D;
-      T* yr = y + r * D;
-      if (log) {
-        ops.log_softmax(xr, yr, D, &max, &log_sum);
-      } else {
-        A* b = buf.empty() ? reinterpret_cast<A*>(yr) : buf.data();
-        ops.softmax(xr, yr, b, D, &max, &log_sum);
-      }
-      if (m) m[r] = max, ls[r] = log_sum;
-    }
+    std::vector<A> buf(std::is_same_v<T, A> ? 0 : static_cast<size_t>(D));  // [D]
+    A* b = buf.empty() ? nullptr : buf.data();
+    (log ? ops.log_softmax : ops.softmax)(x + r0 * D, y + r0 * D, b, r1 - r0, D,
+                                          m ? m + r0 : nullptr, ls ? ls + r0 : nullptr);
   });
 }
 

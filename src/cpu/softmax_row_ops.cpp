@@ -5,6 +5,7 @@
 #include <cstring>
 #include <string>
 #include <type_traits>
+#include <utility>
 
 #include "../numerics/vector_storage.h"
 #include "mixprec/error.h"
@@ -19,6 +20,8 @@ namespace {
 struct F32x4 {
   using S = float;
   using V = float __attribute__((vector_size(16)));
+  static constexpr bool kScalef = false;  // 2^n from integer bits
+  static constexpr bool kFma = false;     // a * b + c rounds twice
   using U = uint32_t __attribute__((vector_size(16)));
   static V clamp(V x, float lo, float hi) {
     x = x < lo ? V{} + lo : x;  // NaN fails both tests and stays NaN
@@ -39,6 +42,14 @@ const RowKernels& kernels(RowIsa isa) {
   MIXPREC_CHECK(row_isa_supported(isa), "row kernels",
                 std::string("this CPU cannot run the ") + row_isa_name(isa) + " row kernels");
   switch (isa) {
+    case RowIsa::avx512_bf16: {
+      static const RowKernels with_bf16 = [] {
+        RowKernels k = avx512_row_kernels();
+        k.stored_bf16 = avx512_bf16_stored_rows();
+        return k;
+      }();
+      return with_bf16;
+    }
     case RowIsa::avx512:
       return avx512_row_kernels();
     case RowIsa::avx2:
@@ -49,9 +60,10 @@ const RowKernels& kernels(RowIsa isa) {
 }
 
 RowIsa best_row_isa() {
-  return row_isa_supported(RowIsa::avx512) ? RowIsa::avx512
-         : row_isa_supported(RowIsa::avx2) ? RowIsa::avx2
-                                           : RowIsa::portable;
+  return row_isa_supported(RowIsa::avx512_bf16) ? RowIsa::avx512_bf16
+         : row_isa_supported(RowIsa::avx512)    ? RowIsa::avx512
+         : row_isa_supported(RowIsa::avx2)      ? RowIsa::avx2
+                                                : RowIsa::portable;
 }
 
 }  // namespace
@@ -64,12 +76,24 @@ bool row_isa_supported(RowIsa isa) {
       return cpu_has_avx2_f16c();  // AVX2 + FMA (+ F16C), OS support checked
     case RowIsa::avx512:
       return cpu_has_avx512f();
+    case RowIsa::avx512_bf16:
+      return cpu_has_avx512f() && __builtin_cpu_supports("avx512bf16") &&
+             __builtin_cpu_supports("avx512bw") && __builtin_cpu_supports("avx512dq");
   }
   return false;
 }
 
 const char* row_isa_name(RowIsa isa) {
-  return isa == RowIsa::avx512 ? "avx512" : isa == RowIsa::avx2 ? "avx2" : "portable";
+  switch (isa) {
+    case RowIsa::avx512_bf16:
+      return "avx512_bf16";
+    case RowIsa::avx512:
+      return "avx512";
+    case RowIsa::avx2:
+      return "avx2";
+    default:
+      return "portable";
+  }
 }
 
 const RowOps<float>& row_ops_f32(RowIsa isa) {

@@ -23,7 +23,8 @@ struct RowOps {
   // out[i] = exp(x[i] - shift) (out may be x); returns the sum of out.
   S (*exp_shifted_sum)(const S* x, S shift, S* out, int64_t n);
   // out[i] = exp(x[i]) (out may be x). f32: a polynomial, relative error < 2^-23 on
-  // [-87, 88]; below -87.3 it returns 0 or a value under 2^-126, NaN stays NaN.
+  // [-87, 88] (x clamped to 88 above); below -87.3 it returns 0 or a value under 2^-126 (the
+  // AVX-512 builds underflow gradually: within 2^-148 of exp(x)), NaN stays NaN.
   void (*exp)(const S* x, S* out, int64_t n);
   void (*add)(S* out, const S* x, int64_t n);  // out += x
 };
@@ -35,11 +36,13 @@ struct RowOps {
 template <class T>
 struct StoredRowOps {
   using S = std::conditional_t<std::is_same_v<T, double>, double, float>;
-  // y <- softmax(x) or log_softmax(x); sets the row max and log(sum(exp(x - max))) (what the
-  // backward pass needs besides the input). buf: [n] scratch for the exponentials (may be y
-  // when T is S).
-  void (*softmax)(const T* x, T* y, S* buf, int64_t n, S* max, S* log_sum);
-  void (*log_softmax)(const T* x, T* y, int64_t n, S* max, S* log_sum);
+  // y <- softmax(x) or log_softmax(x) for x, y [rows, n]; sets each row's max and
+  // log(sum(exp(x - max))) in max, log_sum [rows] (what the backward pass needs besides the
+  // input; either may be null). buf: [n] scratch for the exponentials (softmax) or x - max
+  // (log_softmax); when T is S it may be null (each y row then). A row's bits do not depend
+  // on `rows` (the rows are pipelined, not combined).
+  void (*softmax)(const T* x, T* y, S* buf, int64_t rows, int64_t n, S* max, S* log_sum);
+  void (*log_softmax)(const T* x, T* y, S* buf, int64_t rows, int64_t n, S* max, S* log_sum);
   // y <- (x - mean) * rstd * w + b, with mean = 0 unless `center`; w, b may be null.
   // rstd = 1 / sqrt(mean((x - mean)^2) + eps).
   void (*norm_forward)(const T* x, T* y, const S* w, const S* b, int64_t n, S eps, bool center,
@@ -60,7 +63,7 @@ struct StoredRowOps {
                         S* dw, S* db, T* dx);
 };
 
-// The best row kernels for this CPU (f32: AVX-512, else AVX2+FMA, else portable).
+// The best row kernels for this CPU (f32: AVX-512 (with BF16), else AVX2+FMA, else portable).
 template <class S>
 const RowOps<S>& row_ops();
 template <>
@@ -73,7 +76,8 @@ const StoredRowOps<T>& stored_row_ops();  // T = double, float, bf16, f16
 
 // Each ISA's f32 kernels, for tests that compare them. `portable` is plain C++ vectors (SSE2
 // on x86-64); the others are compiled with target attributes and need CPU support.
-enum class RowIsa { portable, avx2, avx512 };
+// avx512_bf16 is avx512 with bf16 rows stored by the AVX512_BF16 conversion (same bits).
+enum class RowIsa { portable, avx2, avx512, avx512_bf16 };
 bool row_isa_supported(RowIsa isa);
 const char* row_isa_name(RowIsa isa);
 const RowOps<float>& row_ops_f32(RowIsa isa);  // Error when unsupported
@@ -96,8 +100,10 @@ struct RowKernels {
       return stored_f16;
   }
 };
-// The builds in softmax_row_ops_avx2.cpp and softmax_row_ops_avx512.cpp.
+// The builds in softmax_row_ops_avx2.cpp, softmax_row_ops_avx512.cpp and
+// softmax_row_ops_avx512_bf16.cpp (bf16 rows only: the rest is avx512's).
 const RowKernels& avx2_row_kernels();
 const RowKernels& avx512_row_kernels();
+const StoredRowOps<bf16>& avx512_bf16_stored_rows();
 
 }  // namespace mixprec::cpu

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include <immintrin.h>
 
@@ -27,6 +28,8 @@ namespace {
 struct F32x8 {
   using S = float;
   using V = float __attribute__((vector_size(32)));
+  static constexpr bool kScalef = false;  // 2^n from integer bits
+  static constexpr bool kFma = true;      // a * b + c contracts to one FMA
   using U = uint32_t __attribute__((vector_size(32)));
   // vmaxps/vminps return their second operand when either is NaN: x, so NaN stays NaN.
   static V clamp(V x, float lo, float hi) {

@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
+#include <utility>
 
 #include <immintrin.h>
 
@@ -19,22 +20,11 @@
 #pragma GCC target("avx512f,avx2,fma,f16c")
 #endif
 
+#include "softmax_row_avx512.h"
 #include "softmax_row_impl.h"
 
 namespace mixprec::cpu {
 namespace {
-
-struct F32x16 {
-  using S = float;
-  using V = float __attribute__((vector_size(64)));
-  using U = uint32_t __attribute__((vector_size(64)));
-  // A compare into a mask register and a masked move each (GCC 12's _mm512_max_ps trips
-  // -Wmaybe-uninitialized). NaN fails both tests and stays NaN.
-  static V clamp(V x, float lo, float hi) {
-    x = x < lo ? V{} + lo : x;
-    return x > hi ? V{} + hi : x;
-  }
-};
 
 constexpr RowKernels kAvx512Kernels = make_row_kernels<F32x16>();
 

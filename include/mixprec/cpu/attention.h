@@ -51,8 +51,8 @@ double row_max(const double* x, int64_t n);
 namespace attention_detail {
 
 // Block sizes of both passes: query rows and keys per block.
-constexpr int64_t kBr = 64;
-constexpr int64_t kBc = 64;
+constexpr int64_t kBr = 128;
+constexpr int64_t kBc = 128;
 
 // The GEMM dtype of math type A.
 template <class A>

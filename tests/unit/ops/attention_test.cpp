@@ -121,7 +121,7 @@ TEST(Attention, GradcheckF64) {
 }
 
 TEST(Attention, MatchesNaiveF64Reference) {
-  // 130 rows: three blocks, the last partial; forward and all gradients in f64.
+  // 130 rows: two blocks, the last partial; forward and all gradients in f64.
   for (bool causal : {true, false}) {
     const Tensor q = randn({2, 2, 130, 5}, DType::f64, 21),
                  k = randn({2, 2, 130, 5}, DType::f64, 22),

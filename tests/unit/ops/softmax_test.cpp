@@ -206,7 +206,8 @@ TEST(Softmax, BadInputIsAnError) {
 
 std::vector<cpu::RowIsa> isas() {
   std::vector<cpu::RowIsa> out;
-  for (auto isa : {cpu::RowIsa::portable, cpu::RowIsa::avx2, cpu::RowIsa::avx512})
+  for (auto isa :
+       {cpu::RowIsa::portable, cpu::RowIsa::avx2, cpu::RowIsa::avx512, cpu::RowIsa::avx512_bf16})
     if (cpu::row_isa_supported(isa)) out.push_back(isa);
   return out;
 }
@@ -252,6 +253,26 @@ TEST(SoftmaxRowOps, ExpEdgeCases) {
   }
 }
 
+TEST(SoftmaxRowOps, ExpUnderflowsGraduallyOnAvx512) {
+  // Below -87.3 the result is under 2^-126. AVX-512 scales by 2^n with vscalefps, rounding
+  // once, so it stays within 2^-148 of exp(x) down to 0; the other builds may flush to 0.
+  std::vector<float> x;
+  for (int k = 0; k <= 4000; ++k) x.push_back(-87.34f - 17.0f * static_cast<float>(k) / 4000);
+  for (cpu::RowIsa isa : isas()) {
+    std::vector<float> y(x.size());
+    cpu::row_ops_f32(isa).exp(x.data(), y.data(), static_cast<int64_t>(x.size()));
+    const bool gradual = isa == cpu::RowIsa::avx512 || isa == cpu::RowIsa::avx512_bf16;
+    for (size_t i = 0; i < x.size(); ++i) {
+      const double want = std::exp(static_cast<double>(x[i]));
+      ASSERT_GE(y[i], 0.0f) << cpu::row_isa_name(isa) << " at x = " << x[i];
+      ASSERT_LT(y[i], 0x1p-126f) << cpu::row_isa_name(isa) << " at x = " << x[i];
+      if (gradual) {
+        ASSERT_NEAR(y[i], want, 0x1p-148) << cpu::row_isa_name(isa) << " at x = " << x[i];
+      }
+    }
+  }
+}
+
 TEST(SoftmaxRowOps, EveryIsaAgreesWithF64OnEveryLength) {
   // Lengths around the vector widths exercise the partial-vector tails.
   for (int64_t n : {1, 3, 4, 5, 7, 8, 9, 15, 16, 17, 31, 33, 63, 64, 65, 100}) {
@@ -273,8 +294,8 @@ TEST(SoftmaxRowOps, EveryIsaAgreesWithF64OnEveryLength) {
           << what;
       std::vector<float> p = x, lp = x;
       float pm, pls, lm, lls;
-      rows.softmax(p.data(), p.data(), p.data(), n, &pm, &pls);
-      rows.log_softmax(lp.data(), lp.data(), n, &lm, &lls);
+      rows.softmax(p.data(), p.data(), p.data(), 1, n, &pm, &pls);
+      rows.log_softmax(lp.data(), lp.data(), nullptr, 1, n, &lm, &lls);  // buf: lp
       EXPECT_EQ(pm, static_cast<float>(m)) << what;
       EXPECT_EQ(lm, static_cast<float>(m)) << what;
       EXPECT_NEAR(pls, std::log(s), 1e-6) << what;
