@@ -42,12 +42,17 @@ bool enabled() {
 
 }  // namespace mixprec::cpu::avx512_gemm
 
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("avx512f,avx512bw,avx512vl,avx2,fma,f16c"))), \
+                             apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("avx512f,avx512bw,avx512vl,avx2,fma,f16c")
 // GCC 12's AVX-512 intrinsics start from _mm512_undefined_*() (a false -Wmaybe-uninitialized).
 #pragma GCC diagnostic push
 #pragma GCC diagnostic ignored "-Wuninitialized"
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include "transpose16.h"
 
@@ -79,6 +84,8 @@ float* buffer(int slot, int64_t n) {
   Buffer& b = buffers[slot];
   if (b.n < n) {
     ::operator delete[](b.p, std::align_val_t(64));
+    b.p = nullptr;  // a failing new below leaves no dangling block
+    b.n = 0;
     b.p = static_cast<float*>(
         ::operator new[](static_cast<size_t>(n) * sizeof(float), std::align_val_t(64)));
     b.n = n;
@@ -265,5 +272,9 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, const Block& a, const Bl
 
 }  // namespace mixprec::cpu::avx512_gemm
 
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC diagnostic pop
 #pragma GCC pop_options
+#endif

@@ -270,11 +270,17 @@ TEST(Activation, LowPrecisionIsTheF32KernelRoundedOnce) {
 
 // bf16 / f16 activations read tables of the f32 kernel over all 65536 encodings: on every
 // encoding (NaN, infinities and subnormals included), for every build, the result must be
-// the f32 kernel on the widened input rounded once, bit for bit, forward and backward.
+// the f32 kernel on the widened input rounded once, bit for bit, forward and backward. Seven
+// more elements after the 65536 (NaN, infinities, subnormals, zeros, a normal) put special
+// values in the kernels' partial last vector too.
+constexpr int64_t kEncodingsAndTail = (1 << 16) + 7;
+
 Tensor every_encoding(DType dt) {
-  Tensor x = Tensor::empty({1 << 16}, dt);
+  Tensor x = Tensor::empty({kEncodingsAndTail}, dt);
   auto* bits = static_cast<uint16_t*>(x.raw_data());
   for (uint32_t b = 0; b < (1u << 16); ++b) bits[b] = static_cast<uint16_t>(b);
+  const uint16_t tail[7] = {0x7E01, 0xFC00, 0x7F80, 0x0001, 0x8003, 0x8000, 0x3C00};
+  for (int j = 0; j < 7; ++j) bits[(1 << 16) + j] = tail[j];
   return x;
 }
 
@@ -283,8 +289,8 @@ Tensor every_encoding(DType dt) {
 std::vector<Tensor> factors_for(DType dt) {
   std::vector<Tensor> f;
   for (double v : {1.0, -1.0, 0.0, -0.0, 0.375, 3e4, 1e-7, double(INFINITY), -double(INFINITY)})
-    f.push_back(Tensor::full({1 << 16}, v, dt));
-  f.push_back(randn({1 << 16}, dt, 91));
+    f.push_back(Tensor::full({kEncodingsAndTail}, v, dt));
+  f.push_back(randn({kEncodingsAndTail}, dt, 91));
   return f;
 }
 
