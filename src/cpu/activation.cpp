@@ -355,46 +355,32 @@ void run_op(int64_t n, const std::array<MapIn, Op::kIn>& in,
 // ---- bf16 / f16 by table lookup (activation_tables.h): the same bits as widening, running
 // the f32 kernel and rounding once ----
 
-bool is_narrow(DType t) {
-  return t == DType::bf16 || t == DType::f16;
-}
-
 // The f32 kernel of Op's `isa` build over n inputs, as the table builder wants it: forward ops
 // give f(x); backward ops (x, g) -> g·D(x) run with g = 1 give D(x).
 template <class Op>
-lookup::F32Kernel f32_kernel(VecIsa vi) {
+void tabulated(VecIsa isa, const float* x, float* y, int64_t n) {
   static_assert(Op::kOut == 1 && (Op::kIn == 1 || Op::kIn == 2));
-  const BlockFn block = pick_block<Op>(vi);
-  return [block](const float* x, float* y, int64_t n) {
-    std::vector<float> ones(Op::kIn == 2 ? static_cast<std::size_t>(n) : 0, 1.0f);
-    const float* in[2] = {x, ones.data()};
-    float* out[1] = {y};
-    block(in, out, n);
-  };
+  std::vector<float> ones(Op::kIn == 2 ? static_cast<std::size_t>(n) : 0, 1.0f);
+  const float* in[2] = {x, ones.data()};
+  float* out[1] = {y};
+  pick_block<Op>(isa)(in, out, n);
 }
 
 struct ActTables {
   lookup::Fn value, slope;
-  lookup::F32Kernel (*value_kernel)(VecIsa);
-  lookup::F32Kernel (*slope_kernel)(VecIsa);
+  lookup::F32Kernel value_kernel, slope_kernel;
 };
 ActTables tables_of(Activation act) {
   switch (act) {
     case Activation::gelu:
-      return {lookup::Fn::gelu, lookup::Fn::gelu_slope, f32_kernel<GeluFwd>, f32_kernel<GeluBwd>};
+      return {lookup::Fn::gelu, lookup::Fn::gelu_slope, tabulated<GeluFwd>, tabulated<GeluBwd>};
     case Activation::gelu_tanh:
-      return {lookup::Fn::gelu_tanh, lookup::Fn::gelu_tanh_slope, f32_kernel<GeluTanhFwd>,
-              f32_kernel<GeluTanhBwd>};
+      return {lookup::Fn::gelu_tanh, lookup::Fn::gelu_tanh_slope, tabulated<GeluTanhFwd>,
+              tabulated<GeluTanhBwd>};
     case Activation::silu:
       break;
   }
-  return {lookup::Fn::silu, lookup::Fn::silu_slope, f32_kernel<SiluFwd>, f32_kernel<SiluBwd>};
-}
-
-// Runs f(begin, end) over n elements in the fixed chunks every elementwise kernel uses.
-template <class F>
-void in_chunks(int64_t n, F&& f) {
-  parallel_for(n, kMapChunk, f);
+  return {lookup::Fn::silu, lookup::Fn::silu_slope, tabulated<SiluFwd>, tabulated<SiluBwd>};
 }
 
 // Byte offset of element i of a 16-bit tensor.
@@ -431,11 +417,11 @@ Tensor activation_forward(Activation act, const Tensor& x_in, Isa isa) {
   check_compute_dtype(name, x_in.dtype());
   const Tensor x = kernel_input(x_in);
   Tensor y = Tensor::empty(x.shape(), x.dtype());
-  if (is_narrow(x.dtype())) {
+  if (lookup::has_tables(x.dtype())) {
     const VecIsa vi = vec_isa(isa);
     const ActTables t = tables_of(act);
-    const uint16_t* table = lookup::rounded_table(t.value, x.dtype(), vi, t.value_kernel(vi));
-    in_chunks(x.numel(), [&](int64_t b, int64_t e) {
+    const uint16_t* table = lookup::rounded_table(t.value, x.dtype(), vi, t.value_kernel);
+    parallel_for(x.numel(), kMapChunk, [&](int64_t b, int64_t e) {
       lookup::map(x.dtype(), vi, table, at(x, b), at(y, b), e - b);
     });
     return y;
@@ -464,11 +450,11 @@ Tensor activation_backward(Activation act, const Tensor& x_in, const Tensor& g_i
   check_same_shape(name, x_in, g_in, "gradient");
   const Tensor x = kernel_input(x_in), g = kernel_input(g_in);
   Tensor dx = Tensor::empty(x.shape(), x.dtype());
-  if (is_narrow(x.dtype()) && g.dtype() == x.dtype()) {
+  if (lookup::has_tables(x.dtype()) && g.dtype() == x.dtype()) {
     const VecIsa vi = vec_isa(isa);
     const ActTables t = tables_of(act);
-    const float* table = lookup::f32_table(t.slope, x.dtype(), vi, t.slope_kernel(vi));
-    in_chunks(x.numel(), [&](int64_t b, int64_t e) {
+    const float* table = lookup::f32_table(t.slope, x.dtype(), vi, t.slope_kernel);
+    parallel_for(x.numel(), kMapChunk, [&](int64_t b, int64_t e) {
       lookup::scale(x.dtype(), vi, table, at(x, b), at(g, b), at(dx, b), e - b);
     });
     return dx;
@@ -498,11 +484,10 @@ Tensor swiglu_forward(const Tensor& gate_in, const Tensor& up_in, Isa isa) {
   const Tensor gate = kernel_input(gate_in), up = kernel_input(up_in);
   const DType out_dtype = promote(gate.dtype(), up.dtype());
   Tensor y = Tensor::empty(gate.shape(), out_dtype);
-  if (is_narrow(gate.dtype()) && up.dtype() == gate.dtype()) {  // silu(gate)·up
+  if (lookup::has_tables(gate.dtype()) && up.dtype() == gate.dtype()) {  // silu(gate)·up
     const VecIsa vi = vec_isa(isa);
-    const float* silu =
-        lookup::f32_table(lookup::Fn::silu, gate.dtype(), vi, f32_kernel<SiluFwd>(vi));
-    in_chunks(gate.numel(), [&](int64_t b, int64_t e) {
+    const float* silu = lookup::f32_table(lookup::Fn::silu, gate.dtype(), vi, tabulated<SiluFwd>);
+    parallel_for(gate.numel(), kMapChunk, [&](int64_t b, int64_t e) {
       lookup::scale(gate.dtype(), vi, silu, at(gate, b), at(up, b), at(y, b), e - b);
     });
     return y;
@@ -526,15 +511,14 @@ std::array<Tensor, 2> swiglu_backward(const Tensor& gate_in, const Tensor& up_in
   Tensor dgate = want_gate ? Tensor::empty(gate.shape(), gate.dtype()) : Tensor();
   Tensor dup = want_up ? Tensor::empty(up.shape(), up.dtype()) : Tensor();
   const DType dt = gate.dtype();
-  if (is_narrow(dt) && up.dtype() == dt && g.dtype() == dt) {
+  if (lookup::has_tables(dt) && up.dtype() == dt && g.dtype() == dt) {
     // dgate = (g·up)·silu'(gate), dup = g·silu(gate).
     const VecIsa vi = vec_isa(isa);
     const float* slope =
-        want_gate ? lookup::f32_table(lookup::Fn::silu_slope, dt, vi, f32_kernel<SiluBwd>(vi))
-                  : nullptr;
+        want_gate ? lookup::f32_table(lookup::Fn::silu_slope, dt, vi, tabulated<SiluBwd>) : nullptr;
     const float* silu =
-        want_up ? lookup::f32_table(lookup::Fn::silu, dt, vi, f32_kernel<SiluFwd>(vi)) : nullptr;
-    in_chunks(n, [&](int64_t b, int64_t e) {
+        want_up ? lookup::f32_table(lookup::Fn::silu, dt, vi, tabulated<SiluFwd>) : nullptr;
+    parallel_for(n, kMapChunk, [&](int64_t b, int64_t e) {
       if (want_gate)
         lookup::scale_product(dt, vi, slope, at(gate, b), at(g, b), at(up, b), at(dgate, b), e - b);
       if (want_up) lookup::scale(dt, vi, silu, at(gate, b), at(g, b), at(dup, b), e - b);

@@ -26,7 +26,7 @@ constexpr std::size_t kFns = static_cast<std::size_t>(Fn::kCount);
 constexpr std::size_t kIsas = 3;  // VecIsa::baseline, avx2, avx512
 
 int storage_slot(DType storage) {
-  MIXPREC_CHECK(storage == DType::bf16 || storage == DType::f16, "activation tables",
+  MIXPREC_CHECK(has_tables(storage), "activation tables",
                 std::string("tables exist for bf16 and f16 storage, not ") + dtype_name(storage));
   return storage == DType::bf16 ? 0 : 1;
 }
@@ -208,18 +208,34 @@ void dispatch(DType storage, VecIsa isa, const Table* t, const void* x, const vo
 
 }  // namespace
 
-const float* f32_table(Fn fn, DType storage, VecIsa isa, const F32Kernel& kernel) {
+bool has_tables(DType storage) {
+  return storage == DType::bf16 || storage == DType::f16;
+}
+
+namespace {
+
+// values[bits] = kernel(widen(bits)) for every encoding of `storage`.
+void evaluate_every_encoding(DType storage, VecIsa isa, F32Kernel kernel, float* values) {
+  std::vector<uint16_t> encodings(kEncodings);  // [65536] every bit pattern
+  for (std::size_t b = 0; b < kEncodings; ++b) encodings[b] = static_cast<uint16_t>(b);
+  widen_row_f32(storage, encodings.data(), values, kEncodings);
+  kernel(isa, values, values, static_cast<int64_t>(kEncodings));
+}
+
+}  // namespace
+
+const float* f32_table(Fn fn, DType storage, VecIsa isa, F32Kernel kernel) {
   return f32_tables().get(fn, storage, isa, [&](float* table) {
-    std::vector<uint16_t> encodings(kEncodings);  // [65536] every bit pattern
-    for (std::size_t b = 0; b < kEncodings; ++b) encodings[b] = static_cast<uint16_t>(b);
-    widen_row_f32(storage, encodings.data(), table, kEncodings);
-    kernel(table, table, static_cast<int64_t>(kEncodings));
+    evaluate_every_encoding(storage, isa, kernel, table);
   });
 }
 
-const uint16_t* rounded_table(Fn fn, DType storage, VecIsa isa, const F32Kernel& kernel) {
+// Built through a temporary f32 table: only the rounded values are kept.
+const uint16_t* rounded_table(Fn fn, DType storage, VecIsa isa, F32Kernel kernel) {
   return rounded_tables().get(fn, storage, isa, [&](uint16_t* table) {
-    narrow_row_f32(f32_table(fn, storage, isa, kernel), storage, table, kEncodings);
+    std::vector<float> values(kEncodings);  // [65536]
+    evaluate_every_encoding(storage, isa, kernel, values.data());
+    narrow_row_f32(values.data(), storage, table, kEncodings);
   });
 }
 

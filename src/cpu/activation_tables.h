@@ -13,7 +13,6 @@
 #pragma once
 
 #include <cstdint>
-#include <functional>
 
 #include "mixprec/cpu/elementwise.h"
 #include "mixprec/numerics/dtype.h"
@@ -31,14 +30,18 @@ enum class Fn : uint8_t {
   kCount
 };
 
-// y[i] = f(x[i]) in f32 for n widened inputs (the vector kernel of the build a table is for).
-using F32Kernel = std::function<void(const float* x, float* y, int64_t n)>;
+// y[i] = f(x[i]) in f32 for n widened inputs, by the `isa` build of the vector kernel (run
+// only while a table is built).
+using F32Kernel = void (*)(VecIsa isa, const float* x, float* y, int64_t n);
+
+// The storage dtypes tables exist for: bf16 and f16.
+bool has_tables(DType storage);
 
 // table[bits] = f(widen(bits)) for every encoding of `storage` (bf16 or f16), built by
 // `kernel` on first use and kept for the process's lifetime. Thread-safe.
-const float* f32_table(Fn fn, DType storage, VecIsa isa, const F32Kernel& kernel);
+const float* f32_table(Fn fn, DType storage, VecIsa isa, F32Kernel kernel);
 // The same values rounded once to `storage` (16-bit encodings).
-const uint16_t* rounded_table(Fn fn, DType storage, VecIsa isa, const F32Kernel& kernel);
+const uint16_t* rounded_table(Fn fn, DType storage, VecIsa isa, F32Kernel kernel);
 
 // The kernels, over n elements all stored as `storage` (x holds the table indices; a and b
 // are widened to f32 and the result is rounded once to `storage`):

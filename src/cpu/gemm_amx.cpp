@@ -7,16 +7,14 @@
 #include <cpuid.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
-#include <string_view>
 #include <vector>
 
 #include <immintrin.h>
 
 #include "gemm_amx.h"
+#include "path_switch.h"
 
 namespace mixprec::cpu::amx {
 namespace {
@@ -26,13 +24,11 @@ constexpr int64_t kK = 32;                  // bf16 per A tile row (= K per step
 constexpr int64_t kN = 16;                  // f32 per C tile row
 constexpr int64_t kTileElems = kRows * kK;  // bf16 elements of a packed A or B tile (1 KB)
 
-// MIXPREC_AMX=0 in the environment turns the path off (comparisons with the portable path,
-// machines where AMX misbehaves); set_enabled() overrides it.
-bool enabled_by_environment() {
-  const char* v = std::getenv("MIXPREC_AMX");
-  return v == nullptr || std::string_view(v) != "0";
+// MIXPREC_AMX=0 in the environment turns the path off; set_enabled() overrides it.
+PathSwitch& path_switch() {
+  static PathSwitch s("MIXPREC_AMX");
+  return s;
 }
-std::atomic<bool> g_enabled{enabled_by_environment()};
 
 bool query_available() {
   unsigned eax = 0, ebx = 0, ecx = 0, edx = 0;
@@ -62,11 +58,11 @@ bool available() {
 }
 
 void set_enabled(bool enabled) {
-  g_enabled.store(enabled, std::memory_order_relaxed);
+  path_switch().set(enabled);
 }
 
 bool enabled() {
-  return g_enabled.load(std::memory_order_relaxed) && available();
+  return path_switch().on() && available();
 }
 
 }  // namespace mixprec::cpu::amx

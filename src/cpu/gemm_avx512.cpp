@@ -3,23 +3,21 @@
 #include "gemm_avx512.h"
 
 #include <algorithm>
-#include <atomic>
-#include <cstdlib>
 #include <new>
-#include <string_view>
 
 #include <immintrin.h>
 
 #include "mixprec/numerics/convert.h"
+#include "path_switch.h"
 
 namespace mixprec::cpu::avx512_gemm {
 namespace {
 
-bool enabled_by_environment() {
-  const char* v = std::getenv("MIXPREC_OWN_GEMM");
-  return v == nullptr || std::string_view(v) != "0";
+// MIXPREC_OWN_GEMM=0 in the environment turns the path off; set_enabled() overrides it.
+PathSwitch& path_switch() {
+  static PathSwitch s("MIXPREC_OWN_GEMM");
+  return s;
 }
-std::atomic<bool> g_enabled{enabled_by_environment()};
 
 }  // namespace
 
@@ -33,11 +31,11 @@ bool available() {
 }
 
 void set_enabled(bool enabled) {
-  g_enabled.store(enabled, std::memory_order_relaxed);
+  path_switch().set(enabled);
 }
 
 bool enabled() {
-  return g_enabled.load(std::memory_order_relaxed) && available();
+  return path_switch().on() && available();
 }
 
 }  // namespace mixprec::cpu::avx512_gemm
