@@ -62,6 +62,17 @@ std::vector<Shape3> shapes(bool quick) {
     s.push_back({label("d%lld T%lld dW d", d, T), d, d, T, true, false});
     if (quick) break;
   }
+  if (!quick) {
+    // One expert of the MoE config S (d 256, d_ff 1024, 2048 tokens, 8 experts, top-2): about
+    // 512 rows each; up/down projections, their dX and dW.
+    const int64_t rows = 512, d = 256, ff = 1024;
+    s.push_back({"moe expert fwd up", rows, ff, d, false, true});
+    s.push_back({"moe expert fwd down", rows, d, ff, false, true});
+    s.push_back({"moe expert dX up", rows, d, ff, false, false});
+    s.push_back({"moe expert dX down", rows, ff, d, false, false});
+    s.push_back({"moe expert dW up", ff, d, rows, true, false});
+    s.push_back({"moe expert dW down", d, ff, rows, true, false});
+  }
   if (quick) s.resize(4);
   return s;
 }

@@ -1,5 +1,7 @@
 // Backward rules for Tensor's own view, copy and cast members.
 #include <algorithm>
+#include <utility>
+#include <vector>
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/autograd/record_tensor_ops.h"
@@ -22,8 +24,35 @@ int64_t extent(const Geometry& g) {
   return e;
 }
 
+// Row-major strides of a dense tensor of this shape.
+bool row_major(const Geometry& g) {
+  int64_t expected = 1;
+  for (size_t i = g.shape.size(); i-- > 0;) {
+    if (g.shape[i] != 1 && g.strides[i] != expected) return false;
+    expected *= g.shape[i];
+  }
+  return true;
+}
+
+// Every element of a dense block exactly once, in some dimension order (a transpose or
+// permute of a row-major layout; size-1 dimensions ignored).
+bool dense_permutation(const Geometry& g) {
+  std::vector<std::pair<int64_t, int64_t>> dims;  // (stride, size)
+  for (size_t i = 0; i < g.shape.size(); ++i)
+    if (g.shape[i] != 1) dims.emplace_back(g.strides[i], g.shape[i]);
+  std::sort(dims.begin(), dims.end());
+  int64_t expected = 1;
+  for (const auto& [stride, size] : dims) {
+    if (stride != expected) return false;
+    expected *= size;
+  }
+  return true;
+}
+
 // One rule for every strided view: scatter the view's gradient into a zero buffer laid out
-// like the source's storage, then read the source's elements back from it.
+// like the source's storage, then read the source's elements back from it. Two shortcuts
+// give the same values: a reshape of a row-major source hands the gradient back reshaped,
+// and a view that covers a row-major source exactly once needs no zero fill.
 class ViewBackward final : public Node {
  public:
   ViewBackward(Geometry src, Geometry view) : src_(std::move(src)), view_(std::move(view)) {}
@@ -31,7 +60,12 @@ class ViewBackward final : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     const Tensor& g = grads[0];
     const int64_t n = extent(src_);
-    Tensor buffer = Tensor::zeros({std::max<int64_t>(n, 1)}, g.dtype());
+    const bool whole = row_major(src_) && view_.offset == src_.offset &&
+                       shape_numel(view_.shape) == shape_numel(src_.shape) && n > 0;
+    if (whole && row_major(view_)) return {g.contiguous().view(src_.shape)};
+    Tensor buffer = whole && dense_permutation(view_)
+                        ? Tensor::empty({n}, g.dtype())
+                        : Tensor::zeros({std::max<int64_t>(n, 1)}, g.dtype());
     if (n > 0 && g.numel() > 0)
       buffer.as_strided(view_.shape, view_.strides, view_.offset - src_.offset).copy_from(g);
     return {buffer.as_strided(src_.shape, src_.strides, 0).contiguous()};

@@ -1,5 +1,6 @@
 #include "mixprec/cpu/accumulate.h"
 
+#include <type_traits>
 #include <vector>
 
 #include "mixprec/cpu/row_io.h"
@@ -16,6 +17,15 @@ template <class T>
 void add_buffers(const T* a, const Tensor& b_contig, T* dst, int64_t n) {
   const DType bt = b_contig.dtype();
   const void* b = b_contig.raw_data();
+  if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
+    if (bt == dtype_of<T>()) {  // same dtype: add in place, no widening copies
+      const T* bv = static_cast<const T*>(b);
+      parallel_for(n, kChunk, [&](int64_t begin, int64_t end) {
+        for (int64_t i = begin; i < end; ++i) dst[i] = a[i] + bv[i];
+      });
+      return;
+    }
+  }
   parallel_for(n, kChunk, [&](int64_t begin, int64_t end) {
     using A = acc_t<T>;
     const int64_t len = end - begin;

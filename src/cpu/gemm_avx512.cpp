@@ -122,17 +122,23 @@ const char* element(const Block& x, int64_t r, int64_t c) {
 // op(B)[p][q * NR + 0:NR], zeros past nc.
 template <DType D>
 void pack_b(const Block& b, int64_t kc, int64_t nc, float* dst) {
+  if (!b.trans) {
+    // Row p of op(B) is contiguous: read it whole, front to back, before the next (rows are
+    // often 4 KB apart, a stride the hardware prefetchers do not follow panel by panel).
+    for (int64_t p = 0; p < kc; ++p) {
+      const char* src = element<D>(b, p, 0);
+      for (int64_t q = 0; q * kNR < nc; ++q) {
+        float* out = dst + q * kc * kNR + p * kNR;
+        const int64_t j0 = q * kNR, cols = std::min(kNR, nc - j0);
+        _mm512_store_ps(out, load16<D>(src + j0 * kSize<D>, cols));
+        _mm512_store_ps(out + 16, load16<D>(src + (j0 + 16) * kSize<D>, cols - 16));
+      }
+    }
+    return;
+  }
   for (int64_t q = 0; q * kNR < nc; ++q) {
     float* panel = dst + q * kc * kNR;
-    const int64_t j0 = q * kNR, cols = std::min(kNR, nc - j0);
-    if (!b.trans) {  // row p of op(B) is contiguous
-      for (int64_t p = 0; p < kc; ++p) {
-        const char* src = element<D>(b, p, j0);
-        _mm512_store_ps(panel + p * kNR, load16<D>(src, cols));
-        _mm512_store_ps(panel + p * kNR + 16, load16<D>(src + 16 * kSize<D>, cols - 16));
-      }
-      continue;
-    }
+    const int64_t j0 = q * kNR;
     // Column j of op(B) is contiguous: 16 x 16 blocks, transposed.
     for (int64_t g = 0; g < 2; ++g) {
       const int64_t jg = j0 + 16 * g, rows = std::clamp<int64_t>(nc - jg, 0, 16);
@@ -155,14 +161,21 @@ void pack_b(const Block& b, int64_t kc, int64_t nc, float* dst) {
 template <DType D>
 void pack_a(const Block& a, int64_t mc, int64_t kc, float* dst) {
   constexpr __mmask16 kPanel = (1u << kMR) - 1;
+  if (a.trans) {
+    // Column p of op(A) is contiguous: read it whole before the next (as pack_b's rows).
+    for (int64_t p = 0; p < kc; ++p) {
+      const char* src = element<D>(a, 0, p);
+      for (int64_t s = 0; s * kMR < mc; ++s) {
+        const int64_t i0 = s * kMR, rows = std::min(kMR, mc - i0);
+        _mm512_mask_storeu_ps(dst + s * kc * kMR + p * kMR, kPanel,
+                              load16<D>(src + i0 * kSize<D>, rows));
+      }
+    }
+    return;
+  }
   for (int64_t s = 0; s * kMR < mc; ++s) {
     float* panel = dst + s * kc * kMR;
     const int64_t i0 = s * kMR, rows = std::min(kMR, mc - i0);
-    if (a.trans) {  // column p of op(A) is contiguous
-      for (int64_t p = 0; p < kc; ++p)
-        _mm512_mask_storeu_ps(panel + p * kMR, kPanel, load16<D>(element<D>(a, i0, p), rows));
-      continue;
-    }
     // Row i of op(A) is contiguous: 16 x 16 blocks (rows past MR zero), transposed.
     for (int64_t p0 = 0; p0 < kc; p0 += 16) {
       const int64_t depth = std::min<int64_t>(16, kc - p0);

@@ -73,18 +73,30 @@ uint64_t rounding_stream(const RoundingKeys& keys, int buffer) {
 
 double square_sum(const Tensor& grad, int64_t begin, int64_t end, float inv_scale) {
   const DType dt = grad.dtype();
-  const char* base = byte_ptr(grad);
-  const auto esize = static_cast<int64_t>(dtype_size(dt));
-  alignas(64) float buf[kTile];  // [kTile] gradient widened to f32
-  double sum = 0;
+  char* base = byte_ptr(grad);
+  alignas(64) float buf[kTile];  // [kTile] a narrow gradient widened to f32
+  // Eight running sums, element i into lane i % 8 (tiles are a multiple of 8 long), added in
+  // lane order at the end: independent chains the compiler vectorises, where one f64 sum is
+  // a chain of dependent adds (4x slower than memory on a 72 MB gradient).
+  constexpr int64_t kLanes = 8;
+  static_assert(kTile % kLanes == 0);
+  double lane[kLanes] = {};
   for (int64_t at = begin; at < end; at += kTile) {
     const int64_t n = std::min(kTile, end - at);
-    widen_row_f32(dt, base + at * esize, buf, static_cast<std::size_t>(n));
-    for (int64_t i = 0; i < n; ++i) {
-      const double g = static_cast<double>(buf[i] * inv_scale);
-      sum += g * g;
+    const float* g = f32_view(dt, base, at, n, buf);
+    int64_t i = 0;
+    for (; i + kLanes <= n; i += kLanes)
+      for (int64_t j = 0; j < kLanes; ++j) {
+        const double v = static_cast<double>(g[i + j] * inv_scale);
+        lane[j] += v * v;
+      }
+    for (; i < n; ++i) {
+      const double v = static_cast<double>(g[i] * inv_scale);
+      lane[i % kLanes] += v * v;
     }
   }
+  double sum = 0;
+  for (double l : lane) sum += l;
   return sum;
 }
 

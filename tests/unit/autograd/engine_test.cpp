@@ -4,6 +4,10 @@
 
 #include <gtest/gtest.h>
 
+#include <cmath>
+#include <utility>
+#include <vector>
+
 #include "mixprec/autograd/function.h"
 #include "mixprec/autograd/grad_mode.h"
 
@@ -75,6 +79,56 @@ TEST(Autograd, ViewsRouteGradientsToTheRightElements) {
   const std::vector<double> expect = {0, 0, 3, 0, 0, 1, 4, 0, 0, 2, 5, 0};
   EXPECT_EQ(g, expect);
   EXPECT_EQ(x.grad().dtype(), DType::f32);
+}
+
+// Every kind of view, checked element by element against its storage offsets: reshapes
+// and whole-tensor permutes take shortcuts in ViewBackward (no zero fill, or no copy), the
+// rest the general scatter. The allocator's cache is first filled with NaN blocks, so a
+// buffer that missed its zero fill shows up.
+TEST(Autograd, EveryViewRoutesItsGradientLikeItsStorageOffsets) {
+  const Shape shape{2, 3, 4};
+  using ViewFn = Tensor (*)(const Tensor&);
+  const std::vector<std::pair<const char*, ViewFn>> views = {
+      {"reshape",
+       [](const Tensor& t) {
+         return t.reshape({6, 4});
+       }},
+      {"view same shape",
+       [](const Tensor& t) {
+         return t.view({2, 3, 4});
+       }},
+      {"permute",
+       [](const Tensor& t) {
+         return t.permute({2, 0, 1});
+       }},
+      {"transpose", [](const Tensor& t) { return t.transpose(0, 2); }},
+      {"unsqueeze then permute",
+       [](const Tensor& t) {
+         return t.view({2, 1, 3, 4}).permute({3, 1, 0, 2});
+       }},
+      {"slice", [](const Tensor& t) { return t.slice(2, 1, 3); }},
+      {"select", [](const Tensor& t) { return t.select(1, 2); }},
+      {"slice of a transpose", [](const Tensor& t) { return t.transpose(0, 1).slice(0, 1, 3); }},
+  };
+  for (const auto& [name, make] : views) {
+    for (int i = 0; i < 8; ++i) Tensor::full({64}, std::nan(""));  // NaN blocks in the cache
+    Tensor x = iota(shape).set_requires_grad();
+    const Tensor v = make(x);
+    const Tensor w =
+        Tensor::arange(1, static_cast<double>(v.numel()) + 1, 1, DType::f32).reshape(v.shape());
+    weighted_sum(v, w).backward();
+    std::vector<double> expect(static_cast<size_t>(shape_numel(shape)), 0.0);
+    const std::vector<double> wv = w.to_doubles();
+    for (int64_t flat = 0; flat < v.numel(); ++flat) {
+      int64_t rest = flat, at = v.offset() - x.offset();
+      for (int64_t d = v.ndim() - 1; d >= 0; --d) {
+        at += (rest % v.size(d)) * v.strides()[static_cast<size_t>(d)];
+        rest /= v.size(d);
+      }
+      expect[static_cast<size_t>(at)] += wv[static_cast<size_t>(flat)];
+    }
+    EXPECT_EQ(x.grad().to_doubles(), expect) << name;
+  }
 }
 
 TEST(Autograd, GradientsAccumulateAcrossBackwardCallsAndPaths) {
