@@ -95,26 +95,25 @@ Tensor GradScaler::scale(const Tensor& loss) const {
 
 GradScaler::PerOptimizer& GradScaler::check(optim::Optimizer& opt, bool write) {
   PerOptimizer st;  // recorded only once the scan succeeds: a throw leaves no phantom step
-  const float inv = inv_scale();
-  bool any_grad = false;
+  std::vector<Tensor> grads;
+  std::vector<const optim::Parameter*> owners;
   for (const auto& p : opt.parameters()) {
     Tensor g = p->grad();
     if (!g.defined()) continue;
-    any_grad = true;
-    if (write) {
-      if (!g.is_contiguous()) {
-        g = g.contiguous();
-        p->set_grad(g);
-      }
-      if (cpu::unscale_and_check(g, inv) && !st.found_inf) {
-        st.found_inf = true;
-        st.first_nonfinite = p->name();
-      }
-    } else if (cpu::has_nonfinite(g.contiguous(), inv)) {
-      st.found_inf = true;  // the step is skipped: no need to read further
-      st.first_nonfinite = p->name();
-      break;
+    if (!g.is_contiguous()) {
+      g = g.contiguous();
+      if (write) p->set_grad(g);
     }
+    grads.push_back(g);
+    owners.push_back(p.get());
+  }
+  const bool any_grad = !grads.empty();
+  // One pass over every gradient (unscaled in place when `write`).
+  const int64_t bad =
+      write ? cpu::unscale_and_check(grads, inv_scale()) : cpu::first_nonfinite(grads, inv_scale());
+  if (bad >= 0) {
+    st.found_inf = true;
+    st.first_nonfinite = owners[static_cast<std::size_t>(bad)]->name();
   }
   if (reduce_ && reduce_(st.found_inf) && !st.found_inf) {
     st.found_inf = true;

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstring>
+#include <span>
 #include <string>
 #include <type_traits>
 #include <vector>
@@ -71,27 +72,30 @@ bool any_chunk(int64_t n, F&& fn) {
   return any.load();
 }
 
-// g * inv_scale tested (and written back when `write`). With inv_scale <= 1 a finite value
-// stays finite, so a read-only scan only needs the bits.
+// g * inv_scale over p[b, e) tested (and written back when `write`). With inv_scale <= 1 a
+// finite value stays finite, so a read-only scan only needs the bits.
+template <class T>
+bool scan_range(T* p, int64_t b, int64_t e, float inv_scale, bool write) {
+  if (inv_scale == 1.0f || (!write && inv_scale < 1.0f)) return any_nonfinite(p, b, e);
+  // The product in f64 is exact for every storage type but f64, so a narrow gradient is
+  // rounded once. A read-only check tests the product in f32 (what an optimizer reading
+  // g * inv_scale sees); a write tests what is stored.
+  unsigned bad = 0;
+  for (int64_t i = b; i < e; ++i) {
+    const double v = static_cast<double>(p[i]) * static_cast<double>(inv_scale);
+    if (write) {
+      p[i] = T(v);
+      bad |= !finite(p[i]);
+    } else {
+      bad |= !std::isfinite(static_cast<float>(v));
+    }
+  }
+  return bad != 0;
+}
+
 template <class T>
 bool scan(T* p, int64_t n, float inv_scale, bool write) {
-  return any_chunk(n, [&](int64_t b, int64_t e) {
-    if (inv_scale == 1.0f || (!write && inv_scale < 1.0f)) return any_nonfinite(p, b, e);
-    // The product in f64 is exact for every storage type but f64, so a narrow gradient is
-    // rounded once. A read-only check tests the product in f32 (what an optimizer reading
-    // g * inv_scale sees); a write tests what is stored.
-    unsigned bad = 0;
-    for (int64_t i = b; i < e; ++i) {
-      const double v = static_cast<double>(p[i]) * static_cast<double>(inv_scale);
-      if (write) {
-        p[i] = T(v);
-        bad |= !finite(p[i]);
-      } else {
-        bad |= !std::isfinite(static_cast<float>(v));
-      }
-    }
-    return bad != 0;
-  });
+  return any_chunk(n, [&](int64_t b, int64_t e) { return scan_range(p, b, e, inv_scale, write); });
 }
 
 template <class F>
@@ -110,6 +114,34 @@ bool dispatch_scan(const Tensor& g, F&& f) {
   }
 }
 
+int64_t scan_all(std::span<const Tensor> gs, float inv_scale, bool write, const char* where) {
+  // One task per kChunk piece of every tensor, all in one parallel pass: a model's many
+  // small tensors would otherwise each be a parallel region of one chunk, on one thread.
+  struct Task {
+    std::size_t tensor;
+    int64_t begin, end;
+  };
+  std::vector<Task> tasks;
+  for (std::size_t t = 0; t < gs.size(); ++t) {
+    check_grad(gs[t], where);
+    for (int64_t b = 0; b < gs[t].numel(); b += kChunk)
+      tasks.push_back({t, b, std::min(gs[t].numel(), b + kChunk)});
+  }
+  std::vector<char> task_bad(tasks.size(), 0), bad(gs.size(), 0);
+  parallel_for(static_cast<int64_t>(tasks.size()), 1, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const Task& task = tasks[static_cast<std::size_t>(i)];
+      task_bad[static_cast<std::size_t>(i)] = dispatch_scan(gs[task.tensor], [&](auto* p) {
+        return scan_range(p, task.begin, task.end, inv_scale, write);
+      });
+    }
+  });
+  for (std::size_t i = 0; i < tasks.size(); ++i) bad[tasks[i].tensor] |= task_bad[i];
+  for (std::size_t t = 0; t < gs.size(); ++t)
+    if (bad[t]) return static_cast<int64_t>(t);
+  return -1;
+}
+
 }  // namespace
 
 bool unscale_and_check(Tensor& g, float inv_scale) {
@@ -120,6 +152,14 @@ bool unscale_and_check(Tensor& g, float inv_scale) {
 bool has_nonfinite(const Tensor& g, float inv_scale) {
   check_grad(g, "has_nonfinite");
   return dispatch_scan(g, [&](auto* p) { return scan(p, g.numel(), inv_scale, false); });
+}
+
+int64_t unscale_and_check(std::span<const Tensor> gs, float inv_scale) {
+  return scan_all(gs, inv_scale, true, "unscale_and_check");
+}
+
+int64_t first_nonfinite(std::span<const Tensor> gs, float inv_scale) {
+  return scan_all(gs, inv_scale, false, "first_nonfinite");
 }
 
 GradNumerics grad_numerics(const Tensor& g, double scale, double underflow_below,

@@ -9,29 +9,32 @@
 #include "mixprec/parallel.h"
 
 namespace mixprec::optim {
-namespace {
 
 using detail::kChunk;
 
-// f64 sums of (g * inv_scale)^2 over each kChunk piece of g, appended in order.
-void append_square_sums(const Tensor& g, float inv_scale, std::vector<double>& out) {
-  const int64_t n = g.numel(), pieces = (n + kChunk - 1) / kChunk;
-  const std::size_t first = out.size();
-  out.resize(first + static_cast<std::size_t>(pieces), 0.0);
-  parallel_for(n, kChunk, [&](int64_t begin, int64_t end) {
-    const double sum = detail::square_sum(g, begin, end, inv_scale);
-    out[first + static_cast<std::size_t>(begin / kChunk)] = sum;
-  });
-}
-
-}  // namespace
-
 double grad_norm(const ParamList& params, float inv_scale) {
-  std::vector<double> sums;
+  // f64 sums of (g * inv_scale)^2 over each kChunk piece of every gradient, all pieces in one
+  // parallel pass, added in (parameter, piece) order.
+  struct Piece {
+    Tensor grad;
+    int64_t begin, end;
+  };
+  std::vector<Piece> pieces;
   for (const auto& p : params) {
-    const Tensor g = p->grad();
-    if (g.defined()) append_square_sums(detail::checked_grad(*p, g, "grad_norm"), inv_scale, sums);
+    const Tensor raw = p->grad();
+    if (!raw.defined()) continue;
+    const Tensor g = detail::checked_grad(*p, raw, "grad_norm");
+    for (int64_t b = 0; b < g.numel(); b += kChunk)
+      pieces.push_back({g, b, std::min(g.numel(), b + kChunk)});
   }
+  std::vector<double> sums(pieces.size(), 0.0);
+  parallel_for(static_cast<int64_t>(pieces.size()), 1, [&](int64_t first, int64_t last) {
+    for (int64_t i = first; i < last; ++i) {
+      const Piece& piece = pieces[static_cast<std::size_t>(i)];
+      sums[static_cast<std::size_t>(i)] =
+          detail::square_sum(piece.grad, piece.begin, piece.end, inv_scale);
+    }
+  });
   double total = 0;
   for (double s : sums) total += s;
   return std::sqrt(total);
@@ -54,13 +57,15 @@ double clip_grads_to_norm(const ParamList& params, double norm, double max_norm)
   if (!std::isfinite(norm)) return norm;
   const float coef = clip_coefficient(norm, max_norm);
   if (coef == 1.0f) return norm;
+  std::vector<Tensor> grads;
   for (const auto& p : params) {
     const Tensor raw = p->grad();
     if (!raw.defined()) continue;
     Tensor g = raw.contiguous();
-    cpu::unscale_and_check(g, coef);  // g *= coef, rounded once into g's dtype
     if (!g.shares_storage_with(raw)) p->set_grad(g);
+    grads.push_back(g);
   }
+  cpu::unscale_and_check(grads, coef);  // g *= coef, rounded once into g's dtype
   return norm;
 }
 

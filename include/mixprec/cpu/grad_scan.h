@@ -5,6 +5,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 
 #include "mixprec/tensor/tensor.h"
 
@@ -15,6 +16,11 @@ namespace mixprec::cpu {
 bool unscale_and_check(Tensor& g, float inv_scale);
 // The same test on g * inv_scale without writing anything.
 bool has_nonfinite(const Tensor& g, float inv_scale = 1.0f);
+// The same over many gradients in one parallel pass (a model's small tensors would each be a
+// parallel region of one chunk): the index of the first tensor holding a non-finite result,
+// or -1. The tensors' data is written (unscale_and_check), not the handles.
+int64_t unscale_and_check(std::span<const Tensor> gs, float inv_scale);
+int64_t first_nonfinite(std::span<const Tensor> gs, float inv_scale = 1.0f);
 
 struct GradNumerics {
   int64_t numel = 0;
