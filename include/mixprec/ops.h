@@ -8,6 +8,7 @@
 #include "mixprec/ops/attention.h"
 #include "mixprec/ops/elementwise.h"
 #include "mixprec/ops/embedding.h"
+#include "mixprec/ops/grouped_linear.h"
 #include "mixprec/ops/indexing.h"
 #include "mixprec/ops/linalg.h"
 #include "mixprec/ops/loss.h"

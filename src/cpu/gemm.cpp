@@ -295,6 +295,18 @@ void gemm_f64(const Problem& p, int64_t batch, const GemmGrid& grid) {
 
 }  // namespace
 
+namespace {
+thread_local bool t_whole_products = false;
+}  // namespace
+
+WholeProductScope::WholeProductScope() : saved_(t_whole_products) {
+  t_whole_products = true;
+}
+
+WholeProductScope::~WholeProductScope() {
+  t_whole_products = saved_;
+}
+
 GemmGrid gemm_grid(int64_t m, int64_t n, int64_t k, int64_t batch) {
   const int64_t flops = 2 * m * n * k;
   const bool split_m = m >= n;
@@ -340,7 +352,8 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a, co
   if (m == 0 || n == 0 || batch == 0) return;
   pin_openblas_to_one_thread();
   const Problem p{m, n, k, alpha, beta, a, b, c};
-  const GemmGrid grid = gemm_grid(m, n, k, batch);
+  GemmGrid grid = gemm_grid(m, n, k, batch);
+  if (t_whole_products && !grid.split_k) grid = {1, grid.split_m, grid.split_m ? m : n};
   // f64 is for checking: it never splits K (whole matrices in parallel over the batch).
   if (f64) return gemm_f64(p, batch, grid.split_k ? GemmGrid{1, true, m} : grid);
 

@@ -162,16 +162,25 @@ MoeOutput moe_forward(const Tensor& x, const MoeWeights& w, const MoeOptions& op
   const DType acc = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
   const auto slots = std::make_shared<const TokenSlots>(token_slots(plan, n));
   const std::vector<Tensor> xs = dispatch_rows(x, plan, slots, acc);
+  // The experts with rows run together (grouped products); one without rows runs nothing
+  // (and gets no gradient).
   std::vector<Tensor> ys(static_cast<size_t>(n_experts));
-  for (int64_t e = 0; e < n_experts; ++e) {
-    const auto ue = static_cast<size_t>(e);
-    if (plan.tokens[ue].empty()) {  // no rows: nothing to run (and no gradient)
-      ys[ue] = Tensor::empty({0, d}, x.dtype());
+  std::vector<size_t> busy;
+  std::vector<Tensor> busy_xs;
+  std::vector<FeedForwardWeights> busy_ws;
+  std::vector<std::string> scopes;
+  for (size_t e = 0; e < ys.size(); ++e) {
+    if (plan.tokens[e].empty()) {
+      ys[e] = Tensor::empty({0, d}, x.dtype());
       continue;
     }
-    amp::ModuleScope scope("experts." + std::to_string(e));
-    ys[ue] = feed_forward(xs[ue], w.experts[ue], opt.mlp);
+    busy.push_back(e);
+    busy_xs.push_back(xs[e]);
+    busy_ws.push_back(w.experts[e]);
+    scopes.push_back("experts." + std::to_string(e));
   }
+  const std::vector<Tensor> outs = feed_forward_grouped(busy_xs, busy_ws, opt.mlp, scopes);
+  for (size_t i = 0; i < busy.size(); ++i) ys[busy[i]] = outs[i];
   const Tensor out = combine_rows(ys, r.gates.reshape({n * opt.top_k}), n, d, slots, acc);
 
   MoeOutput o;

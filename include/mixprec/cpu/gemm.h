@@ -44,6 +44,23 @@ struct GemmOutput {
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a, const GemmOperand& b,
           float beta, const GemmOutput& c, int64_t batch = 1);
 
+// Inside this scope gemm() runs each product whole on the calling thread (one piece instead
+// of the grid's C tiles; a K-split keeps its pieces, whose sums depend on them). For callers
+// that spread independent products over the threads themselves (grouped_linear): each
+// shared operand is packed once instead of once per tile. On the AVX-512 and AMX paths a C
+// tile's bits do not depend on the tiling, so the results are the same as outside; on the
+// OpenBLAS path they are fixed too, but may differ from the tiled ones in the last bit.
+class WholeProductScope {
+ public:
+  WholeProductScope();
+  ~WholeProductScope();
+  WholeProductScope(const WholeProductScope&) = delete;
+  WholeProductScope& operator=(const WholeProductScope&) = delete;
+
+ private:
+  bool saved_;
+};
+
 // How the work is split; exposed for tests and benchmarks.
 struct GemmGrid {
   int64_t pieces;  // C split into this many row (split_m) or column blocks, or K into ranges

@@ -4,7 +4,9 @@
 // each linear with its bias when one is given (GPT-2 style; LLaMA has none).
 #pragma once
 
+#include <string>
 #include <string_view>
+#include <vector>
 
 #include "mixprec/tensor/tensor.h"
 
@@ -22,5 +24,12 @@ struct FeedForwardWeights {
 
 // x [..., d] -> [..., d]
 Tensor feed_forward(const Tensor& x, const FeedForwardWeights& w, MlpKind kind);
+
+// feed_forward(xs[g], ws[g], kind) for every group g (an MoE layer's experts), its values and
+// gradients, with the linears of all groups run as grouped products (grouped_linear); the
+// activation of group g runs inside ModuleScope(scopes[g]), as its linears' autocast does.
+std::vector<Tensor> feed_forward_grouped(const std::vector<Tensor>& xs,
+                                         const std::vector<FeedForwardWeights>& ws, MlpKind kind,
+                                         const std::vector<std::string>& scopes);
 
 }  // namespace mixprec::models
