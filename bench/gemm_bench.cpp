@@ -23,6 +23,7 @@
 #include <cstring>
 #include <functional>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "bench_util.h"
@@ -139,6 +140,9 @@ int main(int argc, char** argv) {
       sgemm();
       for (int r = 0; r < reps; ++r) t_base.push_back(seconds_of(sgemm));
       openblas_set_num_threads(1);
+      // OpenBLAS's own threads spin for a while after their last call (THREAD_TIMEOUT, about
+      // 0.1 s here) and would take the cores from ours: measured 10x slow rows without this.
+      std::this_thread::sleep_for(std::chrono::milliseconds(250));
       ours(a, b, c);
       ours(a16[0], b16[0], c16[0]);
       ours(a16[1], b16[1], c16[1]);
