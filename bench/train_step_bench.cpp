@@ -147,8 +147,9 @@ struct Run {
     scaler->scale(loss).backward();
     const std::size_t peak = alloc.stats().peak_bytes;
     scaler->unscale(*opt);
-    optim::clip_grad_norm(opt->parameters(), 1.0);
-    scaler->step(*opt);
+    // Clipped as the trainer clips: the coefficient folded into the optimizer's read.
+    const double norm = optim::grad_norm(opt->parameters());
+    scaler->step(*opt, std::isfinite(norm) ? optim::clip_coefficient(norm, 1.0) : 1.0f);
     scaler->update();
     opt->zero_grad();
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

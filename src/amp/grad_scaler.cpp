@@ -138,7 +138,9 @@ void GradScaler::unscale(optim::Optimizer& opt) {
   check(opt, /*write=*/true).unscaled = true;
 }
 
-StepReport GradScaler::step(optim::Optimizer& opt) {
+StepReport GradScaler::step(optim::Optimizer& opt, float grad_factor) {
+  MIXPREC_CHECK(std::isfinite(grad_factor) && grad_factor > 0.0f, kWhere,
+                "step(): grad_factor " + std::to_string(grad_factor) + " must be finite and > 0");
   const auto it = this_iteration_.find(&opt);
   MIXPREC_CHECK(it == this_iteration_.end() || !it->second.stepped, kWhere,
                 "step() has already been called on this optimizer since the last update()");
@@ -153,7 +155,7 @@ StepReport GradScaler::step(optim::Optimizer& opt) {
                "' at loss scale " + scale_text(r.scale);
     ++state_.steps_skipped;
   } else {
-    opt.step(unscaled ? 1.0f : inv_scale());
+    opt.step((unscaled ? 1.0f : inv_scale()) * grad_factor);
     r.stepped = true;
     ++state_.steps_taken;
   }

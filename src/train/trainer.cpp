@@ -351,9 +351,12 @@ TrainSummary Trainer::run() {
       m.grad_norm = std::sqrt(sq[0]);
       numerics.grad_norm = m.grad_norm;
     }
-    if (c.training.grad_clip > 0)
-      optim::clip_grads_to_norm(params, m.grad_norm, c.training.grad_clip);
-    const amp::StepReport report = s.scaler.step(*s.optimizer);
+    // Clipping is folded into the optimizer's read of each gradient, as 1/scale is: the
+    // products of clipping the f32 gradients in place, without two passes over them.
+    const float clip = c.training.grad_clip > 0 && std::isfinite(m.grad_norm)
+                           ? optim::clip_coefficient(m.grad_norm, c.training.grad_clip)
+                           : 1.0f;
+    const amp::StepReport report = s.scaler.step(*s.optimizer, clip);
     amp::NumericsMonitor::add_step_report(numerics, report);
     s.scaler.update();
     s.optimizer->zero_grad();

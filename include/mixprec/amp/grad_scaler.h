@@ -78,8 +78,11 @@ class GradScaler {
   void unscale(optim::Optimizer& opt);
   // Steps the optimizer unless a gradient is non-finite (checked here when unscale() was not
   // called, with 1/scale folded into the optimizer's own pass). Error if called twice before
-  // update() or when no parameter has a gradient.
-  StepReport step(optim::Optimizer& opt);
+  // update() or when no parameter has a gradient. grad_factor (finite, > 0) multiplies every
+  // gradient as the optimizer reads it, with 1/scale: pass optim::clip_coefficient() instead
+  // of clipping in place to save two passes over the gradients (for f32 gradients the same
+  // bits; a bf16/f16 gradient is no longer rounded after clipping).
+  StepReport step(optim::Optimizer& opt, float grad_factor = 1.0f);
   // Adjusts the scale from this iteration's non-finite flags (all optimizers) and starts the
   // next iteration. Error when no optimizer was unscaled or stepped since the last update().
   void update();

@@ -310,6 +310,42 @@ TEST(GradScaler, ClippingAfterUnscaleEqualsClippingTheTrueGradients) {
     EXPECT_TRUE(testing::same_bits(scaled[i]->grad(), truth[i]->grad())) << i;
 }
 
+// A clip coefficient passed to step() after unscale() gives AdamW the products of clipping
+// the f32 gradients in place, bit for bit (the trainer's step).
+TEST(GradScaler, AGradFactorEqualsClippingF32GradientsInPlace) {
+  ScalerOptions o;
+  o.init_scale = 1024;
+  std::vector<std::vector<Tensor>> masters(2);
+  for (int r = 0; r < 2; ++r) {
+    ParamList params;
+    for (int i = 0; i < 3; ++i) {
+      params.push_back(std::make_shared<Parameter>(std::string("p").append(std::to_string(i)),
+                                                   testing::randn({9, 4}, DType::f32, 50 + i),
+                                                   MixedPrecisionPolicy{}));
+      params.back()->set_grad(testing::randn({9, 4}, DType::f32, 60 + i, 3000.0));
+    }
+    optim::AdamW opt(params, 1e-2);
+    GradScaler scaler(o);
+    scaler.unscale(opt);
+    const double norm = optim::grad_norm(opt.parameters());
+    ASSERT_GT(norm, 1.0);  // the clip is active
+    if (r == 0) {
+      optim::clip_grads_to_norm(opt.parameters(), norm, 1.0);
+      ASSERT_TRUE(scaler.step(opt).stepped);
+    } else {
+      ASSERT_TRUE(scaler.step(opt, optim::clip_coefficient(norm, 1.0)).stepped);
+    }
+    for (const auto& p : opt.parameters()) masters[static_cast<size_t>(r)].push_back(p->master());
+  }
+  for (size_t i = 0; i < 3; ++i) EXPECT_TRUE(testing::same_bits(masters[0][i], masters[1][i])) << i;
+  ParamList params{param("w", 4, DType::f32, 1.0)};
+  RecordingSgd opt(params);
+  GradScaler scaler;
+  for (float bad : {0.0f, -1.0f, float(NAN), float(INFINITY)})
+    EXPECT_NE(testing::error_of([&] { scaler.step(opt, bad); }).find("grad_factor"),
+              std::string::npos);
+}
+
 TEST(GradScaler, Bf16AndF16GradientsAreUnscaledAndChecked) {
   for (DType dt : {DType::bf16, DType::f16}) {
     ScalerOptions o;
