@@ -24,16 +24,6 @@ int64_t extent(const Geometry& g) {
   return e;
 }
 
-// Row-major strides of a dense tensor of this shape.
-bool row_major(const Geometry& g) {
-  int64_t expected = 1;
-  for (size_t i = g.shape.size(); i-- > 0;) {
-    if (g.shape[i] != 1 && g.strides[i] != expected) return false;
-    expected *= g.shape[i];
-  }
-  return true;
-}
-
 // Every element of a dense block exactly once, in some dimension order (a transpose or
 // permute of a row-major layout; size-1 dimensions ignored).
 bool dense_permutation(const Geometry& g) {
@@ -60,9 +50,9 @@ class ViewBackward final : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     const Tensor& g = grads[0];
     const int64_t n = extent(src_);
-    const bool whole = row_major(src_) && view_.offset == src_.offset &&
+    const bool whole = is_row_major(src_.shape, src_.strides) && view_.offset == src_.offset &&
                        shape_numel(view_.shape) == shape_numel(src_.shape) && n > 0;
-    if (whole && row_major(view_)) return {g.contiguous().view(src_.shape)};
+    if (whole && is_row_major(view_.shape, view_.strides)) return {g.contiguous().view(src_.shape)};
     Tensor buffer = whole && dense_permutation(view_)
                         ? Tensor::empty({n}, g.dtype())
                         : Tensor::zeros({std::max<int64_t>(n, 1)}, g.dtype());

@@ -34,6 +34,16 @@ Shape contiguous_strides(const Shape& shape) {
   return strides;
 }
 
+bool is_row_major(const Shape& shape, const Shape& strides) {
+  int64_t expected = 1;
+  for (size_t i = shape.size(); i-- > 0;) {
+    if (shape[i] == 1) continue;  // a size-1 dim's stride never matters
+    if (strides[i] != expected) return false;
+    expected *= shape[i];
+  }
+  return true;
+}
+
 std::string shape_to_string(const Shape& shape) {
   std::string out = "[";
   for (size_t i = 0; i < shape.size(); ++i) {

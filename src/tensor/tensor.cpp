@@ -61,15 +61,7 @@ int64_t Tensor::size(int64_t dim) const {
 }
 
 bool Tensor::is_contiguous() const {
-  const Shape& sh = shape();
-  const Shape& st = strides();
-  int64_t expected = 1;
-  for (size_t i = sh.size(); i-- > 0;) {
-    if (sh[i] == 1) continue;  // a size-1 dim's stride never matters
-    if (st[i] != expected) return numel() == 0;
-    expected *= sh[i];
-  }
-  return true;
+  return numel() == 0 || is_row_major(shape(), strides());
 }
 
 bool Tensor::shares_storage_with(const Tensor& other) const {

@@ -13,6 +13,8 @@ using Shape = std::vector<int64_t>;
 int64_t shape_numel(const Shape& shape);
 // Row-major strides of a contiguous tensor of this shape.
 Shape contiguous_strides(const Shape& shape);
+// Whether `strides` lay `shape` out row-major and dense (size-1 dims' strides ignored).
+bool is_row_major(const Shape& shape, const Shape& strides);
 // "[2, 3, 4]"
 std::string shape_to_string(const Shape& shape);
 // Maps a possibly negative dim into [0, ndim); throws naming `where` when out of range.
