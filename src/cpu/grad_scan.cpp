@@ -3,7 +3,6 @@
 #include "mixprec/cpu/grad_scan.h"
 
 #include <algorithm>
-#include <atomic>
 #include <cmath>
 #include <cstring>
 #include <span>
@@ -62,16 +61,6 @@ bool any_nonfinite(const T* p, int64_t b, int64_t e) {
   return bad != 0;
 }
 
-// Runs fn(begin, end) -> bool over fixed chunks; true when any chunk returned true.
-template <class F>
-bool any_chunk(int64_t n, F&& fn) {
-  std::atomic<bool> any{false};
-  parallel_for(n, kChunk, [&](int64_t b, int64_t e) {
-    if (fn(b, e)) any.store(true, std::memory_order_relaxed);
-  });
-  return any.load();
-}
-
 // g * inv_scale over p[b, e) tested (and written back when `write`). With inv_scale <= 1 a
 // finite value stays finite, so a read-only scan only needs the bits.
 template <class T>
@@ -93,11 +82,6 @@ bool scan_range(T* p, int64_t b, int64_t e, float inv_scale, bool write) {
   return bad != 0;
 }
 
-template <class T>
-bool scan(T* p, int64_t n, float inv_scale, bool write) {
-  return any_chunk(n, [&](int64_t b, int64_t e) { return scan_range(p, b, e, inv_scale, write); });
-}
-
 template <class F>
 bool dispatch_scan(const Tensor& g, F&& f) {
   switch (g.dtype()) {
@@ -114,44 +98,29 @@ bool dispatch_scan(const Tensor& g, F&& f) {
   }
 }
 
+// Every gradient scanned in one parallel pass of kChunk pieces: the index of the first one
+// holding a non-finite result, or -1.
 int64_t scan_all(std::span<const Tensor> gs, float inv_scale, bool write, const char* where) {
-  // One task per kChunk piece of every tensor, all in one parallel pass: a model's many
-  // small tensors would otherwise each be a parallel region of one chunk, on one thread.
-  struct Task {
-    std::size_t tensor;
-    int64_t begin, end;
-  };
-  std::vector<Task> tasks;
-  for (std::size_t t = 0; t < gs.size(); ++t) {
-    check_grad(gs[t], where);
-    for (int64_t b = 0; b < gs[t].numel(); b += kChunk)
-      tasks.push_back({t, b, std::min(gs[t].numel(), b + kChunk)});
+  std::vector<int64_t> sizes;
+  for (const Tensor& g : gs) {
+    check_grad(g, where);
+    sizes.push_back(g.numel());
   }
-  std::vector<char> task_bad(tasks.size(), 0), bad(gs.size(), 0);
-  parallel_for(static_cast<int64_t>(tasks.size()), 1, [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) {
-      const Task& task = tasks[static_cast<std::size_t>(i)];
-      task_bad[static_cast<std::size_t>(i)] = dispatch_scan(gs[task.tensor], [&](auto* p) {
-        return scan_range(p, task.begin, task.end, inv_scale, write);
+  const std::vector<int64_t> bad =  // per piece: its tensor's index when it found one, else -1
+      map_pieces<int64_t>(sizes, kChunk, [&](std::size_t t, int64_t b, int64_t e) {
+        const bool found =
+            dispatch_scan(gs[t], [&](auto* p) { return scan_range(p, b, e, inv_scale, write); });
+        return found ? static_cast<int64_t>(t) : int64_t{-1};
       });
-    }
-  });
-  for (std::size_t i = 0; i < tasks.size(); ++i) bad[tasks[i].tensor] |= task_bad[i];
-  for (std::size_t t = 0; t < gs.size(); ++t)
-    if (bad[t]) return static_cast<int64_t>(t);
+  for (int64_t t : bad)
+    if (t >= 0) return t;  // pieces come in tensor order
   return -1;
 }
 
 }  // namespace
 
 bool unscale_and_check(Tensor& g, float inv_scale) {
-  check_grad(g, "unscale_and_check");
-  return dispatch_scan(g, [&](auto* p) { return scan(p, g.numel(), inv_scale, true); });
-}
-
-bool has_nonfinite(const Tensor& g, float inv_scale) {
-  check_grad(g, "has_nonfinite");
-  return dispatch_scan(g, [&](auto* p) { return scan(p, g.numel(), inv_scale, false); });
+  return scan_all({&g, 1}, inv_scale, true, "unscale_and_check") >= 0;
 }
 
 int64_t unscale_and_check(std::span<const Tensor> gs, float inv_scale) {

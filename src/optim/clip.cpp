@@ -13,28 +13,19 @@ namespace mixprec::optim {
 using detail::kChunk;
 
 double grad_norm(const ParamList& params, float inv_scale) {
-  // f64 sums of (g * inv_scale)^2 over each kChunk piece of every gradient, all pieces in one
-  // parallel pass, added in (parameter, piece) order.
-  struct Piece {
-    Tensor grad;
-    int64_t begin, end;
-  };
-  std::vector<Piece> pieces;
+  std::vector<Tensor> grads;
+  std::vector<int64_t> sizes;
   for (const auto& p : params) {
     const Tensor raw = p->grad();
     if (!raw.defined()) continue;
-    const Tensor g = detail::checked_grad(*p, raw, "grad_norm");
-    for (int64_t b = 0; b < g.numel(); b += kChunk)
-      pieces.push_back({g, b, std::min(g.numel(), b + kChunk)});
+    grads.push_back(detail::checked_grad(*p, raw, "grad_norm"));
+    sizes.push_back(grads.back().numel());
   }
-  std::vector<double> sums(pieces.size(), 0.0);
-  parallel_for(static_cast<int64_t>(pieces.size()), 1, [&](int64_t first, int64_t last) {
-    for (int64_t i = first; i < last; ++i) {
-      const Piece& piece = pieces[static_cast<std::size_t>(i)];
-      sums[static_cast<std::size_t>(i)] =
-          detail::square_sum(piece.grad, piece.begin, piece.end, inv_scale);
-    }
-  });
+  // f64 sums of (g * inv_scale)^2 per kChunk piece of every gradient, added in order.
+  const std::vector<double> sums =
+      map_pieces<double>(sizes, kChunk, [&](std::size_t i, int64_t begin, int64_t end) {
+        return detail::square_sum(grads[i], begin, end, inv_scale);
+      });
   double total = 0;
   for (double s : sums) total += s;
   return std::sqrt(total);

@@ -14,12 +14,10 @@ namespace mixprec::cpu {
 // g <- g * inv_scale (rounded once into g's dtype; skipped when inv_scale == 1) and returns
 // true when any result is inf or NaN (so a finite value that unscaling overflows counts too).
 bool unscale_and_check(Tensor& g, float inv_scale);
-// The same test on g * inv_scale without writing anything.
-bool has_nonfinite(const Tensor& g, float inv_scale = 1.0f);
-// The same over many gradients in one parallel pass (a model's small tensors would each be a
-// parallel region of one chunk): the index of the first tensor holding a non-finite result,
-// or -1. The tensors' data is written (unscale_and_check), not the handles.
+// The same over many gradients in one parallel pass (map_pieces): the index of the first
+// tensor holding a non-finite result, or -1. The tensors' data is written, not the handles.
 int64_t unscale_and_check(std::span<const Tensor> gs, float inv_scale);
+// The test alone on g * inv_scale as an optimizer reads it (f32), writing nothing.
 int64_t first_nonfinite(std::span<const Tensor> gs, float inv_scale = 1.0f);
 
 struct GradNumerics {

@@ -1,5 +1,6 @@
-// The many-tensor gradient scans against the one-tensor ones they replace in the scaler and in
-// clipping: the same first bad tensor, the same unscaled bits.
+// The gradient scans of the scaler and of clipping against element-by-element references:
+// which tensor holds the first bad value, and the unscaled bits (the exact f64 product of
+// each element and 1/scale, rounded once into the gradient's dtype).
 #include "mixprec/cpu/grad_scan.h"
 
 #include <gtest/gtest.h>
@@ -40,8 +41,10 @@ TEST(GradScan, ManyTensorsFindTheFirstTensorWithABadValue) {
   EXPECT_EQ(cpu::first_nonfinite(g), 1);
   poison(g[0], 0, -inf);
   EXPECT_EQ(cpu::first_nonfinite(g), 0);
-  for (size_t i = 0; i < g.size(); ++i)
-    EXPECT_EQ(cpu::has_nonfinite(g[i]), i == 0 || i == 1 || i == 6) << i;
+  for (size_t i = 0; i < g.size(); ++i) {
+    Tensor one = g[i].clone();
+    EXPECT_EQ(cpu::unscale_and_check(one, 1.0f), i == 0 || i == 1 || i == 6) << i;
+  }
   // A product that overflows f32 counts in both; one that overflows only the f16 storage
   // counts where it is stored (the read-only test sees the f32 product an optimizer reads).
   std::vector<Tensor> big = gradients();
@@ -52,13 +55,19 @@ TEST(GradScan, ManyTensorsFindTheFirstTensorWithABadValue) {
   EXPECT_EQ(cpu::unscale_and_check(big, 2.0f), 4);
 }
 
-TEST(GradScan, ManyTensorsUnscaleToTheOneTensorBits) {
-  std::vector<Tensor> many = gradients(), one = gradients();
-  EXPECT_EQ(cpu::unscale_and_check(many, 1.0f / 3.0f), -1);
-  for (size_t i = 0; i < one.size(); ++i) {
-    EXPECT_FALSE(cpu::unscale_and_check(one[i], 1.0f / 3.0f));
-    EXPECT_EQ(many[i].to_doubles(), one[i].to_doubles()) << i;
-    EXPECT_NE(many[i].to_doubles(), gradients()[i].to_doubles()) << i;  // it did write
+TEST(GradScan, UnscalingRoundsTheExactProductOnceIntoEachDtype) {
+  const float inv = 1.0f / 3.0f;
+  std::vector<Tensor> many = gradients();
+  EXPECT_EQ(cpu::unscale_and_check(many, inv), -1);
+  const std::vector<Tensor> before = gradients();
+  for (size_t i = 0; i < many.size(); ++i) {
+    std::vector<double> expect = before[i].to_doubles();
+    for (double& v : expect) v *= static_cast<double>(inv);  // exact for every dtype but f64
+    const Tensor want = Tensor::from_doubles(expect, before[i].shape(), before[i].dtype());
+    EXPECT_EQ(many[i].to_doubles(), want.to_doubles()) << i;
+    Tensor one = before[i].clone();  // the one-tensor form: the same pass
+    EXPECT_FALSE(cpu::unscale_and_check(one, inv));
+    EXPECT_EQ(one.to_doubles(), want.to_doubles()) << i;
   }
 }
 
