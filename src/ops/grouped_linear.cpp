@@ -14,8 +14,8 @@
 #include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/gemm.h"
-#include "mixprec/cpu/reduce_to_shape.h"
 #include "mixprec/parallel.h"
+#include "work_spread.h"
 
 namespace mixprec {
 namespace {
@@ -27,33 +27,23 @@ struct Task {
   std::function<void()> run;
 };
 
-// Runs every task once, each whole on one thread: the heaviest first, each onto the thread
-// with the least work so far (which thread runs a task never changes its result).
+// Runs every task once as detail::spread_work plans it.
 void run_spread(const std::vector<Task>& tasks) {
-  if (tasks.empty()) return;
-  const int threads =
-      static_cast<int>(std::min<int64_t>(num_threads(), static_cast<int64_t>(tasks.size())));
-  std::vector<std::size_t> order(tasks.size());
-  for (std::size_t i = 0; i < order.size(); ++i) order[i] = i;
-  std::stable_sort(order.begin(), order.end(),
-                   [&](std::size_t a, std::size_t b) { return tasks[a].work > tasks[b].work; });
-  std::vector<std::vector<std::size_t>> plan(static_cast<std::size_t>(std::max(threads, 1)));
-  std::vector<double> load(plan.size(), 0.0);
-  for (std::size_t i : order) {
-    const auto t =
-        static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    plan[t].push_back(i);
-    load[t] += tasks[i].work;
-  }
+  std::vector<double> work;
+  for (const Task& t : tasks) work.push_back(t.work);
+  const detail::WorkSpread plan = detail::spread_work(work, num_threads());
+  for (std::size_t i : plan.shared) tasks[i].run();
+  const int threads = static_cast<int>(plan.per_thread.size());
+  if (threads == 0) return;
   // An exception must not leave the region: the first is kept and rethrown after it.
   std::exception_ptr error;
 #pragma omp parallel num_threads(threads) if (threads > 1)
   {
     const cpu::WholeProductScope whole;
     // The team may be smaller than asked (a nested region): its threads share the plan.
-    for (auto t = static_cast<std::size_t>(omp_get_thread_num()); t < plan.size();
+    for (auto t = static_cast<std::size_t>(omp_get_thread_num()); t < plan.per_thread.size();
          t += static_cast<std::size_t>(omp_get_num_threads()))
-      for (std::size_t i : plan[t]) {
+      for (std::size_t i : plan.per_thread[t]) {
         try {
           tasks[i].run();
         } catch (...) {
@@ -73,44 +63,37 @@ double product_work(int64_t m, int64_t n, int64_t k) {
 class GroupedLinearBackward final : public Node {
  public:
   explicit GroupedLinearBackward(std::vector<LinearProduct> groups) : groups_(std::move(groups)) {
-    for (LinearProduct& p : groups_) p.b = Tensor();
     num_outputs_ = static_cast<int>(groups_.size());
   }
   const char* name() const override { return "GroupedLinearBackward"; }
   void release_saved() override {
-    for (LinearProduct& p : groups_) p.x2 = p.w = Tensor();
+    for (LinearProduct& p : groups_) p.release();
   }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     const std::size_t n = groups_.size();
     const auto& edges = next_edges();
-    std::vector<Tensor> out(3 * n), operands(n);
+    std::vector<LinearProduct::Grads> out(n);
     std::vector<Task> tasks;
     // Everything that allocates or converts happens here, on this thread; the tasks only
     // run products into tensors made for them.
     for (std::size_t g = 0; g < n; ++g) {
       if (!grads[g].defined()) continue;
       const LinearProduct& p = groups_[g];
-      const Tensor rows = p.grad_rows(grads[g]);
-      operands[g] = p.grad_operand(rows);
-      if (edges[g].node) {  // dX = dY · W
-        out[g] = Tensor::empty({p.rows, p.in}, p.x_dtype);
-        tasks.push_back({product_work(p.rows, p.in, p.out),
-                         [&, g] { groups_[g].grad_x(operands[g], out[g]); }});
-      }
-      if (edges[n + g].node) {  // dW = dYᵀ · X, in f32
-        out[n + g] = Tensor::empty({p.out, p.in}, p.grad_w_dtype());
-        tasks.push_back({product_work(p.out, p.in, p.rows),
-                         [&, g] { groups_[g].grad_w(operands[g], out[n + g]); }});
-      }
-      // db = column sums of dY (f32), a pass of its own over the threads.
-      if (edges[2 * n + g].node)
-        out[2 * n + g] = cpu::reduce_to_shape(rows, {p.out},
-                                              rows.dtype() == DType::f64 ? DType::f64 : DType::f32);
+      out[g] = p.start_backward(grads[g], edges[g].node != nullptr, edges[n + g].node != nullptr,
+                                edges[2 * n + g].node != nullptr);
+      if (out[g].dx.defined())
+        tasks.push_back({product_work(p.rows, p.in, p.out), [&, g] { groups_[g].grad_x(out[g]); }});
+      if (out[g].dw.defined())
+        tasks.push_back({product_work(p.out, p.in, p.rows), [&, g] { groups_[g].grad_w(out[g]); }});
     }
     run_spread(tasks);
-    for (std::size_t g = 0; g < n; ++g)
-      if (out[g].defined()) out[g] = out[g].view(groups_[g].x_shape);
-    return out;
+    std::vector<Tensor> result(3 * n);
+    for (std::size_t g = 0; g < n; ++g) {
+      result[g] = out[g].dx;
+      result[n + g] = out[g].dw;
+      result[2 * n + g] = out[g].db;
+    }
+    return result;
   }
 
  private:
@@ -148,11 +131,10 @@ std::vector<Tensor> grouped_linear(const std::vector<Tensor>& xs,
   std::vector<Task> tasks;
   for (std::size_t g = 0; g < n; ++g) {
     const LinearProduct& p = groups[g];
-    ys[g] = Tensor::empty({p.rows, p.out}, p.x_dtype);
+    ys[g] = p.make_output();
     tasks.push_back({product_work(p.rows, p.out, p.in), [&, g] { groups[g].forward(ys[g]); }});
   }
   run_spread(tasks);
-  for (std::size_t g = 0; g < n; ++g) ys[g] = ys[g].view(groups[g].y_shape());
   if (any_requires_grad(inputs)) {
     auto node = std::make_shared<GroupedLinearBackward>(std::move(groups));
     connect(*node, inputs);
@@ -161,4 +143,29 @@ std::vector<Tensor> grouped_linear(const std::vector<Tensor>& xs,
   return ys;
 }
 
+namespace detail {
+
+WorkSpread spread_work(const std::vector<double>& work, int threads) {
+  double total = 0;
+  for (double w : work) total += w;
+  WorkSpread plan;
+  std::vector<std::size_t> rest;
+  for (std::size_t i = 0; i < work.size(); ++i)
+    (2 * work[i] >= total && total > 0 ? plan.shared : rest).push_back(i);
+  if (rest.empty()) return plan;
+  std::stable_sort(rest.begin(), rest.end(),
+                   [&](std::size_t a, std::size_t b) { return work[a] > work[b]; });
+  plan.per_thread.resize(
+      static_cast<std::size_t>(std::clamp<int64_t>(threads, 1, static_cast<int64_t>(rest.size()))));
+  std::vector<double> load(plan.per_thread.size(), 0.0);
+  for (std::size_t i : rest) {
+    const auto t =
+        static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
+    plan.per_thread[t].push_back(i);
+    load[t] += work[i];
+  }
+  return plan;
+}
+
+}  // namespace detail
 }  // namespace mixprec

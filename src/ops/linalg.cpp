@@ -8,13 +8,11 @@
 #include "mixprec/amp/policy.h"
 #include "mixprec/autograd/function.h"
 #include "mixprec/cpu/gemm.h"
-#include "mixprec/cpu/reduce_to_shape.h"
 #include "mixprec/numerics/convert.h"
 
 namespace mixprec {
 namespace {
 
-using detail::acc_dtype;
 using detail::as_operand;
 using detail::batched_product;
 using detail::check_float_pair;
@@ -123,26 +121,16 @@ namespace {
 
 class LinearBackward final : public Node {
  public:
-  explicit LinearBackward(detail::LinearProduct p) : p_(std::move(p)) { p_.b = Tensor(); }
+  explicit LinearBackward(detail::LinearProduct p) : p_(std::move(p)) {}
   const char* name() const override { return "LinearBackward"; }
-  void release_saved() override { p_.x2 = p_.w = Tensor(); }
+  void release_saved() override { p_.release(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
-    const Tensor g = p_.grad_rows(grads[0]);
-    const Tensor gp = p_.grad_operand(g);  // dY as the matmuls see it
     const auto& edges = next_edges();
-    Tensor gx, gw, gb;
-    if (edges[0].node) {  // dX [rows, In] = dY [rows, Out] · W [Out, In]
-      gx = Tensor::empty({p_.rows, p_.in}, p_.x_dtype);
-      p_.grad_x(gp, gx);
-      gx = gx.view(p_.x_shape);
-    }
-    if (edges[1].node) {  // dW [Out, In] = dYᵀ · X, in f32
-      gw = Tensor::empty({p_.out, p_.in}, p_.grad_w_dtype());
-      p_.grad_w(gp, gw);
-    }
-    // db [Out] = column sums of dY, f32 accumulation and result.
-    if (edges[2].node) gb = cpu::reduce_to_shape(g, {p_.out}, acc_dtype(g.dtype()));
-    return {gx, gw, gb};
+    const detail::LinearProduct::Grads g = p_.start_backward(
+        grads[0], edges[0].node != nullptr, edges[1].node != nullptr, edges[2].node != nullptr);
+    if (g.dx.defined()) p_.grad_x(g);
+    if (g.dw.defined()) p_.grad_w(g);
+    return {g.dx, g.dw, g.db};
   }
 
  private:
@@ -154,9 +142,8 @@ class LinearBackward final : public Node {
 Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
   const auto [x, weight, bias] = amp::autocast_args("linear", x_in, weight_in, bias_in);
   detail::LinearProduct p = detail::LinearProduct::prepare("linear", x, weight, bias);
-  Tensor y = Tensor::empty({p.rows, p.out}, p.x_dtype);
+  Tensor y = p.make_output();
   p.forward(y);
-  y = y.view(p.y_shape());
   if (any_requires_grad({&x, &weight, &bias})) {
     auto node = std::make_shared<LinearBackward>(std::move(p));
     connect(*node, {x, weight, bias});  // an undefined bias gets a null edge

@@ -4,6 +4,7 @@
 
 #include "linear_parts.h"
 #include "mixprec/cpu/gemm.h"
+#include "mixprec/cpu/reduce_to_shape.h"
 
 namespace mixprec::detail {
 
@@ -31,10 +32,10 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
   return p;
 }
 
-Shape LinearProduct::y_shape() const {
-  Shape s = x_shape;
-  s.back() = out;
-  return s;
+Tensor LinearProduct::make_output() const {
+  Shape shape = x_shape;
+  shape.back() = out;
+  return Tensor::empty(shape, x_dtype);
 }
 
 void LinearProduct::forward(const Tensor& y) const {
@@ -43,26 +44,25 @@ void LinearProduct::forward(const Tensor& y) const {
             {x_dtype, y.raw_data(), out, 0, b.defined() ? b.raw_data() : nullptr});
 }
 
-Tensor LinearProduct::grad_rows(const Tensor& dy) const {
-  return as_operand(dy, x_dtype).view({rows, out});
+LinearProduct::Grads LinearProduct::start_backward(const Tensor& dy, bool want_x, bool want_w,
+                                                   bool want_b) const {
+  const Tensor g = as_operand(dy, x_dtype).view({rows, out});
+  Grads r;
+  r.operand = precision_operand(g, precision);
+  if (want_x) r.dx = Tensor::empty(x_shape, x_dtype);
+  if (want_w) r.dw = Tensor::empty({out, in}, acc_dtype(w.dtype()));
+  if (want_b) r.db = cpu::reduce_to_shape(g, {out}, acc_dtype(g.dtype()));
+  return r;
 }
 
-Tensor LinearProduct::grad_operand(const Tensor& g) const {
-  return precision_operand(g, precision);
+void LinearProduct::grad_x(const Grads& g) const {
+  cpu::gemm(rows, in, out, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out},
+            {w.dtype(), w.raw_data(), in}, 0.0f, {x_dtype, g.dx.raw_data(), in});
 }
 
-void LinearProduct::grad_x(const Tensor& gp, const Tensor& dx) const {
-  cpu::gemm(rows, in, out, 1.0f, {gp.dtype(), gp.raw_data(), out}, {w.dtype(), w.raw_data(), in},
-            0.0f, {x_dtype, dx.raw_data(), in});
-}
-
-void LinearProduct::grad_w(const Tensor& gp, const Tensor& dw) const {
-  cpu::gemm(out, in, rows, 1.0f, {gp.dtype(), gp.raw_data(), out, true},
-            {x2.dtype(), x2.raw_data(), in}, 0.0f, {dw.dtype(), dw.raw_data(), in});
-}
-
-DType LinearProduct::grad_w_dtype() const {
-  return acc_dtype(w.dtype());
+void LinearProduct::grad_w(const Grads& g) const {
+  cpu::gemm(out, in, rows, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out, true},
+            {x2.dtype(), x2.raw_data(), in}, 0.0f, {g.dw.dtype(), g.dw.raw_data(), in});
 }
 
 }  // namespace mixprec::detail

@@ -1,6 +1,6 @@
 // One linear layer's products, shared by linear and grouped_linear (private to src/ops): the
-// operands as its GEMMs read them, and the forward and backward products into tensors the
-// caller allocates, so a caller can run many of them from its own threads.
+// operands as its GEMMs read them, and the forward and backward products into tensors made
+// beforehand, so a caller can run many of them from its own threads.
 #pragma once
 
 #include <cstdint>
@@ -13,7 +13,7 @@ namespace mixprec::detail {
 struct LinearProduct {
   Tensor x2;  // x as [rows, In], rounded under the matmul precision
   Tensor w;   // weight [Out, In], rounded the same way
-  Tensor b;   // bias [Out] as given (undefined: none); the forward only
+  Tensor b;   // bias [Out] as given (undefined: none)
   Shape x_shape;
   DType x_dtype = DType::f32;
   amp::MatmulPrecision precision = amp::MatmulPrecision::highest;
@@ -23,19 +23,22 @@ struct LinearProduct {
   // `op` names the caller in errors.
   static LinearProduct prepare(const char* op, const Tensor& x, const Tensor& weight,
                                const Tensor& bias);
+  void release() { x2 = w = b = Tensor(); }
 
-  Shape y_shape() const;
-  // y [rows, Out] (x's dtype, allocated) = x2 · wᵀ + b
+  // y [..., Out] in x's dtype, made here; forward() fills it: x2 · wᵀ + b.
+  Tensor make_output() const;
   void forward(const Tensor& y) const;
-  // dY as [rows, Out], contiguous (what the bias gradient sums), and as the backward
-  // products read it (rounded under the precision).
-  Tensor grad_rows(const Tensor& dy) const;
-  Tensor grad_operand(const Tensor& rows) const;
-  // dX [rows, In] (x's dtype) = dY · W
-  void grad_x(const Tensor& gp, const Tensor& dx) const;
-  // dW [Out, In] (f32, f64 for f64: a weight gradient is never rounded to bf16/f16) = dYᵀ · X
-  void grad_w(const Tensor& gp, const Tensor& dw) const;
-  DType grad_w_dtype() const;
+
+  // One backward: dY as the products read it (rounded under the precision) and the wanted
+  // gradients, made here in their final shapes and dtypes (dX in x's, dW in f32: a weight
+  // gradient is never rounded to bf16/f16); db (column sums of dY, f32) is already summed.
+  // grad_x / grad_w run the products that fill dx / dw.
+  struct Grads {
+    Tensor operand, dx, dw, db;
+  };
+  Grads start_backward(const Tensor& dy, bool want_x, bool want_w, bool want_b) const;
+  void grad_x(const Grads& g) const;  // dX = dY · W
+  void grad_w(const Grads& g) const;  // dW = dYᵀ · X
 };
 
 }  // namespace mixprec::detail
