@@ -272,8 +272,7 @@ int main(int argc, char** argv) {
   auto measure_peak = [&] {
     return std::max(bench::fma_peak_avx512(opt.threads), bench::fma_peak_avx2(opt.threads));
   };
-  const double peak512 = bench::fma_peak_avx512(opt.threads);
-  double peak = std::max(peak512, bench::fma_peak_avx2(opt.threads));
+  double peak = measure_peak();
   std::printf(
       "config S: vocab 256, d_model 256, 4 layers, 4 heads, d_ff 1024, T %lld, batch %lld; "
       "AdamW, clip 1.0; %d threads; data: %s\n",
@@ -282,7 +281,7 @@ int main(int argc, char** argv) {
   std::printf(
       "FP32 FMA peak (measured now, %s): %.1f GFLOP/s; MFU uses the best of this and the "
       "measurements after each model's steps\n",
-      peak512 > 0 ? "AVX-512" : "AVX2", peak);
+      __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2", peak);
   std::printf(
       "MFU = tokens * (6 N + 12 L T d) / step time / peak; N = matmul weights per token "
       "(attention 4 d^2, MLP 2 d d_ff or router E d + top_k * 2 d d_ff, lm_head V d)\n");

@@ -293,10 +293,8 @@ void gemm_f64(const Problem& p, int64_t batch, const GemmGrid& grid) {
   }
 }
 
-}  // namespace
+thread_local bool t_whole_products = false;  // inside a WholeProductScope
 
-namespace {
-thread_local bool t_whole_products = false;
 }  // namespace
 
 WholeProductScope::WholeProductScope() : saved_(t_whole_products) {
