@@ -26,16 +26,35 @@ std::size_t Allocator::block_size(std::size_t nbytes) {
   return (nbytes + step - 1) / step * step;
 }
 
+void* Allocator::take_cached(std::size_t size) {
+  auto it = free_blocks_.lower_bound(size);
+  const std::size_t limit = size >= kLargeBlock && size <= SIZE_MAX / 3 ? size + size / 2 : size;
+  for (; it != free_blocks_.end() && it->first <= limit; ++it) {
+    if (it->second.empty()) continue;
+    void* ptr = it->second.back();
+    it->second.pop_back();
+    stats_.cached_bytes -= it->first;
+    if (it->first != size) oversized_.emplace(ptr, it->first);
+    return ptr;
+  }
+  return nullptr;
+}
+
+std::size_t Allocator::live_block_size(void* ptr, std::size_t nbytes) {
+  if (oversized_.empty()) return block_size(nbytes);
+  const auto it = oversized_.find(ptr);
+  if (it == oversized_.end()) return block_size(nbytes);
+  const std::size_t size = it->second;
+  oversized_.erase(it);
+  return size;
+}
+
 void* Allocator::allocate(std::size_t nbytes, DType dtype) {
   const std::size_t size = block_size(nbytes);
   const auto d = static_cast<std::size_t>(dtype);
   std::lock_guard<std::mutex> lock(mutex_);
-  void* ptr = nullptr;
-  auto it = free_blocks_.find(size);
-  if (it != free_blocks_.end() && !it->second.empty()) {
-    ptr = it->second.back();
-    it->second.pop_back();
-    stats_.cached_bytes -= size;
+  void* ptr = take_cached(size);
+  if (ptr) {
     ++stats_.reuses;
   } else {
     ptr = std::aligned_alloc(kAlignment, size);
@@ -60,8 +79,8 @@ void* Allocator::allocate(std::size_t nbytes, DType dtype) {
 
 void Allocator::deallocate(void* ptr, std::size_t nbytes, DType dtype) {
   if (!ptr) return;
-  const std::size_t size = block_size(nbytes);
   std::lock_guard<std::mutex> lock(mutex_);
+  const std::size_t size = live_block_size(ptr, nbytes);
   stats_.current_bytes -= nbytes;
   stats_.current_by_dtype[static_cast<std::size_t>(dtype)] -= nbytes;
   if (stats_.cached_bytes + size <= cache_limit_) {

@@ -1,11 +1,17 @@
 // The caching host allocator: every tensor's bytes come from here. Freed blocks are kept in
 // size classes and handed out again, and live bytes are counted per dtype, so later layers
 // (optimizers, the memory planner) can measure what a policy really costs.
+//
+// A large request whose own class has no cached block takes the smallest cached block of at
+// most 1.5 times its class: the buffers of a mixture-of-experts layer change size
+// with the routing every step, and a fresh block for each new size would be page-faulted in
+// anew (thousands of faults a step) while the cache grows.
 #pragma once
 
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <mutex>
 #include <unordered_map>
 #include <vector>
@@ -28,6 +34,8 @@ struct MemoryStats {
 class Allocator {
  public:
   static constexpr std::size_t kAlignment = 64;
+  // From this class size on, a request may take a cached block of a larger class (up to 1.5x).
+  static constexpr std::size_t kLargeBlock = std::size_t{64} << 10;
 
   // The process-wide allocator used by tensors.
   static Allocator& instance();
@@ -55,7 +63,11 @@ class Allocator {
   mutable std::mutex mutex_;
   MemoryStats stats_;
   std::size_t cache_limit_ = std::size_t{4} << 30;
-  std::unordered_map<std::size_t, std::vector<void*>> free_blocks_;
+  void* take_cached(std::size_t size);  // a cached block for class `size`, or nullptr
+  std::size_t live_block_size(void* ptr, std::size_t nbytes);  // and forgets an oversize entry
+
+  std::map<std::size_t, std::vector<void*>> free_blocks_;  // by class size, for best fit
+  std::unordered_map<void*, std::size_t> oversized_;       // live blocks from a larger class
 };
 
 }  // namespace mixprec

@@ -117,6 +117,41 @@ TEST(AllocatorAllocate, FreedBlockIsReusedForTheSameSizeClass) {
   a.deallocate(s, 2000, DType::f32);
 }
 
+TEST(AllocatorAllocate, LargeRequestTakesACachedBlockOfAtMostOneAndAHalfTimesItsClass) {
+  Allocator a;
+  const std::size_t big = std::size_t{1} << 20;  // the 1 MiB class
+  void* p = a.allocate(big, DType::f32);
+  a.deallocate(p, big, DType::f32);
+  // 768 KiB (its own class, nothing cached there) takes the 1 MiB block: 1.33x.
+  const std::size_t smaller = big / 4 * 3;
+  void* q = a.allocate(smaller, DType::f32);
+  EXPECT_EQ(q, p);
+  EXPECT_EQ(a.stats().reuses, 1u);
+  EXPECT_EQ(a.stats().cached_bytes, 0u);
+  EXPECT_EQ(a.stats().current_bytes, smaller);
+  // Freed, it goes back to the 1 MiB class it came from, whatever size it served.
+  a.deallocate(q, smaller, DType::f32);
+  EXPECT_EQ(a.stats().cached_bytes, big);
+  EXPECT_EQ(a.stats().reserved_bytes, big);
+  EXPECT_EQ(a.allocate(big, DType::f32), p);
+  a.deallocate(p, big, DType::f32);
+  // 640 KiB would waste 1.6x: a fresh block, the 1 MiB one stays cached.
+  void* r = a.allocate(big / 8 * 5, DType::f32);
+  EXPECT_NE(r, p);
+  EXPECT_EQ(a.stats().cached_bytes, big);
+  a.deallocate(r, big / 8 * 5, DType::f32);
+  // Small requests keep to their own class.
+  void* s = a.allocate(4096, DType::f32);
+  a.deallocate(s, 4096, DType::f32);
+  void* t = a.allocate(4000, DType::f32);  // the 4096 class too: exact reuse
+  EXPECT_EQ(t, s);
+  a.deallocate(t, 4000, DType::f32);
+  void* u = a.allocate(3500, DType::f32);  // the 3584 class: no larger-class reuse below 64 KiB
+  EXPECT_NE(u, s);
+  a.deallocate(u, 3500, DType::f32);
+  EXPECT_EQ(a.stats().current_bytes, 0u);
+}
+
 TEST(AllocatorAllocate, LiveBlocksAreNeverHandedOutTwice) {
   Allocator a;
   void* p = a.allocate(100, DType::f32);
