@@ -17,11 +17,12 @@ using namespace attention_detail;  // block sizes, scratch buffers, widening
 constexpr int64_t kChunk = 256;    // query rows per work item (K/V widened once per item)
 
 // One block of query rows [r0, r0 + rows) of one head against keys [0, kend).
-// q [rows, Dh], k/v [kend, Dh] (acc type); writes out [rows, Dh] (storage) and lse [rows].
+// q [rows, Dh], k/v [kend, Dh] (acc type); writes out [rows, Dh] (storage, rows out_ld apart)
+// and lse [rows].
 template <class T>
-void query_block(const acc_t<T>* q, const acc_t<T>* k, const acc_t<T>* v, int64_t r0, int64_t rows,
-                 int64_t kend, int64_t dh, bool causal, acc_t<T> scale, T* out, acc_t<T>* lse,
-                 acc_t<T>* out_acc) {
+void query_block(Rows<acc_t<T>> q, Rows<acc_t<T>> k, Rows<acc_t<T>> v, int64_t r0, int64_t rows,
+                 int64_t kend, int64_t dh, bool causal, acc_t<T> scale, T* out, int64_t out_ld,
+                 acc_t<T>* lse, acc_t<T>* out_acc) {
   using A = acc_t<T>;
   constexpr DType ad = acc_dtype<A>();
   A* s = scratch<A>(2, kBr * kBc);  // scores, then probabilities [rows, kBc]
@@ -33,7 +34,7 @@ void query_block(const acc_t<T>* q, const acc_t<T>* k, const acc_t<T>* v, int64_
   std::fill(l, l + rows, A(0));
   for (int64_t c0 = 0; c0 < kend; c0 += kBc) {
     const int64_t cols = std::min(kBc, kend - c0);
-    gemm(rows, cols, dh, 1.0f, {ad, q, dh}, {ad, k + c0 * dh, dh, true}, 0.0f, {ad, s, kBc});
+    gemm(rows, cols, dh, 1.0f, {ad, q.p, q.ld}, {ad, k.at(c0), k.ld, true}, 0.0f, {ad, s, kBc});
     for (int64_t r = 0; r < rows; ++r) {
       A* sr = s + r * kBc;
       // Causal: query r0 + r sees keys up to itself.
@@ -49,20 +50,25 @@ void query_block(const acc_t<T>* q, const acc_t<T>* k, const acc_t<T>* v, int64_
         for (int64_t d = 0; d < dh; ++d) orow[d] *= correction;
       }
     }
-    gemm(rows, dh, cols, 1.0f, {ad, s, kBc}, {ad, v + c0 * dh, dh}, 1.0f, {ad, o, dh});
+    gemm(rows, dh, cols, 1.0f, {ad, s, kBc}, {ad, v.at(c0), v.ld}, 1.0f, {ad, o, dh});
   }
   for (int64_t r = 0; r < rows; ++r) {
     A* orow = o + r * dh;
     for (int64_t d = 0; d < dh; ++d) orow[d] /= l[r];
     lse[r] = m[r] + std::log(l[r]);
   }
-  store_row(o, out, rows * dh);
+  store_rows(o, out, rows, dh, out_ld);
   if (out_acc) std::copy(o, o + rows * dh, out_acc);
 }
 
+struct Layouts {
+  HeadRows q, k, v, out;
+};
+
 template <class T>
 void forward(const T* q, const T* k, const T* v, T* out, acc_t<T>* lse, acc_t<T>* out_acc,
-             int64_t heads, int64_t t, int64_t dh, bool causal, acc_t<T> scale) {
+             const Layouts& lay, int64_t heads, int64_t t, int64_t dh, bool causal,
+             acc_t<T> scale) {
   const int64_t chunks = (t + kChunk - 1) / kChunk;
   // Items are independent (each writes its own rows), so the grain only keeps tiny problems
   // out of a parallel region: about 2^20 multiply-adds per chunk at least.
@@ -72,15 +78,14 @@ void forward(const T* q, const T* k, const T* v, T* out, acc_t<T>* lse, acc_t<T>
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t h = w / chunks, q0 = (w % chunks) * kChunk, q1 = std::min(t, q0 + kChunk);
       const int64_t kend = causal ? q1 : t;  // keys any row of the chunk sees
-      const int64_t base = h * t * dh;
-      const acc_t<T>* kh = widened(k + base, kend * dh, 0);  // [kend, Dh]
-      const acc_t<T>* vh = widened(v + base, kend * dh, 1);  // [kend, Dh]
+      const auto kh = widened(k + lay.k.start(h), kend, dh, lay.k.row, 0);  // [kend, Dh]
+      const auto vh = widened(v + lay.v.start(h), kend, dh, lay.v.row, 1);  // [kend, Dh]
       for (int64_t r0 = q0; r0 < q1; r0 += kBr) {
         const int64_t rows = std::min(kBr, q1 - r0);
-        const acc_t<T>* qb = widened(q + base + r0 * dh, rows * dh, 6);  // [rows, Dh]
+        const auto qb = widened(q + lay.q.start(h) + r0 * lay.q.row, rows, dh, lay.q.row, 6);
         query_block<T>(qb, kh, vh, r0, rows, causal ? r0 + rows : t, dh, causal, scale,
-                       out + base + r0 * dh, lse + h * t + r0,
-                       out_acc ? out_acc + base + r0 * dh : nullptr);
+                       out + lay.out.start(h) + r0 * lay.out.row, lay.out.row, lse + h * t + r0,
+                       out_acc ? out_acc + (h * t + r0) * dh : nullptr);
       }
     }
   });
@@ -88,11 +93,26 @@ void forward(const T* q, const T* k, const T* v, T* out, acc_t<T>* lse, acc_t<T>
 
 }  // namespace
 
+bool rows_are_dense(const Tensor& t) {
+  return t.ndim() == 4 && (t.size(3) <= 1 || t.strides()[3] == 1);
+}
+
+HeadRows head_rows(const Tensor& t) {
+  return {t.size(1), t.strides()[0], t.strides()[1], t.strides()[2]};
+}
+
+Tensor empty_like_rows(const Tensor& like, DType dtype) {
+  const int64_t b = like.size(0), h = like.size(1), t = like.size(2), dh = like.size(3);
+  if (h > 1 && t > 1 && like.strides()[2] > like.strides()[1])
+    return Tensor::empty({b, t, h, dh}, dtype).transpose(1, 2);
+  return Tensor::empty(like.shape(), dtype);
+}
+
 AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                                    double scale, bool keep_acc_out) {
   const int64_t b = q.size(0), h = q.size(1), t = q.size(2), dh = q.size(3);
   AttentionForward r;
-  r.out = Tensor::empty(q.shape(), q.dtype());
+  r.out = empty_like_rows(q, q.dtype());
   r.lse = Tensor::empty({b, h, t}, q.dtype() == DType::f64 ? DType::f64 : DType::f32);
   if (r.out.numel() == 0) {  // nothing to attend to or with (T or Dh is 0)
     r.lse = Tensor::zeros({b, h, t}, r.lse.dtype());
@@ -100,10 +120,11 @@ AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tenso
   }
   const bool narrow = q.dtype() == DType::bf16 || q.dtype() == DType::f16;
   if (keep_acc_out && narrow) r.out_acc = Tensor::empty(q.shape(), DType::f32);
+  const Layouts lay{head_rows(q), head_rows(k), head_rows(v), head_rows(r.out)};
   dispatch_compute(q.dtype(), "scaled_dot_product_attention", [&]<class T>() {
     acc_t<T>* acc = r.out_acc.defined() ? r.out_acc.data<acc_t<T>>() : nullptr;
     forward<T>(q.data<T>(), k.data<T>(), v.data<T>(), r.out.data<T>(), r.lse.data<acc_t<T>>(), acc,
-               b * h, t, dh, causal, static_cast<acc_t<T>>(scale));
+               lay, b * h, t, dh, causal, static_cast<acc_t<T>>(scale));
   });
   return r;
 }

@@ -19,10 +19,22 @@ bool is_compute_float(DType t) {
   return t == DType::f64 || t == DType::f32 || t == DType::bf16 || t == DType::f16;
 }
 
+// t as the attention kernels read it: in place when its rows are dense (a contiguous tensor,
+// or a [B, T, H, Dh] projection seen as [B, H, T, Dh]), else a contiguous copy.
+Tensor with_dense_rows(const Tensor& t) {
+  return cpu::rows_are_dense(t) ? t : t.contiguous();
+}
+
 // A gradient in the kernel's terms: the input dtype, or f32 beside f32/bf16/f16 inputs.
 Tensor as_kernel_grad(const Tensor& g, DType input_dtype) {
   if (g.dtype() == input_dtype) return g.contiguous();
   return g.to(input_dtype == DType::f64 ? DType::f64 : DType::f32).contiguous();
+}
+
+// The output gradient in the attention kernel's terms (as_kernel_grad, rows read in place).
+Tensor as_attention_grad(const Tensor& g, DType input_dtype) {
+  if (g.dtype() == input_dtype) return with_dense_rows(g);
+  return as_kernel_grad(g, input_dtype);
 }
 
 class AttentionBackward final : public Node {
@@ -39,7 +51,7 @@ class AttentionBackward final : public Node {
   void release_saved() override { q_ = k_ = v_ = out_ = lse_ = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
-    const Tensor g = as_kernel_grad(grads[0], q_.dtype());
+    const Tensor g = as_attention_grad(grads[0], q_.dtype());
     cpu::AttentionGrads r = cpu::attention_backward(q_, k_, v_, out_, lse_, g, causal_, scale_);
     return {r.dq, r.dk, r.dv};
   }
@@ -89,8 +101,8 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
   MIXPREC_CHECK(std::isfinite(scale), kSdpa, "scale must be finite, got " + std::to_string(scale));
   const int64_t dh = q.size(3);
   if (scale <= 0.0) scale = dh > 0 ? 1.0 / std::sqrt(static_cast<double>(dh)) : 1.0;
-  const Tensor qc = q.detach().contiguous(), kc = k.detach().contiguous(),
-               vc = v.detach().contiguous();
+  const Tensor qc = with_dense_rows(q.detach()), kc = with_dense_rows(k.detach()),
+               vc = with_dense_rows(v.detach());
   const bool needs_grad = any_requires_grad({&q, &k, &v});
   cpu::AttentionForward f = cpu::attention_forward(qc, kc, vc, causal, scale, needs_grad);
   Tensor out = f.out;

@@ -14,14 +14,32 @@
 namespace mixprec::cpu {
 
 struct AttentionForward {
-  Tensor out;      // [B, H, T, Dh], dtype of q
+  Tensor out;      // [B, H, T, Dh], dtype of q, laid out as q
   Tensor lse;      // [B, H, T], log-sum-exp of each scaled score row: f32 (f64 for f64 inputs)
   Tensor out_acc;  // [B, H, T, Dh] f32, the output before rounding (bf16/f16 q, when asked)
 };
 
-// q, k, v: contiguous [B, H, T, Dh] of one dtype (f64, f32, bf16, f16); scale > 0.
-// Causal: query i sees keys 0..i. Work items are (head, query chunk): bits never depend on
-// the thread count.
+// Where the rows of a [B, H, T, Dh] tensor are: element (b, h, r, c) of head i = b·H + h at
+// data + start(i) + r·row + c. The kernels read and write any such layout in place: a
+// contiguous tensor, or the [B, T, H, Dh] memory of a model's projections seen as
+// [B, H, T, Dh] (no copies on the way in or out).
+struct HeadRows {
+  int64_t heads = 1;            // H
+  int64_t batch = 0, head = 0;  // strides of b and h
+  int64_t row = 0;              // stride of r
+  int64_t start(int64_t i) const { return i / heads * batch + i % heads * head; }
+};
+
+// True when t ([B, H, T, Dh]) has adjacent Dh elements, so its HeadRows describe it.
+bool rows_are_dense(const Tensor& t);
+HeadRows head_rows(const Tensor& t);  // requires rows_are_dense(t)
+// An uninitialised [B, H, T, Dh] tensor of `dtype` laid out as `like`: [B, T, H, Dh] memory
+// seen as [B, H, T, Dh] when like's rows are further apart than its heads, else contiguous.
+Tensor empty_like_rows(const Tensor& like, DType dtype);
+
+// q, k, v: [B, H, T, Dh] of one dtype (f64, f32, bf16, f16) with rows_are_dense; scale > 0.
+// out is laid out as q (empty_like_rows). Causal: query i sees keys 0..i. Work items are
+// (head, query chunk): bits never depend on the thread count or the layouts.
 // keep_acc_out: for bf16/f16 inputs also return the unrounded f32 output, which backward
 // uses for D = rowsum(dO∘O): D feeds dS = P∘(dP − D), where the difference cancels, so a
 // rounded O would cost gradients several bf16 ulps (flash-attention uses the rounded one).
@@ -29,13 +47,13 @@ AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tenso
                                    double scale, bool keep_acc_out = false);
 
 struct AttentionGrads {
-  Tensor dq, dk, dv;  // [B, H, T, Dh], dtype of q
+  Tensor dq, dk, dv;  // [B, H, T, Dh], dtype of q, laid out as q, k, v
 };
 
-// Recomputes the probabilities block by block from q, k and lse. `dout` [B, H, T, Dh] is
-// contiguous, of q's dtype or (for f32/bf16/f16 inputs) f32; `out` is the forward output
-// or its f32 out_acc; the rest as attention_forward made it. One work item per head, blocks in a
-// fixed order: bits never depend on the thread count.
+// Recomputes the probabilities block by block from q, k and lse. `dout` [B, H, T, Dh] has
+// dense rows, of q's dtype or (for f32/bf16/f16 inputs) f32; `out` is the forward output
+// or its f32 out_acc; the rest as attention_forward made it. dq, dk, dv are laid out as q, k, v.
+// One work item per head, blocks in a fixed order: bits never depend on the thread count.
 AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& out, const Tensor& lse, const Tensor& dout,
                                   bool causal, double scale);
@@ -70,12 +88,36 @@ A* scratch(int slot, int64_t n) {
   return b.data();
 }
 
-// `n` contiguous elements of src as acc_t<S>: the storage itself when it already is that type,
-// else widened into scratch `slot`.
+// Rows of a matrix in the math type: element (r, c) at p[r·ld + c].
+template <class A>
+struct Rows {
+  const A* p;
+  int64_t ld;
+  const A* at(int64_t r) const { return p + r * ld; }
+};
+
+// `rows` rows of `dh` elements, `ld` apart from src, as acc_t<S>: the storage itself when it
+// already is that type, else widened into scratch `slot` (then dh apart).
 template <class S>
-const acc_t<S>* widened(const S* src, int64_t n, int slot) {
-  if constexpr (std::is_same_v<S, acc_t<S>>) return src;
-  return as_acc(src, scratch<acc_t<S>>(slot, n), n);
+Rows<acc_t<S>> widened(const S* src, int64_t rows, int64_t dh, int64_t ld, int slot) {
+  if constexpr (std::is_same_v<S, acc_t<S>>) {
+    return {src, ld};
+  } else {
+    acc_t<S>* buf = scratch<acc_t<S>>(slot, rows * dh);
+    if (ld == dh) {
+      load_row(src, buf, rows * dh);
+    } else {
+      for (int64_t r = 0; r < rows; ++r) load_row(src + r * ld, buf + r * dh, dh);
+    }
+    return {buf, dh};
+  }
+}
+
+// Stores `rows` rows of `dh` elements from src (dh apart) to dst (ld apart), rounded once.
+template <class T>
+void store_rows(const acc_t<T>* src, T* dst, int64_t rows, int64_t dh, int64_t ld) {
+  if (ld == dh) return store_row(src, dst, rows * dh);
+  for (int64_t r = 0; r < rows; ++r) store_row(src + r * dh, dst + r * ld, dh);
 }
 
 }  // namespace attention_detail

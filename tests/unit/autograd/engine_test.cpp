@@ -131,6 +131,44 @@ TEST(Autograd, EveryViewRoutesItsGradientLikeItsStorageOffsets) {
   }
 }
 
+// A gradient that arrives laid out as its view (as attention hands back dq, dk, dv) is read
+// through the source's strides instead of copied; the values must be those of the general
+// scatter, also for a source that is itself a permuted view, and for a gradient laid out
+// otherwise.
+TEST(Autograd, PermutedViewsReadAGradientLaidOutAsTheView) {
+  const Shape shape{2, 3, 4};
+  const Tensor g_storage = iota({4, 2, 3}).transpose(0, 2).contiguous();  // [3, 2, 4] memory
+  for (bool laid_out_as_view : {true, false}) {
+    // x -> s = x.permute (dense, not row-major) -> v = s.permute back to x's order.
+    Tensor x = iota(shape).set_requires_grad();
+    const Tensor s = x.permute({1, 0, 2});  // [3, 2, 4]
+    const Tensor v = s.permute({1, 0, 2});  // [2, 3, 4], row-major over x
+    // The gradient of v, with v's values g[i][j][k] = 100 + i·12 + j·4 + k.
+    Tensor g = (Tensor::arange(100, 124, 1, DType::f32)).reshape(shape);
+    if (!laid_out_as_view) g = g.transpose(0, 1).contiguous().transpose(0, 1);  // other strides
+    v.backward(g);
+    EXPECT_EQ(x.grad().to_doubles(), g.contiguous().to_doubles()) << laid_out_as_view;
+    EXPECT_TRUE(x.grad().is_contiguous());
+  }
+  // A gradient with the permuted layout of its view goes to the leaf without a copy.
+  Tensor x = iota(shape).set_requires_grad();
+  const Tensor p = x.permute({2, 0, 1});
+  const Tensor g = g_storage.view({3, 2, 4}).permute({2, 1, 0});  // strides unlike p's
+  p.backward(g);
+  std::vector<double> expect(24);
+  for (int64_t i = 0; i < 2; ++i)
+    for (int64_t j = 0; j < 3; ++j)
+      for (int64_t k = 0; k < 4; ++k)
+        expect[static_cast<size_t>(i * 12 + j * 4 + k)] =
+            g.select(0, k).select(0, i).select(0, j).item();
+  EXPECT_EQ(x.grad().to_doubles(), expect);
+  Tensor y = iota(shape).set_requires_grad();
+  const Tensor q = y.permute({2, 0, 1});
+  const Tensor gq = iota({2, 3, 4}).permute({2, 0, 1});  // exactly q's layout: read in place
+  q.backward(gq);
+  EXPECT_EQ(y.grad().to_doubles(), iota(shape).to_doubles());
+}
+
 TEST(Autograd, GradientsAccumulateAcrossBackwardCallsAndPaths) {
   Tensor x = iota({4}).set_requires_grad();
   Tensor w = Tensor::ones({4});

@@ -222,6 +222,37 @@ TEST(Attention, StridedInputsAndPartialGradients) {
   expect_close(v.grad(), ref.dv, 1e-13, 1e-12, "dv");
 }
 
+// A model's q, k, v are [B, T, H·Dh] projections seen as [B, H, T, Dh]: the kernels read them
+// in place, write the output in the same [B, T, H, Dh] memory (so out.transpose(1, 2) is
+// contiguous) and hand back gradients laid out as q, k, v, which flow into the projections'
+// gradients without copies. Bits must equal those of contiguous copies of the same inputs.
+TEST(Attention, ProjectionLayoutsGiveTheBitsOfContiguousInputs) {
+  const int64_t B = 2, T = 150, H = 3, D = 16;  // T spans two query and key blocks
+  for (DType dt : {DType::f64, DType::f32, DType::bf16, DType::f16}) {
+    for (bool causal : {true, false}) {
+      const std::string what = std::string(dtype_name(dt)) + (causal ? " causal" : "");
+      const DType gd = dt == DType::f64 ? DType::f64 : DType::f32;
+      Tensor xq = randn({B, T, H * D}, dt, 81).set_requires_grad(true, gd);
+      Tensor xk = randn({B, T, H * D}, dt, 82).set_requires_grad(true, gd);
+      Tensor xv = randn({B, T, H * D}, dt, 83).set_requires_grad(true, gd);
+      auto heads = [&](const Tensor& x) { return x.view({B, T, H, D}).permute({0, 2, 1, 3}); };
+      const Tensor gout_bthd = randn({B, T, H, D}, dt, 84);
+      Tensor out = scaled_dot_product_attention(heads(xq), heads(xk), heads(xv), causal);
+      EXPECT_TRUE(out.transpose(1, 2).is_contiguous()) << what;
+      out.backward(gout_bthd.transpose(1, 2));  // the layout a following projection gives
+
+      const OpResult ref =
+          run_op(heads(xq).contiguous(), heads(xk).contiguous(), heads(xv).contiguous(),
+                 gout_bthd.transpose(1, 2).contiguous(), causal, gd);
+      auto as_proj = [&](const Tensor& g) { return g.transpose(1, 2).reshape({B, T, H * D}); };
+      EXPECT_TRUE(same_bits(out.detach(), ref.out)) << what << " out";
+      EXPECT_TRUE(same_bits(xq.grad(), as_proj(ref.dq))) << what << " dq";
+      EXPECT_TRUE(same_bits(xk.grad(), as_proj(ref.dk))) << what << " dk";
+      EXPECT_TRUE(same_bits(xv.grad(), as_proj(ref.dv))) << what << " dv";
+    }
+  }
+}
+
 TEST(Attention, SameBitsWithOneAndTwoThreads) {
   const Shape s{2, 3, 200, 64};
   for (DType dt : {DType::f32, DType::bf16}) {
