@@ -149,9 +149,10 @@ struct Run {
     scaler->scale(loss).backward();
     const std::size_t peak = alloc.stats().peak_bytes;
     scaler->unscale(*opt);
-    // Clipped as the trainer clips: the coefficient folded into the optimizer's read.
+    // Clipped as the trainer clips: the coefficient folded into the optimizer's read, and the
+    // norm (finite only when every gradient is) standing in for the scaler's own test.
     const double norm = optim::grad_norm(opt->parameters());
-    scaler->step(*opt, std::isfinite(norm) ? optim::clip_coefficient(norm, 1.0) : 1.0f);
+    scaler->step(*opt, std::isfinite(norm) ? optim::clip_coefficient(norm, 1.0) : 1.0f, norm);
     scaler->update();
     opt->zero_grad();
     const double t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();

@@ -125,6 +125,7 @@ GradScaler::PerOptimizer& GradScaler::check(optim::Optimizer& opt, bool write) {
   const bool unscaled = recorded.unscaled;
   recorded = std::move(st);
   recorded.unscaled = unscaled;
+  recorded.checked = true;
   return recorded;
 }
 
@@ -135,17 +136,36 @@ void GradScaler::unscale(optim::Optimizer& opt) {
                   "unscale() has already been called on this optimizer since the last update()");
     MIXPREC_CHECK(!it->second.stepped, kWhere, "unscale() is being called after step()");
   }
+  if (!enabled()) {  // 1/scale is 1: nothing to write, and step() tests (or has proof)
+    this_iteration_[&opt].unscaled = true;
+    return;
+  }
   check(opt, /*write=*/true).unscaled = true;
 }
 
-StepReport GradScaler::step(optim::Optimizer& opt, float grad_factor) {
+StepReport GradScaler::step(optim::Optimizer& opt, float grad_factor,
+                            std::optional<double> grad_norm) {
   MIXPREC_CHECK(std::isfinite(grad_factor) && grad_factor > 0.0f, kWhere,
                 "step(): grad_factor " + std::to_string(grad_factor) + " must be finite and > 0");
   const auto it = this_iteration_.find(&opt);
   MIXPREC_CHECK(it == this_iteration_.end() || !it->second.stepped, kWhere,
                 "step() has already been called on this optimizer since the last update()");
   const bool unscaled = it != this_iteration_.end() && it->second.unscaled;
-  PerOptimizer& st = unscaled ? it->second : check(opt, /*write=*/false);
+  const bool checked = it != this_iteration_.end() && it->second.checked;
+  // A finite f64 sum of squares has no inf or NaN in it; multiplying by 1/scale <= 1 (none
+  // left when unscaled) makes none either.
+  const bool proven_finite =
+      grad_norm && std::isfinite(*grad_norm) && !reduce_ && (unscaled || inv_scale() <= 1.0f);
+  if (!checked && proven_finite) {
+    const auto& ps = opt.parameters();
+    MIXPREC_CHECK(
+        std::any_of(ps.begin(), ps.end(), [](const auto& p) { return p->grad().defined(); }),
+        kWhere, "no parameter of this optimizer has a gradient (run backward() first)");
+    PerOptimizer& known = this_iteration_[&opt];
+    known.checked = true;
+    known.found_inf = false;
+  }
+  PerOptimizer& st = checked || proven_finite ? this_iteration_[&opt] : check(opt, /*write=*/false);
   st.stepped = true;
   StepReport r;
   r.scale = get_scale();

@@ -1,4 +1,5 @@
-// The numerics monitor: one read of every gradient (cpu::grad_numerics), summed per step.
+// The numerics monitor: one parallel read of every gradient (cpu::grad_numerics), summed per
+// step.
 #include "mixprec/amp/numerics_monitor.h"
 
 #include <algorithm>
@@ -19,23 +20,28 @@ StepNumerics NumericsMonitor::observe(int64_t step, const optim::Optimizer& opt,
   // Stored g times `to_scaled` is the scaled gradient; divided by `to_true`, the true one.
   const double to_scaled = unscaled ? loss_scale : 1.0;
   const double to_true = unscaled ? 1.0 : loss_scale;
-  double sum_squares = 0;
+  std::vector<Tensor> grads;
+  std::vector<const optim::Parameter*> owners;
   for (const auto& p : opt.parameters()) {
     const Tensor g = p->grad();
     if (!g.defined()) continue;
-    const cpu::GradNumerics n = cpu::grad_numerics(
-        g.contiguous(), to_scaled, options_.underflow_below, options_.overflow_above);
+    grads.push_back(g.contiguous());
+    owners.push_back(p.get());
+  }
+  const cpu::GradNumericsPass pass =
+      cpu::grad_numerics(grads, to_scaled, options_.underflow_below, options_.overflow_above);
+  for (std::size_t i = 0; i < grads.size(); ++i) {
+    const cpu::GradNumerics& n = pass.per_tensor[i];
     out.numel += n.numel;
     out.underflow += n.underflow;
     out.overflow += n.overflow;
     out.nonfinite += n.nonfinite;
-    sum_squares += n.sum_squares;
     if (options_.per_param)
-      out.params.push_back({p->name(), n.numel, static_cast<float>(n.amax / to_true), n.underflow,
-                            n.overflow, n.nonfinite});
+      out.params.push_back({owners[i]->name(), n.numel, static_cast<float>(n.amax / to_true),
+                            n.underflow, n.overflow, n.nonfinite});
   }
   // An inf or NaN anywhere makes the norm inf, as clipping would see it.
-  out.grad_norm = out.nonfinite ? INFINITY : std::sqrt(sum_squares) / to_true;
+  out.grad_norm = out.nonfinite ? INFINITY : std::sqrt(pass.sum_squares) / to_true;
   return out;
 }
 

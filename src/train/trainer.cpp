@@ -356,7 +356,9 @@ TrainSummary Trainer::run() {
     const float clip = c.training.grad_clip > 0 && std::isfinite(m.grad_norm)
                            ? optim::clip_coefficient(m.grad_norm, c.training.grad_clip)
                            : 1.0f;
-    const amp::StepReport report = s.scaler.step(*s.optimizer, clip);
+    // The monitor's norm is finite only when every gradient is: the scaler needs no pass of
+    // its own to know the step is safe.
+    const amp::StepReport report = s.scaler.step(*s.optimizer, clip, m.grad_norm);
     amp::NumericsMonitor::add_step_report(numerics, report);
     s.scaler.update();
     s.optimizer->zero_grad();

@@ -19,6 +19,7 @@
 #include <cstdint>
 #include <functional>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "mixprec/amp/policy.h"
@@ -75,6 +76,7 @@ class GradScaler {
   // for an optimizer, or after its step, before update(). Unscaling f16 gradients in place
   // loses what falls below f16's range after the division (PyTorch refuses f16 here); skip
   // unscale() (step() then folds 1/scale into the optimizer's f32 math) unless you clip.
+  // A disabled scaler has nothing to multiply: it leaves the inf/NaN test to step().
   void unscale(optim::Optimizer& opt);
   // Steps the optimizer unless a gradient is non-finite (checked here when unscale() was not
   // called, with 1/scale folded into the optimizer's own pass). Error if called twice before
@@ -82,7 +84,13 @@ class GradScaler {
   // gradient as the optimizer reads it, with 1/scale: pass optim::clip_coefficient() instead
   // of clipping in place to save two passes over the gradients (for f32 gradients the same
   // bits; a bf16/f16 gradient is no longer rounded after clipping).
-  StepReport step(optim::Optimizer& opt, float grad_factor = 1.0f);
+  // grad_norm: the 2-norm of the optimizer's gradients as stored now, with squares summed in
+  // f64 (as optim::grad_norm and the numerics monitor sum them), when the caller has it for
+  // clipping. A finite one proves every gradient finite, so a test step() still owes (a
+  // disabled scaler's, or one without unscale() at a scale >= 1) skips its pass over them.
+  // Ignored under a found-inf reduction (ranks must agree on calling it).
+  StepReport step(optim::Optimizer& opt, float grad_factor = 1.0f,
+                  std::optional<double> grad_norm = std::nullopt);
   // Adjusts the scale from this iteration's non-finite flags (all optimizers) and starts the
   // next iteration. Error when no optimizer was unscaled or stepped since the last update().
   void update();
@@ -106,6 +114,7 @@ class GradScaler {
  private:
   struct PerOptimizer {
     bool unscaled = false, stepped = false, found_inf = false;
+    bool checked = false;  // found_inf is known (a disabled scaler's unscale() leaves it)
     std::string first_nonfinite;
   };
   // Tests every gradient (multiplying in place when `write`); records the result.

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <span>
+#include <vector>
 
 #include "mixprec/tensor/tensor.h"
 
@@ -31,5 +32,16 @@ struct GradNumerics {
 // Statistics of g as it is stored; `scale` is the loss scale the thresholds apply to.
 GradNumerics grad_numerics(const Tensor& g, double scale, double underflow_below,
                            double overflow_above);
+
+struct GradNumericsPass {
+  std::vector<GradNumerics> per_tensor;
+  // Every piece's sum of squares added in (tensor, piece) order: for finite f32, bf16 or f16
+  // gradients the bits of optim::grad_norm's sum, so a monitor's norm is the clipping norm.
+  double sum_squares = 0;
+};
+// The statistics of many gradients in one parallel pass (map_pieces). Within a piece the
+// squares go into 8 running sums (element i into lane i % 8), as optim::grad_norm adds them.
+GradNumericsPass grad_numerics(std::span<const Tensor> gs, double scale, double underflow_below,
+                               double overflow_above);
 
 }  // namespace mixprec::cpu

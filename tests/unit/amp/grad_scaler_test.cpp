@@ -379,6 +379,63 @@ TEST(GradScaler, DisabledScalerKeepsScaleOneButStillSkipsNonFiniteSteps) {
   EXPECT_EQ(ScalerOptions::for_policy(MixedPrecisionPolicy{}).enabled, false);
 }
 
+// step(opt, factor, norm): a finite norm of the stored gradients stands in for step()'s own
+// pass over them where no scale can overflow them. To see that the pass is skipped, one test
+// hands over a finite norm for a NaN gradient (a caller's lie): the step goes through.
+TEST(GradScaler, AFiniteGradNormStandsInForTheNonFiniteTest) {
+  for (const bool call_unscale : {true, false}) {
+    GradScaler off(ScalerOptions::none());
+    RecordingSgd opt({param("w", 4, DType::bf16, NAN)});
+    if (call_unscale) off.unscale(opt);  // disabled: nothing to multiply, no test yet
+    EXPECT_TRUE(off.step(opt, 1.0f, 2.0).stepped) << call_unscale;
+    off.update();
+    if (call_unscale) off.unscale(opt);
+    const StepReport r = off.step(opt, 1.0f, INFINITY);  // the true norm: step() tests
+    EXPECT_FALSE(r.stepped);
+    EXPECT_EQ(r.first_nonfinite, "w");
+    off.update();
+    if (call_unscale) off.unscale(opt);
+    EXPECT_FALSE(off.step(opt).stepped);  // no norm: step() tests
+    off.update();
+    EXPECT_EQ(opt.calls, 1);
+  }
+  // A scale >= 1 folded into the step (no unscale()) cannot overflow a finite gradient...
+  GradScaler dynamic(ScalerOptions::dynamic_defaults());
+  RecordingSgd a({param("a", 4, DType::f32, NAN)});
+  EXPECT_TRUE(dynamic.step(a, 1.0f, 5.0).stepped);
+  dynamic.update();
+  // ... a scale below 1 can: 3e38 / 0.5 is inf, so step() tests despite a finite norm.
+  GradScaler small(ScalerOptions::fixed(0.5));
+  RecordingSgd b({param("b", 4, DType::f32, 3e38)});
+  const StepReport r = small.step(b, 1.0f, 6e38);
+  EXPECT_FALSE(r.stepped);
+  EXPECT_EQ(r.first_nonfinite, "b");
+  small.update();
+  // An enabled scaler's unscale() has tested already: the norm changes nothing.
+  GradScaler tested(ScalerOptions::dynamic_defaults());
+  RecordingSgd c({param("c", 4, DType::f32, INFINITY)});
+  tested.unscale(c);
+  EXPECT_FALSE(tested.step(c, 1.0f, 1.0).stepped);
+  tested.update();
+  // Under a found-inf reduction every rank must call it: the norm is ignored.
+  GradScaler reduced(ScalerOptions::none());
+  int reductions = 0;
+  reduced.set_found_inf_reduction([&](bool found) {
+    ++reductions;
+    return found;
+  });
+  RecordingSgd d({param("d", 4, DType::f32, NAN)});
+  reduced.unscale(d);
+  EXPECT_FALSE(reduced.step(d, 1.0f, 1.0).stepped);
+  EXPECT_EQ(reductions, 1);
+  reduced.update();
+  // No gradient at all is still an error.
+  GradScaler none(ScalerOptions::none());
+  RecordingSgd e({param("e", 4, DType::f32, 1.0)});
+  e.parameters()[0]->set_grad(Tensor());
+  EXPECT_THROW(none.step(e, 1.0f, 0.0), Error);
+}
+
 TEST(GradScaler, StaticScalerNeverChanges) {
   GradScaler scaler(ScalerOptions::fixed(128));
   RecordingSgd opt({param("w", 4, DType::f32, 1.0)});

@@ -7,8 +7,13 @@
 
 #include <cmath>
 #include <limits>
+#include <memory>
+#include <string>
 #include <vector>
 
+#include "mixprec/amp/policy.h"
+#include "mixprec/optim/clip.h"
+#include "mixprec/optim/parameter.h"
 #include "mixprec/tensor/generator.h"
 #include "mixprec/tensor/tensor.h"
 
@@ -69,6 +74,64 @@ TEST(GradScan, UnscalingRoundsTheExactProductOnceIntoEachDtype) {
     EXPECT_FALSE(cpu::unscale_and_check(one, inv));
     EXPECT_EQ(one.to_doubles(), want.to_doubles()) << i;
   }
+}
+
+// The monitor's one-pass statistics against an element-by-element f64 reference, and its sum
+// of squares against optim::grad_norm's bits (over the gradient dtypes optimizers read).
+TEST(GradScan, NumericsOfManyTensorsMatchAnElementwiseReferenceAndTheClippingNorm) {
+  const double inf = std::numeric_limits<double>::infinity();
+  std::vector<Tensor> g = gradients();
+  const double scale = 512, under = 1e-3, over = 5e3;  // thresholds on |g * scale|
+  for (const bool with_bad : {false, true}) {
+    if (with_bad) {
+      poison(g[1], 70000, inf);
+      poison(g[4], 3, std::nan(""));
+    }
+    const cpu::GradNumericsPass pass = cpu::grad_numerics(g, scale, under, over);
+    ASSERT_EQ(pass.per_tensor.size(), g.size());
+    double all = 0;
+    for (std::size_t t = 0; t < g.size(); ++t) {
+      cpu::GradNumerics ref;
+      for (double v : g[t].to_doubles()) {
+        ++ref.numel;
+        if (!std::isfinite(v)) {
+          ++ref.nonfinite;
+          continue;
+        }
+        const double a = std::fabs(v);
+        ref.amax = std::max(ref.amax, static_cast<float>(a));
+        ref.underflow += a * scale < under;
+        ref.overflow += a * scale > over;
+        ref.sum_squares += a * a;
+      }
+      const cpu::GradNumerics& got = pass.per_tensor[t];
+      EXPECT_EQ(got.numel, ref.numel) << t;
+      EXPECT_EQ(got.nonfinite, ref.nonfinite) << t;
+      EXPECT_EQ(got.amax, ref.amax) << t;
+      EXPECT_EQ(got.underflow, ref.underflow) << t;
+      EXPECT_EQ(got.overflow, ref.overflow) << t;
+      EXPECT_NEAR(got.sum_squares, ref.sum_squares, 1e-12 * ref.sum_squares) << t;
+      all += got.sum_squares;
+      EXPECT_EQ(cpu::grad_numerics(g[t], scale, under, over).sum_squares, got.sum_squares) << t;
+    }
+    EXPECT_NEAR(pass.sum_squares, all, 1e-12 * all);
+  }
+  // Finite f32, bf16 and f16 gradients (what optimizers read): the clipping norm's bits.
+  std::vector<std::shared_ptr<optim::Parameter>> params;
+  std::vector<Tensor> read;
+  for (const Tensor& t : gradients()) {
+    if (t.dtype() == DType::f64) continue;
+    amp::MixedPrecisionPolicy policy;
+    policy.reduce_dtype = t.dtype();
+    std::string name = "p";
+    name += std::to_string(params.size());  // (GCC 12's -Wrestrict misfires on "p" + ...)
+    auto p = std::make_shared<optim::Parameter>(name, Tensor::zeros(t.shape()), policy);
+    p->set_grad(t);
+    params.push_back(p);
+    read.push_back(t);
+  }
+  const double norm = std::sqrt(cpu::grad_numerics(read, 1.0, 0.0, inf).sum_squares);
+  EXPECT_EQ(norm, optim::grad_norm(params));
 }
 
 }  // namespace
