@@ -63,8 +63,14 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     auto& buf = buffers[node.get()];
     if (buf.empty()) buf.resize(static_cast<size_t>(node->num_outputs()));
     Tensor& slot = buf.at(static_cast<size_t>(input_nr));
-    // Out of place: a node may hand the same tensor to several inputs.
-    slot = slot.defined() ? cpu::add_same_shape(slot, g) : std::move(g);
+    if (!slot.defined()) {
+      slot = std::move(g);
+    } else if (slot.is_sole_owner() && slot.is_contiguous() && slot.shape() == g.shape()) {
+      cpu::accumulate_into(slot, g);  // nobody else sees it: add in place (the same bits)
+    } else {
+      // Out of place: a node may hand the same tensor to several inputs, or keep it.
+      slot = cpu::add_same_shape(slot, g);
+    }
   };
   add_grad(root_edge.node, root_edge.input_nr, seed.detach());
 

@@ -169,6 +169,37 @@ TEST(Autograd, PermutedViewsReadAGradientLaidOutAsTheView) {
   EXPECT_EQ(y.grad().to_doubles(), iota(shape).to_doubles());
 }
 
+// Gradients meeting at one input add in place only into a tensor nobody else holds: a node
+// that hands out a tensor it keeps (or the same tensor to two inputs) must find it unchanged.
+TEST(Autograd, GradientsAddInPlaceOnlyIntoATensorNobodyElseHolds) {
+  // Hands its kept tensor to both of its inputs.
+  class HandsOutKept final : public Node {
+   public:
+    explicit HandsOutKept(Tensor kept) : kept_(std::move(kept)) {}
+    const char* name() const override { return "HandsOutKept"; }
+    std::vector<Tensor> apply(std::vector<Tensor>&) override { return {kept_, kept_}; }
+    Tensor kept_;
+  };
+  Tensor x = iota({4}).set_requires_grad();
+  const Tensor a = x.view({4}), b = x.view({4});  // two paths into x, through ViewBackward
+  auto node = std::make_shared<HandsOutKept>(Tensor::full({4}, 2.0f));
+  Tensor y = Tensor::full({}, 0);
+  connect(*node, {a, b});
+  set_history(y, node);
+  y.backward();
+  EXPECT_EQ(node->kept_.to_doubles(), (std::vector<double>{2, 2, 2, 2}));
+  EXPECT_EQ(x.grad().to_doubles(), (std::vector<double>{4, 4, 4, 4}));
+  // The same tensor to both inputs of one node that feeds one leaf: 2 + 2 again, kept intact.
+  Tensor z = iota({4}).set_requires_grad();
+  auto twice = std::make_shared<HandsOutKept>(Tensor::full({4}, 3.0f));
+  Tensor w = Tensor::full({}, 0);
+  connect(*twice, {z, z});
+  set_history(w, twice);
+  w.backward();
+  EXPECT_EQ(twice->kept_.to_doubles(), (std::vector<double>{3, 3, 3, 3}));
+  EXPECT_EQ(z.grad().to_doubles(), (std::vector<double>{6, 6, 6, 6}));
+}
+
 TEST(Autograd, GradientsAccumulateAcrossBackwardCallsAndPaths) {
   Tensor x = iota({4}).set_requires_grad();
   Tensor w = Tensor::ones({4});
