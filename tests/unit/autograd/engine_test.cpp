@@ -180,24 +180,18 @@ TEST(Autograd, GradientsAddInPlaceOnlyIntoATensorNobodyElseHolds) {
     std::vector<Tensor> apply(std::vector<Tensor>&) override { return {kept_, kept_}; }
     Tensor kept_;
   };
-  Tensor x = iota({4}).set_requires_grad();
-  const Tensor a = x.view({4}), b = x.view({4});  // two paths into x, through ViewBackward
-  auto node = std::make_shared<HandsOutKept>(Tensor::full({4}, 2.0f));
-  Tensor y = Tensor::full({}, 0);
-  connect(*node, {a, b});
-  set_history(y, node);
-  y.backward();
-  EXPECT_EQ(node->kept_.to_doubles(), (std::vector<double>{2, 2, 2, 2}));
-  EXPECT_EQ(x.grad().to_doubles(), (std::vector<double>{4, 4, 4, 4}));
-  // The same tensor to both inputs of one node that feeds one leaf: 2 + 2 again, kept intact.
-  Tensor z = iota({4}).set_requires_grad();
-  auto twice = std::make_shared<HandsOutKept>(Tensor::full({4}, 3.0f));
-  Tensor w = Tensor::full({}, 0);
-  connect(*twice, {z, z});
-  set_history(w, twice);
-  w.backward();
-  EXPECT_EQ(twice->kept_.to_doubles(), (std::vector<double>{3, 3, 3, 3}));
-  EXPECT_EQ(z.grad().to_doubles(), (std::vector<double>{6, 6, 6, 6}));
+  // Two paths into x, through ViewBackward; or the same tensor twice into one leaf.
+  for (const bool through_views : {true, false}) {
+    Tensor x = iota({4}).set_requires_grad();
+    const Tensor a = through_views ? x.view({4}) : x, b = through_views ? x.view({4}) : x;
+    auto node = std::make_shared<HandsOutKept>(Tensor::full({4}, 2.0f));
+    Tensor y = Tensor::full({}, 0);
+    connect(*node, {a, b});
+    set_history(y, node);
+    y.backward();
+    EXPECT_EQ(node->kept_.to_doubles(), (std::vector<double>{2, 2, 2, 2})) << through_views;
+    EXPECT_EQ(x.grad().to_doubles(), (std::vector<double>{4, 4, 4, 4})) << through_views;
+  }
 }
 
 TEST(Autograd, GradientsAccumulateAcrossBackwardCallsAndPaths) {
