@@ -5,6 +5,7 @@
 #include <omp.h>
 
 #include <algorithm>
+#include <atomic>
 #include <exception>
 #include <functional>
 #include <optional>
@@ -33,24 +34,21 @@ void run_spread(const std::vector<Task>& tasks) {
   for (const Task& t : tasks) work.push_back(t.work);
   const detail::WorkSpread plan = detail::spread_work(work, num_threads());
   for (std::size_t i : plan.shared) tasks[i].run();
-  const int threads = static_cast<int>(plan.per_thread.size());
-  if (threads == 0) return;
+  if (plan.queue.empty()) return;
+  std::atomic<std::size_t> next{0};
   // An exception must not leave the region: the first is kept and rethrown after it.
   std::exception_ptr error;
-#pragma omp parallel num_threads(threads) if (threads > 1)
+#pragma omp parallel num_threads(plan.threads) if (plan.threads > 1)
   {
     const cpu::WholeProductScope whole;
-    // The team may be smaller than asked (a nested region): its threads share the plan.
-    for (auto t = static_cast<std::size_t>(omp_get_thread_num()); t < plan.per_thread.size();
-         t += static_cast<std::size_t>(omp_get_num_threads()))
-      for (std::size_t i : plan.per_thread[t]) {
-        try {
-          tasks[i].run();
-        } catch (...) {
+    for (std::size_t at = next++; at < plan.queue.size(); at = next++) {
+      try {
+        tasks[plan.queue[at]].run();
+      } catch (...) {
 #pragma omp critical(mixprec_grouped_linear_error)
-          if (!error) error = std::current_exception();
-        }
+        if (!error) error = std::current_exception();
       }
+    }
   }
   if (error) std::rethrow_exception(error);
 }
@@ -155,15 +153,9 @@ WorkSpread spread_work(const std::vector<double>& work, int threads) {
   if (rest.empty()) return plan;
   std::stable_sort(rest.begin(), rest.end(),
                    [&](std::size_t a, std::size_t b) { return work[a] > work[b]; });
-  plan.per_thread.resize(
-      static_cast<std::size_t>(std::clamp<int64_t>(threads, 1, static_cast<int64_t>(rest.size()))));
-  std::vector<double> load(plan.per_thread.size(), 0.0);
-  for (std::size_t i : rest) {
-    const auto t =
-        static_cast<std::size_t>(std::min_element(load.begin(), load.end()) - load.begin());
-    plan.per_thread[t].push_back(i);
-    load[t] += work[i];
-  }
+  plan.threads =
+      static_cast<int>(std::clamp<int64_t>(threads, 1, static_cast<int64_t>(rest.size())));
+  plan.queue = std::move(rest);
   return plan;
 }
 

@@ -138,26 +138,24 @@ TEST(GroupedLinear, SameBitsAtAnyThreadCountOnEveryGemmPath) {
   }
 }
 
-TEST(GroupedLinear, ADominantProductIsSharedTheRestGoWholeToTheLeastLoadedThread) {
+TEST(GroupedLinear, ADominantProductIsSharedTheRestQueueHeaviestFirst) {
   using detail::spread_work;
   // One expert with most of the rows: it runs split over every thread, first.
   auto plan = spread_work({90, 5, 3, 2}, 2);
   EXPECT_EQ(plan.shared, (std::vector<std::size_t>{0}));
-  ASSERT_EQ(plan.per_thread.size(), 2u);
-  EXPECT_EQ(plan.per_thread[0], (std::vector<std::size_t>{1}));
-  EXPECT_EQ(plan.per_thread[1], (std::vector<std::size_t>{2, 3}));
-  // Balanced experts: none shared, longest first onto the least loaded thread (6 and 6).
+  EXPECT_EQ(plan.queue, (std::vector<std::size_t>{1, 2, 3}));
+  EXPECT_EQ(plan.threads, 2);
+  // Balanced experts: none shared, heaviest first (ties in index order).
   plan = spread_work({3, 4, 2, 3}, 2);
   EXPECT_TRUE(plan.shared.empty());
-  EXPECT_EQ(plan.per_thread[0], (std::vector<std::size_t>{1, 2}));
-  EXPECT_EQ(plan.per_thread[1], (std::vector<std::size_t>{0, 3}));
+  EXPECT_EQ(plan.queue, (std::vector<std::size_t>{1, 0, 3, 2}));
   // Which tasks are shared never depends on the thread count; a lone task is always shared.
   for (int threads : {1, 2, 3, 8}) {
     EXPECT_EQ(spread_work({90, 5, 3, 2}, threads).shared, (std::vector<std::size_t>{0}));
     EXPECT_EQ(spread_work({7}, threads).shared, (std::vector<std::size_t>{0}));
-    EXPECT_TRUE(spread_work({7}, threads).per_thread.empty());
+    EXPECT_TRUE(spread_work({7}, threads).queue.empty());
   }
-  EXPECT_EQ(spread_work({1, 1, 1}, 8).per_thread.size(), 3u);  // no idle thread in the plan
+  EXPECT_EQ(spread_work({1, 1, 1}, 8).threads, 3);  // no more threads than queued tasks
 }
 
 TEST(GroupedLinear, BadInputNamesTheOp) {
