@@ -39,6 +39,13 @@ bool dense_permutation(const Geometry& g) {
   return true;
 }
 
+// Equal strides on every dimension longer than 1 (a size-1 dim's stride is never stepped).
+bool same_steps(const Shape& shape, const Shape& a, const Shape& b) {
+  for (size_t i = 0; i < shape.size(); ++i)
+    if (shape[i] > 1 && a[i] != b[i]) return false;
+  return true;
+}
+
 // One rule for every strided view: scatter the view's gradient into a zero buffer laid out
 // like the source's storage, then read the source's elements back from it. Three shortcuts
 // give the same values: a reshape of a row-major source hands the gradient back reshaped, a
@@ -57,7 +64,8 @@ class ViewBackward final : public Node {
     // A view that is a permutation of a dense source, met by a gradient laid out as the view
     // itself (attention's, say): the gradient's storage read through the source's strides.
     if (n > 0 && view_.offset == src_.offset && shape_numel(view_.shape) == n &&
-        dense_permutation(src_) && dense_permutation(view_) && g.strides() == view_.strides)
+        dense_permutation(src_) && dense_permutation(view_) &&
+        same_steps(view_.shape, g.strides(), view_.strides))
       return {g.as_strided(src_.shape, src_.strides, 0)};
     Tensor buffer = whole && dense_permutation(view_)
                         ? Tensor::empty({n}, g.dtype())

@@ -30,7 +30,8 @@ struct HeadRows {
   int64_t start(int64_t i) const { return i / heads * batch + i % heads * head; }
 };
 
-// True when t ([B, H, T, Dh]) has adjacent Dh elements, so its HeadRows describe it.
+// True when t ([B, H, T, Dh]) has adjacent Dh elements and rows at least Dh apart, so its
+// HeadRows describe a matrix per head the GEMM can read.
 bool rows_are_dense(const Tensor& t);
 HeadRows head_rows(const Tensor& t);  // requires rows_are_dense(t)
 // An uninitialised [B, H, T, Dh] tensor of `dtype` laid out as `like`: [B, T, H, Dh] memory

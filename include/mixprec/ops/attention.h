@@ -13,6 +13,11 @@ namespace mixprec {
 // Fused (flash-style): saves only q, k, v, the output (for bf16/f16 inputs its unrounded f32
 // value, so the gradients see one rounding, not several) and one f32 log-sum-exp per row
 // for backward (no T×T tensor); backward recomputes the probabilities block by block.
+// q, k, v are read in place when each row's Dh elements are adjacent (a contiguous tensor, or
+// a [B, T, H·Dh] projection viewed as [B, H, T, Dh]); the output takes q's layout, as
+// PyTorch's CPU flash attention does: for such a view it is [B, T, H, Dh] memory seen as
+// [B, H, T, Dh] (not contiguous; out.transpose(1, 2) is), and the gradients of q, k, v take
+// the layouts of q, k, v.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = true, double scale = 0.0);
 // Rotate-half RoPE (GPT-NeoX / LLaMA): x [B, H, T, Dh] (Dh even), positions

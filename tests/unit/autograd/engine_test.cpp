@@ -150,7 +150,7 @@ TEST(Autograd, PermutedViewsReadAGradientLaidOutAsTheView) {
     EXPECT_EQ(x.grad().to_doubles(), g.contiguous().to_doubles()) << laid_out_as_view;
     EXPECT_TRUE(x.grad().is_contiguous());
   }
-  // A gradient with the permuted layout of its view goes to the leaf without a copy.
+  // A gradient with strides unlike its view's takes the general scatter.
   Tensor x = iota(shape).set_requires_grad();
   const Tensor p = x.permute({2, 0, 1});
   const Tensor g = g_storage.view({3, 2, 4}).permute({2, 1, 0});  // strides unlike p's
@@ -162,11 +162,32 @@ TEST(Autograd, PermutedViewsReadAGradientLaidOutAsTheView) {
         expect[static_cast<size_t>(i * 12 + j * 4 + k)] =
             g.select(0, k).select(0, i).select(0, j).item();
   EXPECT_EQ(x.grad().to_doubles(), expect);
-  Tensor y = iota(shape).set_requires_grad();
-  const Tensor q = y.permute({2, 0, 1});
-  const Tensor gq = iota({2, 3, 4}).permute({2, 0, 1});  // exactly q's layout: read in place
-  q.backward(gq);
-  EXPECT_EQ(y.grad().to_doubles(), iota(shape).to_doubles());
+  // One laid out as its view (strides of size-1 dims aside) is read in place: the node before
+  // the view is handed the gradient's own storage.
+  class SeesGrad final : public Node {
+   public:
+    const char* name() const override { return "SeesGrad"; }
+    std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+      seen = grads[0];
+      return {grads[0]};
+    }
+    Tensor seen;
+  };
+  const std::vector<std::pair<Shape, std::vector<int64_t>>> cases = {{shape, {2, 0, 1}},
+                                                                     {{2, 1, 3}, {2, 1, 0}}};
+  for (const auto& [src_shape, dims] : cases) {
+    Tensor y = iota(src_shape).set_requires_grad();
+    auto sees = std::make_shared<SeesGrad>();
+    Tensor mid = y.detach();
+    connect(*sees, {y});
+    set_history(mid, sees);
+    const Tensor q = mid.permute(dims);
+    Tensor gq = iota(src_shape).permute(dims);                           // q's layout
+    if (src_shape[1] == 1) gq = gq.as_strided({3, 1, 2}, {1, 7, 3}, 0);  // but the size-1 dim
+    q.backward(gq);
+    EXPECT_EQ(sees->seen.raw_data(), gq.raw_data()) << shape_to_string(src_shape);
+    EXPECT_EQ(y.grad().to_doubles(), iota(src_shape).to_doubles()) << shape_to_string(src_shape);
+  }
 }
 
 // Gradients meeting at one input add in place only into a tensor nobody else holds: a node

@@ -253,6 +253,33 @@ TEST(Attention, ProjectionLayoutsGiveTheBitsOfContiguousInputs) {
   }
 }
 
+// Layouts the kernels cannot read as matrices are copied first: one query row whose stride
+// is smaller than Dh (a transposed [B, H, Dh, 1]), keys broadcast along T (stride 0).
+TEST(Attention, RowsCloserThanDhAreCopiedFirst) {
+  const int64_t B = 1, H = 2, D = 8, T = 5;
+  auto broadcast_rows = [&](const Tensor& one_row) {  // [B, H, 1, D] -> [B, H, T, D], stride 0
+    return one_row.as_strided({B, H, T, D}, {H * D, D, 0, 1}, 0);
+  };
+  for (DType dt : {DType::f32, DType::bf16}) {
+    // One query row from a transposed [B, H, D, 1]: its row stride is 1.
+    const Tensor q1 = randn({B, H, D, 1}, dt, 91).transpose(2, 3);
+    const Tensor k1 = randn({B, H, 1, D}, dt, 92), v1 = randn({B, H, 1, D}, dt, 93);
+    EXPECT_TRUE(same_bits(scaled_dot_product_attention(q1, k1, v1, true),
+                          scaled_dot_product_attention(q1.contiguous(), k1, v1, true)))
+        << dtype_name(dt);
+    // Keys, then queries, broadcast along T.
+    const Tensor q = randn({B, H, T, D}, dt, 94), v = randn({B, H, T, D}, dt, 95);
+    const Tensor k = broadcast_rows(randn({B, H, 1, D}, dt, 96));
+    EXPECT_TRUE(same_bits(scaled_dot_product_attention(q, k, v, false),
+                          scaled_dot_product_attention(q, k.contiguous(), v, false)))
+        << dtype_name(dt);
+    const Tensor q2 = broadcast_rows(randn({B, H, 1, D}, dt, 97));
+    EXPECT_TRUE(same_bits(scaled_dot_product_attention(q2, q, v, true),
+                          scaled_dot_product_attention(q2.contiguous(), q, v, true)))
+        << dtype_name(dt);
+  }
+}
+
 TEST(Attention, SameBitsWithOneAndTwoThreads) {
   const Shape s{2, 3, 200, 64};
   for (DType dt : {DType::f32, DType::bf16}) {
