@@ -93,6 +93,15 @@ Tensor GradScaler::scale(const Tensor& loss) const {
   return enabled() ? mixprec::scale(loss, static_cast<double>(state_.scale)) : loss;
 }
 
+namespace {
+
+void require_gradients(bool any_grad) {
+  MIXPREC_CHECK(any_grad, kWhere,
+                "no parameter of this optimizer has a gradient (run backward() first)");
+}
+
+}  // namespace
+
 GradScaler::PerOptimizer& GradScaler::check(optim::Optimizer& opt, bool write) {
   PerOptimizer st;  // recorded only once the scan succeeds: a throw leaves no phantom step
   std::vector<Tensor> grads;
@@ -119,13 +128,11 @@ GradScaler::PerOptimizer& GradScaler::check(optim::Optimizer& opt, bool write) {
     st.found_inf = true;
     st.first_nonfinite = "(a parameter shard on another rank)";
   }
-  MIXPREC_CHECK(any_grad, kWhere,
-                "no parameter of this optimizer has a gradient (run backward() first)");
+  require_gradients(any_grad);
   PerOptimizer& recorded = this_iteration_[&opt];
   const bool unscaled = recorded.unscaled;
   recorded = std::move(st);
   recorded.unscaled = unscaled;
-  recorded.checked = true;
   return recorded;
 }
 
@@ -151,27 +158,24 @@ StepReport GradScaler::step(optim::Optimizer& opt, float grad_factor,
   MIXPREC_CHECK(it == this_iteration_.end() || !it->second.stepped, kWhere,
                 "step() has already been called on this optimizer since the last update()");
   const bool unscaled = it != this_iteration_.end() && it->second.unscaled;
-  const bool checked = it != this_iteration_.end() && it->second.checked;
+  // An enabled scaler's unscale() has tested the gradients; a disabled one's left it to here.
+  PerOptimizer* st = unscaled && enabled() ? &it->second : nullptr;
   // A finite f64 sum of squares has no inf or NaN in it; multiplying by 1/scale <= 1 (none
   // left when unscaled) makes none either.
-  const bool proven_finite =
-      grad_norm && std::isfinite(*grad_norm) && !reduce_ && (unscaled || inv_scale() <= 1.0f);
-  if (!checked && proven_finite) {
+  if (!st && grad_norm && std::isfinite(*grad_norm) && !reduce_ &&
+      (unscaled || inv_scale() <= 1.0f)) {
     const auto& ps = opt.parameters();
-    MIXPREC_CHECK(
-        std::any_of(ps.begin(), ps.end(), [](const auto& p) { return p->grad().defined(); }),
-        kWhere, "no parameter of this optimizer has a gradient (run backward() first)");
-    PerOptimizer& known = this_iteration_[&opt];
-    known.checked = true;
-    known.found_inf = false;
+    require_gradients(
+        std::any_of(ps.begin(), ps.end(), [](const auto& p) { return p->grad().defined(); }));
+    st = &this_iteration_[&opt];  // found_inf stays false
   }
-  PerOptimizer& st = checked || proven_finite ? this_iteration_[&opt] : check(opt, /*write=*/false);
-  st.stepped = true;
+  if (!st) st = &check(opt, /*write=*/false);
+  st->stepped = true;
   StepReport r;
   r.scale = get_scale();
-  if (st.found_inf) {
-    r.first_nonfinite = st.first_nonfinite;
-    r.reason = "non-finite gradient (inf or NaN) in parameter '" + st.first_nonfinite +
+  if (st->found_inf) {
+    r.first_nonfinite = st->first_nonfinite;
+    r.reason = "non-finite gradient (inf or NaN) in parameter '" + st->first_nonfinite +
                "' at loss scale " + scale_text(r.scale);
     ++state_.steps_skipped;
   } else {

@@ -47,10 +47,10 @@ bool same_steps(const Shape& shape, const Shape& a, const Shape& b) {
 }
 
 // One rule for every strided view: scatter the view's gradient into a zero buffer laid out
-// like the source's storage, then read the source's elements back from it. Three shortcuts
-// give the same values: a reshape of a row-major source hands the gradient back reshaped, a
-// permutation of a dense source reads a gradient already laid out as the view through the
-// source's strides, and a view that covers a row-major source exactly once needs no zero fill.
+// like the source's storage, then read the source's elements back from it. A view that
+// covers a dense source exactly once (a reshape, transpose or permute) needs no zero fill;
+// met by a gradient laid out as the view itself (attention's, or any contiguous gradient of
+// a reshape), it is the source's gradient read through the source's strides, no copy at all.
 class ViewBackward final : public Node {
  public:
   ViewBackward(Geometry src, Geometry view) : src_(std::move(src)), view_(std::move(view)) {}
@@ -58,18 +58,14 @@ class ViewBackward final : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     const Tensor& g = grads[0];
     const int64_t n = extent(src_);
-    const bool whole = is_row_major(src_.shape, src_.strides) && view_.offset == src_.offset &&
-                       shape_numel(view_.shape) == shape_numel(src_.shape) && n > 0;
-    if (whole && is_row_major(view_.shape, view_.strides)) return {g.contiguous().view(src_.shape)};
-    // A view that is a permutation of a dense source, met by a gradient laid out as the view
-    // itself (attention's, say): the gradient's storage read through the source's strides.
-    if (n > 0 && view_.offset == src_.offset && shape_numel(view_.shape) == n &&
-        dense_permutation(src_) && dense_permutation(view_) &&
-        same_steps(view_.shape, g.strides(), view_.strides))
+    const bool whole = n > 0 && view_.offset == src_.offset && shape_numel(view_.shape) == n &&
+                       dense_permutation(src_) && dense_permutation(view_);
+    if (whole && same_steps(view_.shape, g.strides(), view_.strides))
       return {g.as_strided(src_.shape, src_.strides, 0)};
-    Tensor buffer = whole && dense_permutation(view_)
-                        ? Tensor::empty({n}, g.dtype())
-                        : Tensor::zeros({std::max<int64_t>(n, 1)}, g.dtype());
+    if (whole && is_row_major(src_.shape, src_.strides) && is_row_major(view_.shape, view_.strides))
+      return {g.contiguous().view(src_.shape)};
+    Tensor buffer =
+        whole ? Tensor::empty({n}, g.dtype()) : Tensor::zeros({std::max<int64_t>(n, 1)}, g.dtype());
     if (n > 0 && g.numel() > 0)
       buffer.as_strided(view_.shape, view_.strides, view_.offset - src_.offset).copy_from(g);
     return {buffer.as_strided(src_.shape, src_.strides, 0).contiguous()};

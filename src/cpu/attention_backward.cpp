@@ -26,11 +26,17 @@ struct Head {
   A scale;
 };
 
-// Key block [c0, c0 + cols): adds into dq [T, Dh] (rows dq_ld apart) and writes dk, dv
-// [cols, Dh] (rows kv_ld apart).
+// A gradient's rows in the math type: element (r, c) at p[r·ld + c].
 template <class A>
-void key_block(const Head<A>& h, int64_t c0, int64_t cols, A* dq, int64_t dq_ld, A* dk, A* dv,
-               int64_t kv_ld) {
+struct GradRows {
+  A* p;
+  int64_t ld;
+};
+
+// Key block [c0, c0 + cols): adds into dq [T, Dh] and writes dk, dv [cols, Dh].
+template <class A>
+void key_block(const Head<A>& h, int64_t c0, int64_t cols, GradRows<A> dq, GradRows<A> dk,
+               GradRows<A> dv) {
   constexpr DType ad = acc_dtype<A>();
   const int64_t dh = h.dh;
   A* p = scratch<A>(4, kBr * kBc);   // probabilities [rows, kBc]
@@ -38,8 +44,8 @@ void key_block(const Head<A>& h, int64_t c0, int64_t cols, A* dq, int64_t dq_ld,
   const A* kj = h.k.at(c0);          // [cols, Dh]
   const A* vj = h.v.at(c0);          // [cols, Dh]
   for (int64_t c = 0; c < cols; ++c) {
-    std::fill(dk + c * kv_ld, dk + c * kv_ld + dh, A(0));
-    std::fill(dv + c * kv_ld, dv + c * kv_ld + dh, A(0));
+    std::fill(dk.p + c * dk.ld, dk.p + c * dk.ld + dh, A(0));
+    std::fill(dv.p + c * dv.ld, dv.p + c * dv.ld + dh, A(0));
   }
   // Causal: query blocks wholly above this key block see none of it.
   for (int64_t r0 = h.causal ? c0 / kBr * kBr : 0; r0 < h.t; r0 += kBr) {
@@ -53,7 +59,7 @@ void key_block(const Head<A>& h, int64_t c0, int64_t cols, A* dq, int64_t dq_ld,
       exp_scaled_sum(pr, h.scale, h.lse[r0 + r], valid);
       std::fill(pr + valid, pr + cols, A(0));
     }
-    gemm(cols, dh, rows, 1.0f, {ad, p, kBc, true}, {ad, doi, h.dout.ld}, 1.0f, {ad, dv, kv_ld});
+    gemm(cols, dh, rows, 1.0f, {ad, p, kBc, true}, {ad, doi, h.dout.ld}, 1.0f, {ad, dv.p, dv.ld});
     gemm(rows, cols, dh, 1.0f, {ad, doi, h.dout.ld}, {ad, vj, h.v.ld, true}, 0.0f, {ad, ds, kBc});
     for (int64_t r = 0; r < rows; ++r) {
       const A* pr = p + r * kBc;
@@ -61,8 +67,9 @@ void key_block(const Head<A>& h, int64_t c0, int64_t cols, A* dq, int64_t dq_ld,
       const A d = h.d[r0 + r];
       for (int64_t c = 0; c < cols; ++c) dsr[c] = h.scale * (pr[c] * (dsr[c] - d));
     }
-    gemm(rows, dh, cols, 1.0f, {ad, ds, kBc}, {ad, kj, h.k.ld}, 1.0f, {ad, dq + r0 * dq_ld, dq_ld});
-    gemm(cols, dh, rows, 1.0f, {ad, ds, kBc, true}, {ad, qi, h.q.ld}, 1.0f, {ad, dk, kv_ld});
+    gemm(rows, dh, cols, 1.0f, {ad, ds, kBc}, {ad, kj, h.k.ld}, 1.0f,
+         {ad, dq.p + r0 * dq.ld, dq.ld});
+    gemm(cols, dh, rows, 1.0f, {ad, ds, kBc, true}, {ad, qi, h.q.ld}, 1.0f, {ad, dk.p, dk.ld});
   }
 }
 
@@ -103,26 +110,24 @@ void backward(const T* q, const T* k, const T* v, const O* out, const acc_t<T>* 
       // Gradients accumulate in place when the output already has the math type.
       constexpr bool in_place = std::is_same_v<T, A>;
       T* dq_h = dq + lay.dq.start(hi);
-      A* dq_acc = in_place ? reinterpret_cast<A*>(dq_h) : scratch<A>(8, t * dh);  // [T, Dh]
-      const int64_t dq_ld = in_place ? lay.dq.row : dh;
-      for (int64_t r = 0; r < t; ++r) std::fill(dq_acc + r * dq_ld, dq_acc + r * dq_ld + dh, A(0));
+      const GradRows<A> dq_acc = in_place ? GradRows<A>{reinterpret_cast<A*>(dq_h), lay.dq.row}
+                                          : GradRows<A>{scratch<A>(8, t * dh), dh};  // [T, Dh]
+      for (int64_t r = 0; r < t; ++r)
+        std::fill(dq_acc.p + r * dq_acc.ld, dq_acc.p + r * dq_acc.ld + dh, A(0));
       A* dkv = scratch<A>(9, 2 * kBc * dh);  // dK_j, dV_j [kBc, Dh] each when not in place
       for (int64_t c0 = 0; c0 < t; c0 += kBc) {
         const int64_t cols = std::min(kBc, t - c0);
         T* dk_j = dk + lay.dk.start(hi) + c0 * lay.dk.row;
         T* dv_j = dv + lay.dv.start(hi) + c0 * lay.dv.row;
         if constexpr (in_place) {
-          if (lay.dk.row == lay.dv.row) {
-            key_block(h, c0, cols, dq_acc, dq_ld, reinterpret_cast<A*>(dk_j),
-                      reinterpret_cast<A*>(dv_j), lay.dk.row);
-            continue;
-          }
+          key_block<A>(h, c0, cols, dq_acc, {dk_j, lay.dk.row}, {dv_j, lay.dv.row});
+        } else {
+          key_block<A>(h, c0, cols, dq_acc, {dkv, dh}, {dkv + kBc * dh, dh});
+          store_rows(dkv, dk_j, cols, dh, lay.dk.row);
+          store_rows(dkv + kBc * dh, dv_j, cols, dh, lay.dv.row);
         }
-        key_block(h, c0, cols, dq_acc, dq_ld, dkv, dkv + kBc * dh, dh);
-        store_rows(dkv, dk_j, cols, dh, lay.dk.row);
-        store_rows(dkv + kBc * dh, dv_j, cols, dh, lay.dv.row);
       }
-      if constexpr (!in_place) store_rows(dq_acc, dq_h, t, dh, lay.dq.row);
+      if constexpr (!in_place) store_rows(dq_acc.p, dq_h, t, dh, lay.dq.row);
     }
   });
 }

@@ -25,16 +25,10 @@ Tensor with_dense_rows(const Tensor& t) {
   return cpu::rows_are_dense(t) ? t : t.contiguous();
 }
 
-// A gradient in the kernel's terms: the input dtype, or f32 beside f32/bf16/f16 inputs.
-Tensor as_kernel_grad(const Tensor& g, DType input_dtype) {
-  if (g.dtype() == input_dtype) return g.contiguous();
-  return g.to(input_dtype == DType::f64 ? DType::f64 : DType::f32).contiguous();
-}
-
-// The output gradient in the attention kernel's terms (as_kernel_grad, rows read in place).
-Tensor as_attention_grad(const Tensor& g, DType input_dtype) {
-  if (g.dtype() == input_dtype) return with_dense_rows(g);
-  return as_kernel_grad(g, input_dtype);
+// A gradient in the kernel's dtype: the input's, or f32 beside f32/bf16/f16 inputs.
+Tensor in_kernel_dtype(const Tensor& g, DType input_dtype) {
+  if (g.dtype() == input_dtype) return g;
+  return g.to(input_dtype == DType::f64 ? DType::f64 : DType::f32);
 }
 
 class AttentionBackward final : public Node {
@@ -51,7 +45,7 @@ class AttentionBackward final : public Node {
   void release_saved() override { q_ = k_ = v_ = out_ = lse_ = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
-    const Tensor g = as_attention_grad(grads[0], q_.dtype());
+    const Tensor g = with_dense_rows(in_kernel_dtype(grads[0], q_.dtype()));
     cpu::AttentionGrads r = cpu::attention_backward(q_, k_, v_, out_, lse_, g, causal_, scale_);
     return {r.dq, r.dk, r.dv};
   }
@@ -70,7 +64,8 @@ class RopeBackward final : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
     // The transpose of a rotation is the rotation by minus the angle.
-    return {cpu::rope_rotate(as_kernel_grad(grads[0], dtype_), theta_, offset_, true, dtype_)};
+    return {cpu::rope_rotate(in_kernel_dtype(grads[0], dtype_).contiguous(), theta_, offset_, true,
+                             dtype_)};
   }
 
  private:

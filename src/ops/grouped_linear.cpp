@@ -2,8 +2,6 @@
 // WholeProductScope), in one parallel region per direction.
 #include "mixprec/ops/grouped_linear.h"
 
-#include <omp.h>
-
 #include <algorithm>
 #include <atomic>
 #include <exception>

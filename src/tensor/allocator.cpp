@@ -41,7 +41,6 @@ void* Allocator::take_cached(std::size_t size) {
 }
 
 std::size_t Allocator::live_block_size(void* ptr, std::size_t nbytes) {
-  if (oversized_.empty()) return block_size(nbytes);
   const auto it = oversized_.find(ptr);
   if (it == oversized_.end()) return block_size(nbytes);
   const std::size_t size = it->second;

@@ -114,7 +114,6 @@ class GradScaler {
  private:
   struct PerOptimizer {
     bool unscaled = false, stepped = false, found_inf = false;
-    bool checked = false;  // found_inf is known (a disabled scaler's unscale() leaves it)
     std::string first_nonfinite;
   };
   // Tests every gradient (multiplying in place when `write`); records the result.
