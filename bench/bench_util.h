@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/parallel.h"
+#include "mixprec/core/parallel.h"
 
 namespace mixprec::bench {
 

@@ -14,9 +14,9 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/models/gpt_block.h"
 #include "mixprec/ops.h"
-#include "mixprec/parallel.h"
 
 using namespace mixprec;
 using bench::median;

@@ -47,10 +47,10 @@
 #include <string_view>
 #include <vector>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/dtype.h"
 #include "mixprec/numerics/rounding.h"
-#include "mixprec/parallel.h"
 
 namespace {
 

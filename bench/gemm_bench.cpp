@@ -28,8 +28,8 @@
 
 #include "bench_util.h"
 #include "fma_peak.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/gemm.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/tensor.h"
 
 using namespace mixprec;

@@ -24,9 +24,9 @@
 #include <vector>
 
 #include "bench_util.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/activation.h"
 #include "mixprec/ops.h"
-#include "mixprec/parallel.h"
 
 using namespace mixprec;
 

@@ -23,9 +23,9 @@
 
 #include "bench_util.h"
 #include "mixprec/amp/grad_scaler.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/optim/adam_mini.h"
 #include "mixprec/optim/adamw.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/allocator.h"
 
 using namespace mixprec;

@@ -32,12 +32,12 @@
 #include "fma_peak.h"
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/grad_scaler.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/data/batches.h"
 #include "mixprec/data/token_dataset.h"
 #include "mixprec/models/transformer.h"
 #include "mixprec/optim/adamw.h"
 #include "mixprec/optim/clip.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/allocator.h"
 
 using namespace mixprec;

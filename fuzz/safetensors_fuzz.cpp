@@ -15,7 +15,7 @@
 #include <span>
 #include <string>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/io/checkpoint_store.h"
 #include "mixprec/io/safetensors.h"
 

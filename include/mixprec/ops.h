@@ -12,6 +12,7 @@
 #include "mixprec/ops/indexing.h"
 #include "mixprec/ops/linalg.h"
 #include "mixprec/ops/loss.h"
+#include "mixprec/ops/moe_routing.h"
 #include "mixprec/ops/normalization.h"
 #include "mixprec/ops/reduction.h"
 #include "mixprec/ops/softmax.h"

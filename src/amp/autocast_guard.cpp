@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "autocast_state.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::amp {
 namespace detail {

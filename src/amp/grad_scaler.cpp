@@ -9,9 +9,9 @@
 #include <string>
 #include <vector>
 
+#include "mixprec/autograd/record_tensor_ops.h"
+#include "mixprec/core/error.h"
 #include "mixprec/cpu/grad_scan.h"
-#include "mixprec/error.h"
-#include "mixprec/ops/elementwise.h"
 
 namespace mixprec::amp {
 namespace {
@@ -28,7 +28,7 @@ Tensor scalar_tensor(int64_t v) {
   return Tensor::from_vector(std::vector<int64_t>{v});
 }
 
-const Tensor& entry(const optim::StateDict& dict, const std::string& key, DType dtype) {
+const Tensor& entry(const TensorMap& dict, const std::string& key, DType dtype) {
   const auto it = dict.find(key);
   MIXPREC_CHECK(it != dict.end(), kWhere, "state has no entry '" + key + "'");
   MIXPREC_CHECK(it->second.defined() && it->second.numel() == 1 && it->second.dtype() == dtype,
@@ -90,7 +90,7 @@ float GradScaler::inv_scale() const {
 
 Tensor GradScaler::scale(const Tensor& loss) const {
   MIXPREC_CHECK(loss.defined(), kWhere, "scale() got an undefined loss");
-  return enabled() ? mixprec::scale(loss, static_cast<double>(state_.scale)) : loss;
+  return enabled() ? scaled(loss, static_cast<double>(state_.scale)) : loss;
 }
 
 namespace {
@@ -102,27 +102,23 @@ void require_gradients(bool any_grad) {
 
 }  // namespace
 
-GradScaler::PerOptimizer& GradScaler::check(optim::Optimizer& opt, bool write) {
+GradScaler::PerOptimizer& GradScaler::check(GradientStep& opt, bool write) {
   PerOptimizer st;  // recorded only once the scan succeeds: a throw leaves no phantom step
+  const std::vector<NamedGradient> named = opt.gradients();
   std::vector<Tensor> grads;
-  std::vector<const optim::Parameter*> owners;
-  for (const auto& p : opt.parameters()) {
-    Tensor g = p->grad();
-    if (!g.defined()) continue;
-    if (!g.is_contiguous()) {
-      g = g.contiguous();
-      if (write) p->set_grad(g);
-    }
-    grads.push_back(g);
-    owners.push_back(p.get());
-  }
+  grads.reserve(named.size());
+  for (const NamedGradient& g : named) grads.push_back(g.grad.contiguous());
   const bool any_grad = !grads.empty();
   // One pass over every gradient (unscaled in place when `write`).
   const int64_t bad =
       write ? cpu::unscale_and_check(grads, inv_scale()) : cpu::first_nonfinite(grads, inv_scale());
+  // A strided gradient was unscaled in a contiguous copy: it goes back where the optimizer
+  // reads it.
+  for (std::size_t i = 0; write && i < named.size(); ++i)
+    if (!named[i].grad.is_contiguous()) Tensor(named[i].grad).copy_from(grads[i]);
   if (bad >= 0) {
     st.found_inf = true;
-    st.first_nonfinite = owners[static_cast<std::size_t>(bad)]->name();
+    st.first_nonfinite = named[static_cast<std::size_t>(bad)].name;
   }
   if (reduce_ && reduce_(st.found_inf) && !st.found_inf) {
     st.found_inf = true;
@@ -136,7 +132,7 @@ GradScaler::PerOptimizer& GradScaler::check(optim::Optimizer& opt, bool write) {
   return recorded;
 }
 
-void GradScaler::unscale(optim::Optimizer& opt) {
+void GradScaler::unscale(GradientStep& opt) {
   const auto it = this_iteration_.find(&opt);
   if (it != this_iteration_.end()) {
     MIXPREC_CHECK(!it->second.unscaled, kWhere,
@@ -150,8 +146,7 @@ void GradScaler::unscale(optim::Optimizer& opt) {
   check(opt, /*write=*/true).unscaled = true;
 }
 
-StepReport GradScaler::step(optim::Optimizer& opt, float grad_factor,
-                            std::optional<double> grad_norm) {
+StepReport GradScaler::step(GradientStep& opt, float grad_factor, std::optional<double> grad_norm) {
   MIXPREC_CHECK(std::isfinite(grad_factor) && grad_factor > 0.0f, kWhere,
                 "step(): grad_factor " + std::to_string(grad_factor) + " must be finite and > 0");
   const auto it = this_iteration_.find(&opt);
@@ -164,9 +159,7 @@ StepReport GradScaler::step(optim::Optimizer& opt, float grad_factor,
   // left when unscaled) makes none either.
   if (!st && grad_norm && std::isfinite(*grad_norm) && !reduce_ &&
       (unscaled || inv_scale() <= 1.0f)) {
-    const auto& ps = opt.parameters();
-    require_gradients(
-        std::any_of(ps.begin(), ps.end(), [](const auto& p) { return p->grad().defined(); }));
+    require_gradients(!opt.gradients().empty());
     st = &this_iteration_[&opt];  // found_inf stays false
   }
   if (!st) st = &check(opt, /*write=*/false);
@@ -229,7 +222,7 @@ void GradScaler::load_state(const ScalerState& state) {
   this_iteration_.clear();
 }
 
-optim::StateDict GradScaler::state_dict() const {
+TensorMap GradScaler::state_dict() const {
   return {{"scale", Tensor::from_vector(std::vector<float>{state_.scale})},
           {"growth_tracker", scalar_tensor(state_.growth_tracker)},
           {"hysteresis_left", scalar_tensor(state_.hysteresis_left)},
@@ -237,7 +230,7 @@ optim::StateDict GradScaler::state_dict() const {
           {"steps_taken", scalar_tensor(state_.steps_taken)}};
 }
 
-void GradScaler::load_state_dict(const optim::StateDict& dict) {
+void GradScaler::load_state_dict(const TensorMap& dict) {
   ScalerState s;
   s.scale = entry(dict, "scale", DType::f32).data<float>()[0];
   s.growth_tracker = entry(dict, "growth_tracker", DType::i64).data<int64_t>()[0];

@@ -12,7 +12,7 @@ namespace mixprec::amp {
 
 NumericsMonitor::NumericsMonitor(MonitorOptions options) : options_(options) {}
 
-StepNumerics NumericsMonitor::observe(int64_t step, const optim::Optimizer& opt, float loss_scale,
+StepNumerics NumericsMonitor::observe(int64_t step, const GradientStep& opt, float loss_scale,
                                       bool unscaled) const {
   StepNumerics out;
   out.step = step;
@@ -20,14 +20,10 @@ StepNumerics NumericsMonitor::observe(int64_t step, const optim::Optimizer& opt,
   // Stored g times `to_scaled` is the scaled gradient; divided by `to_true`, the true one.
   const double to_scaled = unscaled ? loss_scale : 1.0;
   const double to_true = unscaled ? 1.0 : loss_scale;
+  const std::vector<NamedGradient> named = opt.gradients();
   std::vector<Tensor> grads;
-  std::vector<const optim::Parameter*> owners;
-  for (const auto& p : opt.parameters()) {
-    const Tensor g = p->grad();
-    if (!g.defined()) continue;
-    grads.push_back(g.contiguous());
-    owners.push_back(p.get());
-  }
+  grads.reserve(named.size());
+  for (const NamedGradient& g : named) grads.push_back(g.grad.contiguous());
   const cpu::GradNumericsPass pass =
       cpu::grad_numerics(grads, to_scaled, options_.underflow_below, options_.overflow_above);
   for (std::size_t i = 0; i < grads.size(); ++i) {
@@ -37,8 +33,9 @@ StepNumerics NumericsMonitor::observe(int64_t step, const optim::Optimizer& opt,
     out.overflow += n.overflow;
     out.nonfinite += n.nonfinite;
     if (options_.per_param)
-      out.params.push_back({owners[i]->name(), n.numel, static_cast<float>(n.amax / to_true),
-                            n.underflow, n.overflow, n.nonfinite});
+      out.params.push_back({std::string(named[i].name), n.numel,
+                            static_cast<float>(n.amax / to_true), n.underflow, n.overflow,
+                            n.nonfinite});
   }
   // An inf or NaN anywhere makes the norm inf, as clipping would see it.
   out.grad_norm = out.nonfinite ? INFINITY : std::sqrt(pass.sum_squares) / to_true;

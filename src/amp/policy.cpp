@@ -9,7 +9,7 @@
 #include <cctype>
 #include <optional>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::amp {
 namespace {

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "mixprec/autograd/grad_mode.h"
+#include "mixprec/core/error.h"
 #include "mixprec/cpu/grad_scan.h"
-#include "mixprec/error.h"
 
 namespace mixprec {
 namespace {

@@ -1,6 +1,7 @@
 // Wiring ops into the graph.
 #include "mixprec/autograd/function.h"
 
+#include "install_history_hooks.h"
 #include "mixprec/autograd/anomaly.h"
 #include "mixprec/cpu/reduce_to_shape.h"
 
@@ -41,6 +42,7 @@ void connect(Node& node, const std::vector<Tensor>& inputs) {
 }
 
 void set_history(Tensor& out, const std::shared_ptr<Node>& node, int output_nr) {
+  detail::ensure_history_hooks();
   auto& meta = out.mutable_autograd_meta();
   meta->requires_grad = true;
   meta->grad_fn = node;

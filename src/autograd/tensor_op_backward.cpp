@@ -1,10 +1,14 @@
-// Backward rules for Tensor's own view, copy and cast members.
+// Backward rules for Tensor's own view, copy and cast members, and for x times a constant.
 #include <algorithm>
 #include <utility>
 #include <vector>
 
+#include "install_history_hooks.h"
 #include "mixprec/autograd/function.h"
+#include "mixprec/autograd/grad_mode.h"
 #include "mixprec/autograd/record_tensor_ops.h"
+#include "mixprec/cpu/elementwise.h"
+#include "mixprec/tensor/history_hooks.h"
 
 namespace mixprec {
 namespace {
@@ -93,6 +97,21 @@ class CastBackward final : public Node {
   DType src_dtype_;
 };
 
+class ScaleBackward final : public Node {
+ public:
+  ScaleBackward(double s, DType x_dtype) : s_(s), x_dtype_(x_dtype) {}
+  const char* name() const override { return "ScaleBackward"; }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor()};
+    // The same f32-rounded factor as the forward (f64 when x or the gradient is f64).
+    return {cpu::scale(grads[0], s_, x_dtype_)};
+  }
+
+ private:
+  double s_;
+  DType x_dtype_;
+};
+
 void record(const Tensor& src, Tensor& out, std::shared_ptr<Node> node) {
   connect(*node, {src});
   set_history(out, node);
@@ -115,6 +134,27 @@ void record_copy(const Tensor& src, Tensor& copy) {
 void record_cast(const Tensor& src, Tensor& cast) {
   if (!any_requires_grad({&src})) return;
   record(src, cast, std::make_shared<CastBackward>(src.dtype()));
+}
+
+namespace detail {
+
+void ensure_history_hooks() {
+  static const bool installed = [] {
+    install_history_hooks({.record_view = record_view,
+                           .record_copy = record_copy,
+                           .record_cast = record_cast,
+                           .grad_enabled = [] { return GradMode::is_enabled(); }});
+    return true;
+  }();
+  (void)installed;
+}
+
+}  // namespace detail
+
+Tensor scaled(const Tensor& x, double s) {
+  Tensor out = cpu::scale(x, s, x.dtype());
+  if (any_requires_grad({&x})) record(x, out, std::make_shared<ScaleBackward>(s, x.dtype()));
+  return out;
 }
 
 }  // namespace mixprec

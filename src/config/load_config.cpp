@@ -10,7 +10,7 @@
 
 #include "config_fields.h"
 #include "mixprec/config/train_config.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "validate_config.h"
 
 namespace mixprec::config {

@@ -6,7 +6,7 @@
 #include <utility>
 
 #include "config_fields.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::config::detail {
 namespace {

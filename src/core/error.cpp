@@ -1,4 +1,4 @@
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec {
 

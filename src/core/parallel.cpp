@@ -1,11 +1,11 @@
-#include "mixprec/parallel.h"
+#include "mixprec/core/parallel.h"
 
 #include <omp.h>
 
 #include <algorithm>
 #include <exception>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec {
 

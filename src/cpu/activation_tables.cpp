@@ -13,7 +13,7 @@
 #include <vector>
 
 #include "../numerics/vector_storage.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/numerics/convert.h"
 
 #pragma GCC diagnostic ignored "-Wpsabi"  // vector helpers are always inlined

@@ -5,9 +5,9 @@
 // Every sum runs in a fixed order inside one thread, so bits never depend on the thread count.
 #include <algorithm>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/attention.h"
 #include "mixprec/cpu/gemm.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 #include "softmax_row_ops.h"
 

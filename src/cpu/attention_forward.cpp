@@ -5,9 +5,9 @@
 #include <cmath>
 #include <limits>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/attention.h"
 #include "mixprec/cpu/gemm.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 
 namespace mixprec::cpu {

@@ -2,8 +2,8 @@
 #include <algorithm>
 #include <cstring>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/indexing.h"
-#include "mixprec/parallel.h"
 
 namespace mixprec::cpu {
 namespace {

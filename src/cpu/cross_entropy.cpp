@@ -7,8 +7,8 @@
 #include <limits>
 #include <vector>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/row_io.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 #include "softmax_row_ops.h"
 

@@ -13,9 +13,9 @@
 
 #include "gemm_amx.h"
 #include "gemm_avx512.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
-#include "mixprec/parallel.h"
 
 namespace mixprec::cpu {
 namespace {

@@ -10,9 +10,9 @@
 #include <type_traits>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/storage_types.h"
-#include "mixprec/parallel.h"
 
 namespace mixprec::cpu {
 namespace {

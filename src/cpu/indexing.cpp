@@ -4,7 +4,7 @@
 #include <algorithm>
 #include <cstring>
 
-#include "mixprec/parallel.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 
 namespace mixprec::cpu {

@@ -7,9 +7,9 @@
 #include <algorithm>
 #include <vector>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/row_io.h"
 #include "mixprec/cpu/softmax.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 #include "softmax_row_ops.h"
 

@@ -2,8 +2,8 @@
 
 #include <vector>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/row_io.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 
 namespace mixprec::cpu {

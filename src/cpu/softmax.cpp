@@ -6,9 +6,9 @@
 #include <type_traits>
 #include <vector>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/row_io.h"
 #include "mixprec/numerics/convert.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 #include "softmax_row_ops.h"
 

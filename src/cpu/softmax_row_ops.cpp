@@ -8,7 +8,7 @@
 #include <utility>
 
 #include "../numerics/vector_storage.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/storage_types.h"
 #include "softmax_row_impl.h"

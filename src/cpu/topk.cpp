@@ -10,9 +10,9 @@
 #include <utility>
 #include <vector>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/indexing.h"
 #include "mixprec/cpu/row_io.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 
 namespace mixprec::cpu {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/numerics/philox.h"
 
 namespace mixprec::data {

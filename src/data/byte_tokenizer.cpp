@@ -1,6 +1,6 @@
 #include "mixprec/data/byte_tokenizer.h"
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::data {
 

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <system_error>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::data {
 namespace fs = std::filesystem;

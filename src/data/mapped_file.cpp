@@ -9,7 +9,7 @@
 #include <cstring>
 #include <string>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::data {
 

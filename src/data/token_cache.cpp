@@ -9,9 +9,9 @@
 #include <fstream>
 #include <iterator>
 
+#include "mixprec/core/error.h"
 #include "mixprec/data/byte_tokenizer.h"
 #include "mixprec/data/utf8.h"
-#include "mixprec/error.h"
 #include "mixprec/io/atomic_file.h"
 
 namespace mixprec::data {

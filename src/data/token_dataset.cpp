@@ -3,7 +3,7 @@
 #include <cmath>
 #include <iostream>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::data {
 namespace fs = std::filesystem;

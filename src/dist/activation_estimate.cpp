@@ -65,7 +65,7 @@ int64_t ffn_hidden_tensors(const config::ModelConfig& m) {
 
 int64_t routed_rows(const config::ModelConfig& m, int64_t tokens) {
   const int64_t cap =
-      models::expert_capacity(tokens, m.moe.top_k, m.moe.n_experts, m.moe.capacity_factor);
+      expert_capacity(tokens, m.moe.top_k, m.moe.n_experts, m.moe.capacity_factor);
   return std::min(tokens * m.moe.top_k, cap * m.moe.n_experts);
 }
 

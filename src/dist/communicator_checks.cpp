@@ -2,7 +2,7 @@
 
 #include <climits>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::dist::detail {
 namespace {

@@ -7,8 +7,8 @@
 #include <string>
 
 #include "activation_estimate.h"
+#include "mixprec/core/error.h"
 #include "mixprec/dist/shard_layout.h"
-#include "mixprec/error.h"
 #include "mixprec/models/transformer.h"
 #include "mixprec/numerics/dtype.h"
 #include "mixprec/optim/adam_mini.h"

@@ -1,7 +1,7 @@
 // The MPI backend: collectives on a duplicate of MPI_COMM_WORLD whose failures come back as
 // codes (MPI_ERRORS_RETURN) and leave as mixprec::Error naming the call and the rank.
+#include "mixprec/core/error.h"
 #include "mixprec/dist/communicator.h"
-#include "mixprec/error.h"
 
 #if MIXPREC_HAVE_MPI
 #include <algorithm>

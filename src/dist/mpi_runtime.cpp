@@ -7,7 +7,7 @@
 #include <cstring>
 #include <mutex>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/numerics/convert.h"
 
 namespace mixprec::dist::mpi {

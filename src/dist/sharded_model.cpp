@@ -1,12 +1,15 @@
 // The fully sharded runtime (see sharded_model.h).
 #include "mixprec/dist/sharded_model.h"
 
+#include <cmath>
 #include <functional>
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/autograd/grad_mode.h"
+#include "mixprec/core/error.h"
 #include "mixprec/cpu/grad_scan.h"
-#include "mixprec/error.h"
+#include "mixprec/dist/sharded_state.h"
+#include "mixprec/optim/adam_mini.h"
 
 namespace mixprec::dist {
 namespace {
@@ -316,6 +319,45 @@ void ShardedModel::sum_cut_blocks(std::vector<optim::CutBlock>& blocks) const {
   for (const optim::CutBlock& c : blocks) sums.data<double>()[slot_of(c)] += c.sum_sq;
   if (W > 1) comm_.all_reduce(sums, ReduceOp::sum);
   for (optim::CutBlock& c : blocks) c.sum_sq = sums.data<double>()[slot_of(c)];
+}
+
+void ShardedModel::join(optim::Optimizer& optimizer) {
+  if (auto* adam_mini = dynamic_cast<optim::AdamMini*>(&optimizer))
+    adam_mini->set_sum_cut_blocks([this](std::vector<optim::CutBlock>& b) { sum_cut_blocks(b); });
+}
+
+void ShardedModel::join(amp::GradScaler& scaler) {
+  scaler.set_found_inf_reduction([comm = &comm_](bool found) { return any_rank(*comm, found); });
+}
+
+double ShardedModel::global_norm(double local_norm) {
+  std::vector<double> sq{local_norm * local_norm};
+  sum_over_ranks(comm_, sq);
+  return std::sqrt(sq[0]);
+}
+
+io::TensorMap ShardedModel::full_training_state(optim::Optimizer* optimizer,
+                                                amp::GradScaler* scaler) const {
+  return gather_training_state(*this, optimizer, scaler);
+}
+
+io::TensorMap ShardedModel::local_training_state(const io::TensorMap& full) const {
+  return shard_training_state(full, *this);
+}
+
+optim::ParamList ShardedModel::full_parameters() const {
+  const io::TensorMap full = gather_training_state(*this, nullptr, nullptr);
+  optim::ParamList whole;
+  for (const models::ParamSpec& spec : model_.parameters().specs())
+    whole.push_back(std::make_shared<optim::Parameter>(
+        spec.name, full.at(io::kModelPrefix + spec.name), amp::preset("fp32")));
+  return whole;
+}
+
+std::string ShardedModel::describe() const {
+  return "fully sharded over " + std::to_string(comm_.size()) + " ranks (" + comm_.backend() +
+         "): " + std::to_string(layout_.shard_numel()) + " parameters per rank in " +
+         std::to_string(layout_.units().size()) + " units";
 }
 
 Tensor ShardedModel::gather_unit(const Tensor& shard) const {

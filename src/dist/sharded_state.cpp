@@ -5,7 +5,7 @@
 #include <set>
 
 #include "mixprec/autograd/grad_mode.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/optim/adam_mini.h"
 
 namespace mixprec::dist {

@@ -1,9 +1,10 @@
 // The job's communicator: which backend this process gets, from its launcher and its build.
+#include <algorithm>
 #include <cstdlib>
 #include <string>
 
+#include "mixprec/core/error.h"
 #include "mixprec/dist/communicator.h"
-#include "mixprec/error.h"
 #include "mpi_launch.h"
 
 namespace mixprec::dist {
@@ -30,6 +31,11 @@ bool launched_by_mpi() {
   for (const char* name : {"OMPI_COMM_WORLD_SIZE", "PMIX_RANK", "PMI_RANK"})
     if (std::getenv(name) != nullptr) return true;
   return false;
+}
+
+int ranks_on_this_machine(const Communicator& comm) {
+  const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
+  return local ? std::max(1, std::atoi(local)) : comm.size();
 }
 
 std::unique_ptr<Communicator> make_world_communicator() {

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "mixprec/autograd/grad_mode.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/infer/sampler.h"
 
 namespace mixprec::infer {

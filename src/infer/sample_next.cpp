@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/infer/sampler.h"
 #include "mixprec/numerics/philox.h"
 

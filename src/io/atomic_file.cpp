@@ -8,7 +8,7 @@
 #include <cstring>
 #include <filesystem>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::io {
 

@@ -1,7 +1,7 @@
 #include "mixprec/io/checkpoint_export.h"
 
 #include "mixprec/autograd/grad_mode.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/io/safetensors.h"
 
 namespace mixprec::io {

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <system_error>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/io/checkpoint_layout.h"
 
 namespace mixprec::io {

@@ -2,7 +2,7 @@
 
 #include <nlohmann/json.hpp>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/io/atomic_file.h"
 
 namespace mixprec::io {

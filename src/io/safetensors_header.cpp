@@ -6,7 +6,7 @@
 #include <set>
 #include <tuple>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/io/safetensors.h"
 
 namespace mixprec::io {

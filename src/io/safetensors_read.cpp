@@ -7,7 +7,7 @@
 #include <filesystem>
 #include <fstream>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/io/safetensors.h"
 
 namespace mixprec::io {

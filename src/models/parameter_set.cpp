@@ -2,7 +2,7 @@
 
 #include <cmath>
 
-#include "mixprec/parallel.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/tensor/generator.h"
 
 namespace mixprec::models {

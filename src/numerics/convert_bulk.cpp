@@ -4,10 +4,10 @@
 #include <string>
 
 #include "convert_kernels.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/encode.h"
-#include "mixprec/parallel.h"
 
 namespace mixprec {
 namespace {

@@ -3,7 +3,7 @@
 #include <algorithm>
 #include <cctype>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec {
 namespace {

@@ -3,7 +3,7 @@
 #include <cctype>
 #include <string>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec {
 

@@ -8,6 +8,7 @@
 #include "mixprec/amp/autocast.h"
 
 #include "mixprec/autograd/function.h"
+#include "mixprec/autograd/record_tensor_ops.h"
 #include "mixprec/cpu/elementwise.h"
 
 namespace mixprec {
@@ -150,21 +151,6 @@ Tensor binary_op(cpu::BinaryOp op, const Tensor& a, const Tensor& b) {
   return out;
 }
 
-class ScaleBackward final : public Node {
- public:
-  ScaleBackward(double s, DType x_dtype) : s_(s), x_dtype_(x_dtype) {}
-  const char* name() const override { return "ScaleBackward"; }
-  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
-    if (!grads[0].defined()) return {Tensor()};
-    // The same f32-rounded factor as the forward (f64 when x or the gradient is f64).
-    return {cpu::scale(grads[0], s_, x_dtype_)};
-  }
-
- private:
-  double s_;
-  DType x_dtype_;
-};
-
 }  // namespace
 
 Shape broadcast_shapes(const Shape& a, const Shape& b) {
@@ -205,13 +191,7 @@ Tensor scale(const Tensor& x_in, double s) {
   cpu::check_floating("scale", x, "input");
   MIXPREC_CHECK(is_compute_dtype(x.dtype()), "scale",
                 std::string("no arithmetic for ") + dtype_name(x.dtype()));
-  Tensor out = cpu::scale(x, s, x.dtype());
-  if (any_requires_grad({&x})) {
-    auto node = std::make_shared<ScaleBackward>(s, x.dtype());
-    connect(*node, {x});
-    set_history(out, node);
-  }
-  return out;
+  return scaled(x, s);
 }
 
 }  // namespace mixprec

@@ -12,8 +12,8 @@
 #include "linear_product.h"
 #include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/gemm.h"
-#include "mixprec/parallel.h"
 #include "work_spread.h"
 
 namespace mixprec {

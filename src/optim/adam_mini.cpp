@@ -4,9 +4,9 @@
 #include <cmath>
 
 #include "fused_update.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/optim/adamw.h"
-#include "mixprec/parallel.h"
 
 namespace mixprec::optim {
 namespace {

@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "fused_update.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/grad_scan.h"
-#include "mixprec/parallel.h"
 
 namespace mixprec::optim {
 

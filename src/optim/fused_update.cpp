@@ -4,8 +4,8 @@
 #include <string>
 #include <type_traits>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 
 namespace mixprec::optim::detail {

@@ -5,7 +5,7 @@
 #include <numbers>
 #include <string>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::optim {
 

@@ -13,6 +13,14 @@ ParamList Optimizer::parameters() const {
   return all;
 }
 
+std::vector<amp::NamedGradient> Optimizer::gradients() const {
+  std::vector<amp::NamedGradient> out;
+  for (const ParamGroup& g : groups_)
+    for (const auto& p : g.params)
+      if (Tensor grad = p->grad(); grad.defined()) out.push_back({p->name(), std::move(grad)});
+  return out;
+}
+
 void Optimizer::set_lr(double lr) {
   for (ParamGroup& g : groups_) g.lr = lr;
 }

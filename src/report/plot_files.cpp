@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/report/plot.h"
 #include "mixprec/report/run_summary.h"
 

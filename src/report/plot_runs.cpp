@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/io/atomic_file.h"
 #include "mixprec/report/plot.h"
 #include "run_program.h"

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/report/run_metrics.h"
 
 namespace mixprec::report {

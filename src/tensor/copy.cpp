@@ -4,11 +4,10 @@
 #include <cstring>
 #include <limits>
 
-#include "mixprec/autograd/grad_mode.h"
-#include "mixprec/autograd/record_tensor_ops.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
+#include "mixprec/tensor/history_hooks.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec {
@@ -172,7 +171,7 @@ Tensor Tensor::contiguous() const {
 Tensor Tensor::clone() const {
   Tensor out = empty(shape(), dtype(), device());
   if (!is_meta()) gather_contiguous(*this, out.raw_data());
-  record_copy(*this, out);
+  if (const auto record = detail::history_hooks().record_copy) record(*this, out);
   return out;
 }
 
@@ -183,7 +182,7 @@ Tensor Tensor::to(DType target, const ConvertOptions& opts) const {
   const Tensor src = contiguous();
   convert_buffer(dtype(), src.raw_data(), target, out.raw_data(), static_cast<std::size_t>(numel()),
                  opts);
-  record_cast(*this, out);
+  if (const auto record = detail::history_hooks().record_cast) record(*this, out);
   return out;
 }
 
@@ -193,7 +192,8 @@ void Tensor::copy_from(const Tensor& src, const ConvertOptions& opts) {
   MIXPREC_CHECK(src.is_meta() == is_meta(), "Tensor::copy_from",
                 std::string("cannot copy between devices ") + device_name(src.device()) + " and " +
                     device_name(device()));
-  MIXPREC_CHECK(!GradMode::is_enabled() || (!requires_grad() && !src.requires_grad()),
+  const auto grad_enabled = detail::history_hooks().grad_enabled;
+  MIXPREC_CHECK(!grad_enabled || !grad_enabled() || (!requires_grad() && !src.requires_grad()),
                 "Tensor::copy_from",
                 "copy_from records no history: copy into or from a tensor that requires grad "
                 "inside a NoGradGuard, or use detach()");

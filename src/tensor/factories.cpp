@@ -3,8 +3,8 @@
 #include <cmath>
 #include <cstring>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec {

@@ -2,7 +2,7 @@
 
 #include <limits>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec {
 

@@ -5,8 +5,8 @@
 #include <cstdint>
 #include <cstdio>
 
-#include "mixprec/autograd/record_tensor_ops.h"
 #include "mixprec/tensor/allocator.h"
+#include "mixprec/tensor/history_hooks.h"
 
 namespace mixprec {
 
@@ -85,7 +85,7 @@ namespace {
 Tensor make_view(const Tensor& base, Shape shape, Shape strides, int64_t offset) {
   Tensor view(std::make_shared<TensorImpl>(TensorImpl{
       base.storage(), std::move(shape), std::move(strides), offset, base.dtype(), base.device()}));
-  record_view(base, view);
+  if (const auto record = detail::history_hooks().record_view) record(base, view);
   return view;
 }
 

@@ -5,7 +5,7 @@
 #include <cstdint>
 #include <cstring>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::train {
 

@@ -3,7 +3,7 @@
 
 #include <algorithm>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/optim/adam_mini.h"
 #include "mixprec/optim/adamw.h"
 #include "mixprec/optim/sgd.h"

@@ -6,7 +6,7 @@
 #include <fmt/format.h>
 #include <cmath>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::train {
 namespace {

@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 
 namespace mixprec::train {
 namespace {
@@ -159,9 +159,11 @@ LoadedModel load_model(const std::string& checkpoint_or_run_dir) {
   out.step = checkpoint_step(c);
   out.path = c.path;
   out.model = std::make_unique<models::Transformer>(out.config.model);
-  out.model->materialize(static_cast<uint64_t>(out.config.training.seed),
-                         out.config.training.policy);
-  io::restore_training_state(c.tensors, {out.model->parameters().parameters(), nullptr, nullptr});
+  out.comm = dist::make_single_process_communicator();
+  out.parallelism = dist::make_parallelism(*out.model, *out.comm, out.config.training.policy);
+  out.parallelism->materialize(static_cast<uint64_t>(out.config.training.seed));
+  io::restore_training_state(out.parallelism->local_training_state(c.tensors),
+                             {out.parallelism->parameters(), nullptr, nullptr});
   return out;
 }
 

@@ -1,10 +1,29 @@
 // The run's dataset from its config.
 #include "mixprec/train/run_data.h"
 
+#include <algorithm>
+#include <cmath>
+#include <vector>
+
+#include "mixprec/core/error.h"
 #include "mixprec/data/corpus.h"
-#include "mixprec/error.h"
 
 namespace mixprec::train {
+namespace {
+
+// Every token id must index the embedding: the byte tokenizer's ids reach 255.
+void check_vocabulary(const data::TokenDataset& ds, int64_t vocab_size) {
+  const data::TokenSplit all = ds.all();
+  const auto it = std::max_element(all.tokens.begin(), all.tokens.end());
+  if (it == all.tokens.end() || *it < vocab_size) return;
+  throw Error("training.data",
+              "token id " + std::to_string(*it) + " at position " +
+                  std::to_string(it - all.tokens.begin()) + " of " + ds.cache_path().string() +
+                  " is outside the vocabulary: model.vocab_size = " + std::to_string(vocab_size) +
+                  " (the byte tokenizer needs 256)");
+}
+
+}  // namespace
 
 data::TokenDataset open_run_data(const config::TrainConfig& c,
                                  const std::filesystem::path& cache_dir, data::WarningSink warn) {
@@ -19,7 +38,21 @@ data::TokenDataset open_run_data(const config::TrainConfig& c,
   o.cache_dir = cache_dir;
   o.validation_fraction = c.training.val_fraction;
   o.warn = std::move(warn);
-  return data::TokenDataset::open(o);
+  data::TokenDataset ds = data::TokenDataset::open(o);
+  check_vocabulary(ds, c.model.vocab_size);
+  return ds;
+}
+
+// Entropy (nats per token) of the split's token frequencies: the loss of the best model that
+// ignores context, the bar a language model must get well below.
+double unigram_entropy(const data::TokenSplit& split) {
+  std::vector<int64_t> counts(256, 0);
+  for (const uint8_t t : split.tokens) ++counts[t];
+  double h = 0;
+  const double n = static_cast<double>(split.size());
+  for (const int64_t c : counts)
+    if (c > 0) h -= static_cast<double>(c) / n * std::log(static_cast<double>(c) / n);
+  return h;
 }
 
 }  // namespace mixprec::train

@@ -11,20 +11,18 @@
 
 #include <fmt/format.h>
 
+#include "mixprec/amp/compute_scope.h"
 #include "mixprec/amp/grad_scaler.h"
 #include "mixprec/amp/numerics_monitor.h"
+#include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/data/batches.h"
 #include "mixprec/dist/agreement.h"
-#include "mixprec/dist/sharded_model.h"
-#include "mixprec/dist/sharded_state.h"
-#include "mixprec/error.h"
+#include "mixprec/dist/parallelism.h"
 #include "mixprec/io/checkpoint_export.h"
-#include "mixprec/optim/adam_mini.h"
 #include "mixprec/optim/clip.h"
-#include "mixprec/parallel.h"
 #include "mixprec/report/plot.h"
 #include "mixprec/tensor/allocator.h"
-#include "mixprec/train/compute_scope.h"
 #include "mixprec/train/evaluate.h"
 #include "mixprec/train/metrics_log.h"
 #include "mixprec/train/model_report.h"
@@ -38,47 +36,14 @@ using Clock = std::chrono::steady_clock;
 
 namespace {
 
-// Every token id must index the embedding: the byte tokenizer's ids reach 255.
-void check_vocabulary(const data::TokenDataset& ds, int64_t vocab_size) {
-  const data::TokenSplit all = ds.all();
-  const auto it = std::max_element(all.tokens.begin(), all.tokens.end());
-  if (it == all.tokens.end() || *it < vocab_size) return;
-  throw Error("training.data",
-              "token id " + std::to_string(*it) + " at position " +
-                  std::to_string(it - all.tokens.begin()) + " of " + ds.cache_path().string() +
-                  " is outside the vocabulary: model.vocab_size = " + std::to_string(vocab_size) +
-                  " (the byte tokenizer needs 256)");
-}
-
 std::string run_name(const config::TrainConfig& c) {
   const fs::path p = fs::path(c.run_dir).lexically_normal();
   const std::string name = (p.has_filename() ? p : p.parent_path()).filename().string();
   return name.empty() ? "run" : name;
 }
 
-// Entropy (nats per token) of the split's token frequencies: the loss of the best model that
-// ignores context, the bar a language model must get well below.
-double unigram_entropy(const data::TokenSplit& split) {
-  std::vector<int64_t> counts(256, 0);
-  for (const uint8_t t : split.tokens) ++counts[t];
-  double h = 0;
-  const double n = static_cast<double>(split.size());
-  for (const int64_t c : counts)
-    if (c > 0) h -= static_cast<double>(c) / n * std::log(static_cast<double>(c) / n);
-  return h;
-}
-
-// This rank's rows of the global batch: rank r of W takes rows [r B/W, (r+1) B/W), so every
-// world size trains on the same samples per step.
-data::Batch local_rows(const data::Batch& global, int rank, int world) {
-  if (world == 1) return global;
-  const int64_t rows = global.inputs.size(0) / world;
-  return {global.inputs.slice(0, rank * rows, (rank + 1) * rows).contiguous(),
-          global.targets.slice(0, rank * rows, (rank + 1) * rows).contiguous()};
-}
-
 // The job's world size, checked against [parallelism] data_parallel_shard_degree and the batch.
-int checked_world_size(const config::TrainConfig& c, const dist::Communicator& comm) {
+void check_world_size(const config::TrainConfig& c, const dist::Communicator& comm) {
   const int w = comm.size();
   const int64_t degree = c.parallelism.data_parallel_shard_degree;
   MIXPREC_CHECK(degree == -1 || degree == w, "parallelism.data_parallel_shard_degree",
@@ -87,7 +52,17 @@ int checked_world_size(const config::TrainConfig& c, const dist::Communicator& c
   MIXPREC_CHECK(c.training.batch_size % w == 0, "training.batch_size",
                 std::to_string(c.training.batch_size) + " does not split evenly over " +
                     std::to_string(w) + " ranks");
-  return w;
+}
+
+// training.threads, or "every core" shared by the job's ranks on this machine (not every
+// core per rank) unless OMP_NUM_THREADS says otherwise.
+void set_threads(const config::TrainConfig& c, const dist::Communicator& comm) {
+  if (c.training.threads > 0) {
+    set_num_threads(static_cast<int>(c.training.threads));
+  } else if (dist::ranks_on_this_machine(comm) > 1 && !std::getenv("OMP_NUM_THREADS")) {
+    const int cores = static_cast<int>(std::thread::hardware_concurrency());
+    set_num_threads(std::max(1, cores / dist::ranks_on_this_machine(comm)));
+  }
 }
 
 double median(std::vector<double> v) {
@@ -108,17 +83,16 @@ struct Trainer::State {
   std::optional<data::TrainBatches> train_batches;
   std::optional<data::ValidationBatches> val_batches;
   models::Transformer model;
+  std::unique_ptr<dist::Parallelism> parallelism;
   std::unique_ptr<optim::Optimizer> optimizer;
   std::optional<optim::LrSchedule> schedule;
   amp::GradScaler scaler;
   amp::NumericsMonitor monitor_totals{{.per_param = false}};
   amp::NumericsMonitor monitor_detail{{.per_param = true}};
   std::optional<io::CheckpointStore> store;
-  int64_t start_step = 0;
-  std::string resumed_from;
+  int64_t next_step = 0;  // completed steps
   double unigram_entropy = 0;
-
-  std::unique_ptr<dist::ShardedModel> sharded;  // world size > 1
+  Clock::time_point started = Clock::now();
 
   State(config::TrainConfig c, TrainerOptions o)
       : config(std::move(c)),
@@ -131,115 +105,113 @@ struct Trainer::State {
         scaler(amp::ScalerOptions::for_policy(config.training.policy)) {}
 
   bool leader() const { return comm->rank() == 0; }
-  optim::ParamList params() const {
-    return sharded ? sharded->parameters() : model.parameters().parameters();
+  io::TrainingState training_state() {
+    return {parallelism->parameters(), optimizer.get(), &scaler};
   }
-  io::TrainingState training_state() { return {params(), optimizer.get(), &scaler}; }
+  void warn(const std::string& w) { progress.message("warning: " + w); }
+
+  void open_store();
+  void open_data();
+  void build_model();
+  void resume();
+  std::optional<io::Checkpoint> resumable_checkpoint();
+  StepMetrics step();
+  amp::StepReport apply_gradients(StepMetrics& m, amp::StepNumerics& numerics, float loss_scale);
+  std::string save(int64_t step);
+  std::string export_weights();
 };
 
-// The checkpoint a resumed run starts from. Sharded, rank 0 picks it (the newest valid one)
-// and every other rank loads that same step, failing loudly rather than starting elsewhere.
-std::optional<io::Checkpoint> Trainer::resumable_checkpoint(State& s, int world) {
-  if (!s.store) return std::nullopt;
-  if (world == 1) return s.store->load_latest();
+// Where checkpoints go, and whether this run may start there. Rank 0's view decides for every
+// rank (ranks may not share a file system's timing).
+void Trainer::State::open_store() {
+  const config::TrainConfig& c = config;
+  if (!c.checkpoint.enable) return;
+  store.emplace((fs::path(c.run_dir) / c.checkpoint.folder).string(),
+                static_cast<int>(c.checkpoint.keep_last),
+                [this](const std::string& w) { warn(w); });
+  const bool holds = !store->steps().empty();
+  MIXPREC_CHECK(options.resume || !dist::from_rank0(*comm, holds), "run_dir",
+                store->dir() + " already holds checkpoints (newest: step " +
+                    std::to_string(store->steps().back()) +
+                    "): pass --resume to continue that run, or choose another run_dir");
+}
+
+// Rank 0 tokenises the corpus into the cache first; the others then read that cache.
+void Trainer::State::open_data() {
+  const config::TrainConfig& c = config;
+  std::error_code ec;
+  fs::create_directories(c.run_dir, ec);
+  MIXPREC_CHECK(!ec, "run_dir", "cannot create '" + c.run_dir + "': " + ec.message());
+  auto on_warning = [this](const std::string& w) { warn(w); };
+  if (leader()) dataset.emplace(open_run_data(c, c.run_dir, on_warning));
+  comm->barrier();
+  if (!leader()) dataset.emplace(open_run_data(c, c.run_dir, on_warning));
+  train_batches.emplace(dataset->train(), c.training.batch_size, c.training.seq_len,
+                        static_cast<uint64_t>(c.training.seed));
+  if (c.training.eval_every > 0 && c.training.val_fraction > 0)
+    val_batches.emplace(dataset->validation(), c.training.batch_size, c.training.seq_len);
+  unigram_entropy = train::unigram_entropy(dataset->train());
+  progress.message(describe_model(model, c.training.policy));
+  progress.message("data: " + std::to_string(dataset->size()) + " tokens from " +
+                   std::to_string(dataset->num_files()) + " files (" +
+                   std::to_string(dataset->train().size()) + " train, " +
+                   std::to_string(dataset->validation().size()) + " validation), cache " +
+                   dataset->cache_path().string() +
+                   fmt::format("; unigram entropy {:.4f} nats/token", unigram_entropy));
+}
+
+// The parameters as this job holds them, the optimizer over them, the schedule.
+void Trainer::State::build_model() {
+  const config::TrainConfig& c = config;
+  parallelism = dist::make_parallelism(
+      model, *comm, c.training.policy,
+      dist::ShardingOptions{.reshard_after_forward = c.parallelism.reshard_after_forward});
+  parallelism->materialize(static_cast<uint64_t>(c.training.seed));
+  if (const std::string line = parallelism->describe(); !line.empty()) progress.message(line);
+  optimizer = make_optimizer(c.optimizer, parallelism->parameters(),
+                             static_cast<uint64_t>(c.training.seed));
+  parallelism->join(*optimizer);
+  parallelism->join(scaler);
+  schedule.emplace(make_lr_schedule(c));
+}
+
+// The checkpoint a resumed run starts from: rank 0 picks it (the newest valid one) and every
+// other rank loads that same step, failing loudly rather than starting elsewhere.
+std::optional<io::Checkpoint> Trainer::State::resumable_checkpoint() {
+  if (!store) return std::nullopt;
   std::optional<io::Checkpoint> latest;
-  if (s.leader()) latest = s.store->load_latest();
-  const int64_t chosen = dist::from_rank0(*s.comm, latest ? checkpoint_step(*latest) : -1);
-  if (s.leader() || chosen < 0) return latest;
-  io::Checkpoint c = io::load_checkpoint(s.store->path_for(chosen));
+  if (leader()) latest = store->load_latest();
+  const int64_t chosen = dist::from_rank0(*comm, latest ? checkpoint_step(*latest) : -1);
+  if (leader() || chosen < 0) return latest;
+  io::Checkpoint c = io::load_checkpoint(store->path_for(chosen));
   MIXPREC_CHECK(checkpoint_step(c) == chosen, "checkpoint",
                 c.path + " holds step " + std::to_string(checkpoint_step(c)) + ", rank 0 resumes " +
                     std::to_string(chosen));
   return c;
 }
 
+void Trainer::State::resume() {
+  std::optional<io::Checkpoint> latest = resumable_checkpoint();
+  if (!latest) {
+    progress.message(store ? "no checkpoint in " + store->dir() + ": starting at step 0"
+                           : "checkpoint.enable = false: nothing to resume, starting at step 0");
+    return;
+  }
+  latest->tensors = parallelism->local_training_state(latest->tensors);
+  restore_run_checkpoint(*latest, training_state(), config);
+  next_step = checkpoint_step(*latest);
+  progress.message("resumed from " + latest->path + " (step " + std::to_string(next_step) + ")");
+}
+
 Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
     : state_(std::make_unique<State>(std::move(config), std::move(options))) {
   State& s = *state_;
-  const config::TrainConfig& c = s.config;
-  const int world = checked_world_size(c, *s.comm);
-  if (c.training.threads > 0) {
-    set_num_threads(static_cast<int>(c.training.threads));
-  } else if (world > 1 && !std::getenv("OMP_NUM_THREADS")) {
-    // "every core", shared by the ranks on this machine (not every core per rank).
-    const char* local = std::getenv("OMPI_COMM_WORLD_LOCAL_SIZE");
-    const int ranks_here = local ? std::max(1, std::atoi(local)) : world;
-    set_num_threads(
-        std::max(1, static_cast<int>(std::thread::hardware_concurrency()) / ranks_here));
-  }
-  // Where checkpoints go, and whether this run may start there.
-  if (c.checkpoint.enable) {
-    s.store.emplace((fs::path(c.run_dir) / c.checkpoint.folder).string(),
-                    static_cast<int>(c.checkpoint.keep_last),
-                    [&s](const std::string& w) { s.progress.message("warning: " + w); });
-    // Rank 0's view decides for every rank (ranks may not share a file system's timing).
-    const bool holds = !s.store->steps().empty();
-    MIXPREC_CHECK(s.options.resume || !dist::from_rank0(*s.comm, holds), "run_dir",
-                  s.store->dir() + " already holds checkpoints (newest: step " +
-                      std::to_string(s.store->steps().back()) +
-                      "): pass --resume to continue that run, or choose another run_dir");
-  }
-
-  // Data first: a missing corpus should fail before anything is allocated.
-  std::error_code ec;
-  fs::create_directories(c.run_dir, ec);
-  MIXPREC_CHECK(!ec, "run_dir", "cannot create '" + c.run_dir + "': " + ec.message());
-  // Rank 0 tokenises the corpus into the cache first; the others then read that cache.
-  auto warn = [&s](const std::string& w) { s.progress.message("warning: " + w); };
-  if (s.leader()) s.dataset.emplace(open_run_data(c, c.run_dir, warn));
-  if (world > 1) s.comm->barrier();
-  if (!s.leader()) s.dataset.emplace(open_run_data(c, c.run_dir, warn));
-  check_vocabulary(*s.dataset, c.model.vocab_size);
-  s.train_batches.emplace(s.dataset->train(), c.training.batch_size, c.training.seq_len,
-                          static_cast<uint64_t>(c.training.seed));
-  if (c.training.eval_every > 0 && c.training.val_fraction > 0)
-    s.val_batches.emplace(s.dataset->validation(), c.training.batch_size, c.training.seq_len);
-
-  s.unigram_entropy = unigram_entropy(s.dataset->train());
-  s.progress.message(describe_model(s.model, c.training.policy));
-  s.progress.message("data: " + std::to_string(s.dataset->size()) + " tokens from " +
-                     std::to_string(s.dataset->num_files()) + " files (" +
-                     std::to_string(s.dataset->train().size()) + " train, " +
-                     std::to_string(s.dataset->validation().size()) + " validation), cache " +
-                     s.dataset->cache_path().string() +
-                     fmt::format("; unigram entropy {:.4f} nats/token", s.unigram_entropy));
-
-  if (world > 1) {
-    s.sharded = std::make_unique<dist::ShardedModel>(
-        s.model, *s.comm, c.training.policy,
-        dist::ShardingOptions{.reshard_after_forward = c.parallelism.reshard_after_forward});
-    s.sharded->materialize(static_cast<uint64_t>(c.training.seed));
-    s.scaler.set_found_inf_reduction(
-        [comm = s.comm](bool found) { return dist::any_rank(*comm, found); });
-    s.progress.message(
-        "fully sharded over " + std::to_string(world) + " ranks (" + s.comm->backend() +
-        "): " + std::to_string(s.sharded->layout().shard_numel()) + " parameters per rank in " +
-        std::to_string(s.sharded->layout().units().size()) + " units");
-  } else {
-    s.model.materialize(static_cast<uint64_t>(c.training.seed), c.training.policy);
-  }
-  s.optimizer = make_optimizer(c.optimizer, s.params(), static_cast<uint64_t>(c.training.seed));
-  if (auto* adam_mini = dynamic_cast<optim::AdamMini*>(s.optimizer.get()); adam_mini && s.sharded)
-    adam_mini->set_sum_cut_blocks([sharded = s.sharded.get()](std::vector<optim::CutBlock>& b) {
-      sharded->sum_cut_blocks(b);
-    });
-  s.schedule.emplace(make_lr_schedule(c));
-
-  if (s.options.resume) {
-    std::optional<io::Checkpoint> latest = resumable_checkpoint(s, world);
-    if (latest) {
-      if (s.sharded) latest->tensors = dist::shard_training_state(latest->tensors, *s.sharded);
-      restore_run_checkpoint(*latest, s.training_state(), c);
-      s.start_step = checkpoint_step(*latest);
-      s.resumed_from = latest->path;
-      s.progress.message("resumed from " + latest->path + " (step " + std::to_string(s.start_step) +
-                         ")");
-    } else {
-      s.progress.message(s.store ? "no checkpoint in " + s.store->dir() + ": starting at step 0"
-                                 : "checkpoint.enable = false: nothing to resume, starting at "
-                                   "step 0");
-    }
-  }
+  check_world_size(s.config, *s.comm);
+  set_threads(s.config, *s.comm);
+  s.open_store();
+  s.open_data();  // a missing corpus fails before anything is allocated
+  s.build_model();
+  if (s.options.resume) s.resume();
 }
 
 Trainer::~Trainer() = default;
@@ -250,167 +222,173 @@ const config::TrainConfig& Trainer::config() const {
 models::Transformer& Trainer::model() {
   return state_->model;
 }
+int64_t Trainer::next_step() const {
+  return state_->next_step;
+}
+StepMetrics Trainer::step() {
+  return state_->step();
+}
+
+// Unscale, norm, clip, step or skip, update the scale: the one place gradients become an
+// update. The norm is the whole model's (every rank gets the same), read by the numerics
+// monitor's pass over the gradients; clipping is folded into the optimizer's read of each
+// gradient, as 1/scale is (the bits of clipping f32 gradients in place, one pass fewer), and a
+// finite norm spares the scaler its own non-finite pass.
+amp::StepReport Trainer::State::apply_gradients(StepMetrics& m, amp::StepNumerics& numerics,
+                                                float loss_scale) {
+  scaler.unscale(*optimizer);
+  const bool detail = m.step % std::max<int64_t>(config.metrics.log_every, 1) == 0;
+  numerics =
+      (detail ? monitor_detail : monitor_totals).observe(m.step, *optimizer, loss_scale, true);
+  m.grad_norm = numerics.grad_norm = parallelism->global_norm(numerics.grad_norm);
+  const float clip = config.training.grad_clip > 0 && std::isfinite(m.grad_norm)
+                         ? optim::clip_coefficient(m.grad_norm, config.training.grad_clip)
+                         : 1.0f;
+  const amp::StepReport report = scaler.step(*optimizer, clip, m.grad_norm);
+  amp::NumericsMonitor::add_step_report(numerics, report);
+  scaler.update();
+  optimizer->zero_grad();
+  return report;
+}
+
+StepMetrics Trainer::State::step() {
+  const config::TrainConfig& c = config;
+  Allocator& alloc = Allocator::instance();
+  const auto t0 = Clock::now();
+  alloc.reset_peak();
+  const uint64_t comm_before = comm->stats().total();
+  // This rank's rows of the global batch, so every world size trains on the same samples.
+  const data::Batch global = train_batches->batch(static_cast<uint64_t>(next_step));
+  const auto [lo, hi] = parallelism->local_rows(global.inputs.size(0));
+  const data::Batch batch{global.inputs.slice(0, lo, hi).contiguous(),
+                          global.targets.slice(0, lo, hi).contiguous()};
+  schedule->apply(*optimizer, next_step);
+
+  models::LossParts loss;
+  parallelism->begin_step(true);
+  {
+    amp::ComputeScope compute(c.training.policy);
+    loss = model.loss(batch.inputs, batch.targets);
+  }
+  const float loss_scale = scaler.get_scale();
+  scaler.scale(loss.total).backward();
+  parallelism->finish_backward();
+  // The values, then the graph goes (it would otherwise live through the next forward).
+  std::vector<double> losses{loss.total.item(), loss.ce.item(), loss.aux.item(), loss.z.item()};
+  loss = {};
+
+  StepMetrics m;
+  m.step = next_step + 1;
+  amp::StepNumerics numerics;
+  const amp::StepReport report = apply_gradients(m, numerics, loss_scale);
+  const auto t1 = Clock::now();
+
+  // Each rank's loss is the mean over its rows: the job's is the mean over ranks.
+  dist::sum_over_ranks(*comm, losses);
+  const double world = comm->size();
+  m.loss = losses[0] / world;
+  m.ce = losses[1] / world;
+  m.aux = losses[2] / world;
+  m.z = losses[3] / world;
+  m.lr = schedule->lr(next_step);
+  m.loss_scale = loss_scale;
+  m.skipped = !report.stepped;
+  m.skipped_total = scaler.state().steps_skipped;
+  const int64_t tokens_per_step = c.training.batch_size * c.training.seq_len;
+  m.tokens = m.step * tokens_per_step;
+  m.step_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
+  m.tokens_per_s = static_cast<double>(tokens_per_step) / (m.step_ms / 1e3);
+  m.elapsed_s = std::chrono::duration<double>(t1 - started).count();
+  m.memory_bytes = alloc.stats().current_bytes;
+  m.peak_bytes = alloc.stats().peak_bytes;
+  m.comm_bytes = comm->stats().total() - comm_before;
+  m.underflow_fraction = numerics.underflow_fraction();
+  m.overflow_fraction = numerics.overflow_fraction();
+  m.numerics_json = numerics.to_json();
+  next_step = m.step;
+  return m;
+}
+
+// Every rank takes part (the state is gathered), rank 0 writes, and every rank learns whether
+// it worked. Returns the path written.
+std::string Trainer::State::save(int64_t step) {
+  const io::TensorMap full = parallelism->full_training_state(optimizer.get(), &scaler);
+  std::string failure;
+  try {
+    if (leader()) save_run_checkpoint(*store, step, full, config);
+  } catch (const std::exception& e) {  // file system errors too: every rank must hear of it
+    failure = e.what();
+  }
+  if (dist::from_rank0(*comm, failure.empty() ? 0 : 1) != 0 && failure.empty())
+    failure = "rank 0 could not write it";
+  if (!failure.empty()) {
+    const std::vector<int64_t> kept = store->steps();
+    throw Error("checkpoint", std::string("saving step ") + std::to_string(step) + " failed; " +
+                                  (kept.empty() ? std::string("no earlier checkpoint")
+                                                : "the checkpoint of step " +
+                                                      std::to_string(kept.back()) + " is intact") +
+                                  ": " + failure);
+  }
+  const std::string path = store->path_for(step);
+  progress.message("checkpoint: " + path);
+  return path;
+}
+
+// The masters rounded to bf16, for inference elsewhere (a collective; rank 0 writes).
+std::string Trainer::State::export_weights() {
+  const std::string path = (fs::path(config.run_dir) / "model-bf16.safetensors").string();
+  const optim::ParamList whole = parallelism->full_parameters();
+  if (leader()) io::export_bf16_weights(path, whole);
+  progress.message("bf16 weights: " + path);
+  return path;
+}
 
 TrainSummary Trainer::run() {
   State& s = *state_;
   const config::TrainConfig& c = s.config;
-  const amp::MixedPrecisionPolicy& policy = c.training.policy;
-  const optim::ParamList params = s.params();
-  Allocator& alloc = Allocator::instance();
-  const int rank = s.comm->rank(), world = s.comm->size();
 
   std::optional<MetricsLog> log;
   if (c.metrics.jsonl && s.leader()) {
-    log.emplace(fs::path(c.run_dir) / "metrics.jsonl", s.start_step > 0);
-    log->write(run_json_line(run_name(c), amp::display_name(policy),
-                             s.model.parameters().parameter_count(), s.start_step,
+    log.emplace(fs::path(c.run_dir) / "metrics.jsonl", s.next_step > 0);
+    log->write(run_json_line(run_name(c), amp::display_name(c.training.policy),
+                             s.model.parameters().parameter_count(), s.next_step,
                              config::to_toml(c)));
   }
-
   TrainSummary summary;
-  summary.start_step = s.start_step;
-  summary.end_step = s.start_step;
+  summary.start_step = summary.end_step = s.next_step;
   summary.unigram_entropy = s.unigram_entropy;
   const int64_t end = s.options.stop_at_step >= 0
                           ? std::min(s.options.stop_at_step, c.training.steps)
                           : c.training.steps;
-  const int64_t tokens_per_step = c.training.batch_size * c.training.seq_len;
-  const auto started = Clock::now();
+  s.started = Clock::now();
 
-  auto save = [&](int64_t step) {
-    // Sharded: every rank gathers, rank 0 writes, and every rank learns whether it worked.
-    io::TensorMap full;
-    if (s.sharded) full = dist::gather_training_state(*s.sharded, s.optimizer.get(), &s.scaler);
-    std::string failure;
-    try {
-      if (!s.sharded)
-        summary.last_checkpoint = save_run_checkpoint(*s.store, step, s.training_state(), c);
-      else if (s.leader())
-        summary.last_checkpoint = save_run_checkpoint(*s.store, step, std::move(full), c);
-    } catch (const std::exception& e) {  // file system errors too: every rank must hear of it
-      failure = e.what();
-    }
-    if (!s.leader()) {
-      if (dist::from_rank0(*s.comm, 0) != 0) failure = "rank 0 could not write it";
-      if (failure.empty()) summary.last_checkpoint = s.store->path_for(step);
-    } else if (world > 1) {
-      dist::from_rank0(*s.comm, failure.empty() ? 0 : 1);
-    }
-    if (!failure.empty()) {
-      const std::vector<int64_t> kept = s.store->steps();
-      throw Error("checkpoint",
-                  std::string("saving step ") + std::to_string(step) + " failed; " +
-                      (kept.empty() ? std::string("no earlier checkpoint")
-                                    : "the checkpoint of step " + std::to_string(kept.back()) +
-                                          " is intact") +
-                      ": " + failure);
-    }
-    s.progress.message("checkpoint: " + summary.last_checkpoint);
+  auto record = [&](StepMetrics m) {
+    s.progress.step(m);
+    if (log) log->write(to_json_line(m));
+    summary.end_step = m.step;
+    summary.steps.push_back(std::move(m));
   };
-  auto eval = [&](int64_t step) {
-    EvalMetrics m =
-        evaluate(s.model, *s.val_batches, c.training.eval_batches, policy, step, s.sharded.get());
+  auto evaluate_now = [&](int64_t step) {
+    EvalMetrics m = evaluate(s.model, *s.parallelism, *s.val_batches, c.training.eval_batches,
+                             c.training.policy, step);
     s.progress.eval(m);
     if (log) log->write(to_json_line(m));
     summary.evals.push_back(m);
   };
+  auto due = [&](int64_t step, int64_t every) {
+    return step % every == 0 || step == c.training.steps;
+  };
 
-  for (int64_t step = s.start_step; step < end; ++step) {
-    const auto t0 = Clock::now();
-    alloc.reset_peak();
-    const uint64_t comm_before = s.comm->stats().total();
-    const data::Batch batch =
-        local_rows(s.train_batches->batch(static_cast<uint64_t>(step)), rank, world);
-    s.schedule->apply(*s.optimizer, step);
-
-    models::LossParts loss;
-    if (s.sharded) s.sharded->begin_step(true);
-    {
-      ComputeScope compute(policy);
-      loss = s.model.loss(batch.inputs, batch.targets);
-    }
-    const float loss_scale = s.scaler.get_scale();
-    s.scaler.scale(loss.total).backward();
-    if (s.sharded) s.sharded->finish_backward();
-    // The values, then the graph goes (it would otherwise live through the next forward).
-    std::vector<double> losses{loss.total.item(), loss.ce.item(), loss.aux.item(), loss.z.item()};
-    loss = {};
-    s.scaler.unscale(*s.optimizer);
-
-    StepMetrics m;
-    m.step = step + 1;
-    const bool detail = m.step % std::max<int64_t>(c.metrics.log_every, 1) == 0;
-    amp::StepNumerics numerics = (detail ? s.monitor_detail : s.monitor_totals)
-                                     .observe(m.step, *s.optimizer, loss_scale, true);
-    // The monitor has just read every gradient for its norm: clip with it. Sharded, that is
-    // this rank's part: the squares add up over ranks.
-    m.grad_norm = numerics.grad_norm;
-    if (world > 1) {
-      std::vector<double> sq{m.grad_norm * m.grad_norm};
-      dist::sum_over_ranks(*s.comm, sq);
-      m.grad_norm = std::sqrt(sq[0]);
-      numerics.grad_norm = m.grad_norm;
-    }
-    // Clipping is folded into the optimizer's read of each gradient, as 1/scale is: the
-    // products of clipping the f32 gradients in place, without two passes over them.
-    const float clip = c.training.grad_clip > 0 && std::isfinite(m.grad_norm)
-                           ? optim::clip_coefficient(m.grad_norm, c.training.grad_clip)
-                           : 1.0f;
-    // The monitor's norm is finite only when every gradient is: the scaler needs no pass of
-    // its own to know the step is safe.
-    const amp::StepReport report = s.scaler.step(*s.optimizer, clip, m.grad_norm);
-    amp::NumericsMonitor::add_step_report(numerics, report);
-    s.scaler.update();
-    s.optimizer->zero_grad();
-    const auto t1 = Clock::now();
-
-    // Each rank's loss is the mean over its rows: the job's is the mean over ranks.
-    dist::sum_over_ranks(*s.comm, losses);
-    m.loss = losses[0] / world;
-    m.ce = losses[1] / world;
-    m.aux = losses[2] / world;
-    m.z = losses[3] / world;
-    m.lr = s.schedule->lr(step);
-    m.loss_scale = loss_scale;
-    m.skipped = !report.stepped;
-    m.skipped_total = s.scaler.state().steps_skipped;
-    m.tokens = m.step * tokens_per_step;
-    m.step_ms = std::chrono::duration<double, std::milli>(t1 - t0).count();
-    m.tokens_per_s = static_cast<double>(tokens_per_step) / (m.step_ms / 1e3);
-    m.elapsed_s = std::chrono::duration<double>(t1 - started).count();
-    m.memory_bytes = alloc.stats().current_bytes;
-    m.peak_bytes = alloc.stats().peak_bytes;
-    m.comm_bytes = s.comm->stats().total() - comm_before;
-    m.underflow_fraction = numerics.underflow_fraction();
-    m.overflow_fraction = numerics.overflow_fraction();
-    m.numerics_json = numerics.to_json();
-
-    s.progress.step(m);
-    if (log) log->write(to_json_line(m));
-    summary.steps.push_back(std::move(m));
-    summary.end_step = step + 1;
-
-    const bool final_step = step + 1 == c.training.steps;
-    if (s.val_batches && ((step + 1) % c.training.eval_every == 0 || final_step)) eval(step + 1);
-    if (s.store && ((step + 1) % c.checkpoint.interval == 0 || final_step)) save(step + 1);
+  while (s.next_step < end) {
+    record(s.step());
+    const int64_t done = s.next_step;
+    if (s.val_batches && due(done, c.training.eval_every)) evaluate_now(done);
+    if (s.store && due(done, c.checkpoint.interval)) summary.last_checkpoint = s.save(done);
   }
   s.progress.finish();
 
-  if (summary.end_step == c.training.steps && !summary.steps.empty() && c.checkpoint.export_bf16) {
-    const std::string path = (fs::path(c.run_dir) / "model-bf16.safetensors").string();
-    if (!s.sharded) {
-      io::export_bf16_weights(path, params);
-    } else {
-      // The full masters, gathered (a collective), as unsharded parameters for the export.
-      const io::TensorMap full = dist::gather_training_state(*s.sharded, nullptr, nullptr);
-      optim::ParamList whole;
-      for (const models::ParamSpec& spec : s.model.parameters().specs())
-        whole.push_back(std::make_shared<optim::Parameter>(
-            spec.name, full.at(io::kModelPrefix + spec.name), amp::preset("fp32")));
-      if (s.leader()) io::export_bf16_weights(path, whole);
-    }
-    s.progress.message("bf16 weights: " + path);
-  }
+  const bool finished = summary.end_step == c.training.steps && !summary.steps.empty();
+  if (finished && c.checkpoint.export_bf16) s.export_weights();
   if (c.metrics.plot && log && !summary.steps.empty()) {
     const fs::path png = fs::path(c.run_dir) / "loss.png";
     try {  // a missing gnuplot costs the picture, not the run

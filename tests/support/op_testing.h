@@ -11,8 +11,8 @@
 #include <vector>
 
 #include "mixprec/autograd/grad_mode.h"
-#include "mixprec/error.h"
-#include "mixprec/parallel.h"
+#include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/tensor/generator.h"
 #include "mixprec/tensor/tensor.h"
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/numerics/dtype.h"
 #include "mixprec/numerics/encode.h"
 #include "mixprec/numerics/philox.h"

@@ -8,7 +8,7 @@
 
 #include "dtype_command.h"
 #include "memory_command.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/numerics/convert.h"
 #include "sample_command.h"
 #include "train_command.h"

@@ -10,8 +10,8 @@
 
 #include "config_options.h"
 #include "mixprec/amp/policy.h"
+#include "mixprec/core/error.h"
 #include "mixprec/dist/memory_plan.h"
-#include "mixprec/error.h"
 #include "mixprec/numerics/dtype.h"
 #include "usage_error.h"
 

@@ -5,9 +5,9 @@
 #include <string>
 #include <vector>
 
+#include "mixprec/amp/compute_scope.h"
 #include "mixprec/data/byte_tokenizer.h"
 #include "mixprec/infer/sampler.h"
-#include "mixprec/train/compute_scope.h"
 #include "mixprec/train/run_checkpoint.h"
 #include "sample_command.h"
 
@@ -26,7 +26,7 @@ void run_sample(const SampleArgs& a) {
   for (const unsigned char byte : a.prompt) prompt.push_back(byte);
   std::vector<int64_t> tokens;
   {
-    train::ComputeScope compute(loaded.config.training.policy);
+    amp::ComputeScope compute(loaded.config.training.policy);
     tokens = infer::generate(*loaded.model, prompt, a.options);
   }
   std::string text = a.prompt;

@@ -100,8 +100,8 @@ void run_eval(const EvalArgs& a) {
   if (c.training.val_fraction <= 0) c.training.val_fraction = 0.1;  // a run without one
   const data::TokenDataset ds = train::open_run_data(c, run_dir_of(loaded));
   const data::ValidationBatches batches(ds.validation(), c.training.batch_size, c.training.seq_len);
-  const train::EvalMetrics m =
-      train::evaluate(*loaded.model, batches, a.batches, c.training.policy, loaded.step);
+  const train::EvalMetrics m = train::evaluate(*loaded.model, *loaded.parallelism, batches,
+                                               a.batches, c.training.policy, loaded.step);
   fmt::print("checkpoint {} (step {})\nvalidation loss {:.4f} | perplexity {:.3f} | {} tokens\n",
              loaded.path, loaded.step, m.val_loss, m.val_ppl, m.val_tokens);
 }

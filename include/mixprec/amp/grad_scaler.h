@@ -22,8 +22,9 @@
 #include <optional>
 #include <string>
 
+#include "mixprec/amp/gradient_step.h"
 #include "mixprec/amp/policy.h"
-#include "mixprec/optim/optimizer.h"
+#include "mixprec/tensor/tensor_map.h"
 
 namespace mixprec::amp {
 
@@ -77,7 +78,7 @@ class GradScaler {
   // loses what falls below f16's range after the division (PyTorch refuses f16 here); skip
   // unscale() (step() then folds 1/scale into the optimizer's f32 math) unless you clip.
   // A disabled scaler has nothing to multiply: it leaves the inf/NaN test to step().
-  void unscale(optim::Optimizer& opt);
+  void unscale(GradientStep& opt);
   // Steps the optimizer unless a gradient is non-finite (checked here when unscale() was not
   // called, with 1/scale folded into the optimizer's own pass). Error if called twice before
   // update() or when no parameter has a gradient. grad_factor (finite, > 0) multiplies every
@@ -89,7 +90,7 @@ class GradScaler {
   // clipping. A finite one proves every gradient finite, so a test step() still owes (a
   // disabled scaler's, or one without unscale() at a scale >= 1) skips its pass over them.
   // Ignored under a found-inf reduction (ranks must agree on calling it).
-  StepReport step(optim::Optimizer& opt, float grad_factor = 1.0f,
+  StepReport step(GradientStep& opt, float grad_factor = 1.0f,
                   std::optional<double> grad_norm = std::nullopt);
   // Adjusts the scale from this iteration's non-finite flags (all optimizers) and starts the
   // next iteration. Error when no optimizer was unscaled or stepped since the last update().
@@ -102,8 +103,8 @@ class GradScaler {
   void load_state(const ScalerState& state);
   // As named 0-d tensors ("scale", "growth_tracker", ...) for checkpoints; load throws
   // naming a missing entry.
-  optim::StateDict state_dict() const;
-  void load_state_dict(const optim::StateDict& dict);
+  TensorMap state_dict() const;
+  void load_state_dict(const TensorMap& dict);
   const StepReport& last_report() const { return last_report_; }
 
   // Under data parallelism every rank must take the same decision: `reduce` maps this rank's
@@ -117,12 +118,12 @@ class GradScaler {
     std::string first_nonfinite;
   };
   // Tests every gradient (multiplying in place when `write`); records the result.
-  PerOptimizer& check(optim::Optimizer& opt, bool write);
+  PerOptimizer& check(GradientStep& opt, bool write);
   float inv_scale() const;
 
   ScalerOptions options_;
   ScalerState state_;
-  std::map<const optim::Optimizer*, PerOptimizer> this_iteration_;
+  std::map<const GradientStep*, PerOptimizer> this_iteration_;
   std::function<bool(bool)> reduce_;
   StepReport last_report_;
 };

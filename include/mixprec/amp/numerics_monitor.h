@@ -14,7 +14,7 @@
 #include <vector>
 
 #include "mixprec/amp/grad_scaler.h"
-#include "mixprec/optim/optimizer.h"
+#include "mixprec/amp/gradient_step.h"
 
 namespace mixprec::amp {
 
@@ -55,7 +55,7 @@ class NumericsMonitor {
   // Statistics of opt's gradients as they are now. `loss_scale` is the scale the loss was
   // multiplied by; `unscaled` says whether the gradients were already divided by it (after
   // GradScaler::unscale) or still carry it.
-  StepNumerics observe(int64_t step, const optim::Optimizer& opt, float loss_scale,
+  StepNumerics observe(int64_t step, const GradientStep& opt, float loss_scale,
                        bool unscaled) const;
   // Adds what the scaler decided (call after GradScaler::step).
   static void add_step_report(StepNumerics& numerics, const StepReport& report);

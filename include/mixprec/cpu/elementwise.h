@@ -12,8 +12,8 @@
 #include <type_traits>
 #include <vector>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::cpu {

@@ -100,6 +100,9 @@ bool launched_by_mpi();
 // MPI_COMM_WORLD (initialises MPI once, thread level FUNNELED: only the main thread calls
 // MPI; finalised at exit). Error when the library was built without MPI.
 std::unique_ptr<Communicator> make_mpi_communicator();
+// Ranks of this job on this machine: the launcher's count (Open MPI's
+// OMPI_COMM_WORLD_LOCAL_SIZE), else the whole job's.
+int ranks_on_this_machine(const Communicator& comm);
 // The job's communicator: MPI when launched by mpirun and built with it, else a single
 // process. Error when launched by mpirun with more than one rank but built without MPI.
 std::unique_ptr<Communicator> make_world_communicator();

@@ -43,18 +43,14 @@
 #include "mixprec/amp/policy.h"
 #include "mixprec/dist/agreement.h"
 #include "mixprec/dist/communicator.h"
+#include "mixprec/dist/parallelism.h"
 #include "mixprec/dist/shard_layout.h"
 #include "mixprec/models/transformer.h"
 #include "mixprec/optim/adam_mini.h"
 
 namespace mixprec::dist {
 
-struct ShardingOptions {
-  bool reshard_after_forward = true;  // false: keep every gathered block until backward ends
-  bool prefetch = true;               // gather the next block while this one computes
-};
-
-class ShardedModel final : public models::UnitHooks {
+class ShardedModel final : public Parallelism, public models::UnitHooks {
  public:
   // Hooks itself into `model` (unhooked by the destructor). model, comm must outlive this.
   ShardedModel(models::Transformer& model, Communicator& comm,
@@ -64,20 +60,32 @@ class ShardedModel final : public models::UnitHooks {
   ShardedModel& operator=(const ShardedModel&) = delete;
 
   // This rank's shards from the init rule of every parameter (nothing else is allocated).
-  void materialize(uint64_t seed);
+  void materialize(uint64_t seed) override;
   const ShardLayout& layout() const { return layout_; }
-  Communicator& comm() const { return comm_; }
+  Communicator& comm() const override { return comm_; }
   const amp::MixedPrecisionPolicy& policy() const { return policy_; }
   // This rank's pieces, unit by unit in flat order (what the optimizer updates).
-  const optim::ParamList& parameters() const { return pieces_; }
+  const optim::ParamList& parameters() const override { return pieces_; }
+  // Adam-mini sums its cut blocks over the ranks; the scaler's found-inf flag is any rank's.
+  void join(optim::Optimizer& optimizer) override;
+  void join(amp::GradScaler& scaler) override;
 
   // Before each forward: gathers the root unit. `training`: gradients will follow (then call
   // finish_backward() after backward), else end_forward() after the forward.
-  void begin_step(bool training);
+  void begin_step(bool training) override;
   // After backward: completes every unit's reduce-scatter and sets each piece's gradient.
-  void finish_backward();
+  void finish_backward() override;
   // After a forward without backward (evaluation): frees what the forward gathered.
-  void end_forward();
+  void end_forward() override;
+  // sqrt of the sum over ranks of local_norm^2.
+  double global_norm(double local_norm) override;
+
+  // sharded_state.h, gathered or cut for this rank.
+  io::TensorMap full_training_state(optim::Optimizer* optimizer,
+                                    amp::GradScaler* scaler) const override;
+  io::TensorMap local_training_state(const io::TensorMap& full) const override;
+  optim::ParamList full_parameters() const override;
+  std::string describe() const override;
 
   // The master shard of unit u ([shard], master dtype) and the full unit gathered from every
   // rank's `shard` tensor ([shard] each, same dtype) as [padded]: for checkpoints.

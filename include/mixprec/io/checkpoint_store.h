@@ -22,10 +22,11 @@
 #include <vector>
 
 #include "mixprec/io/safetensors.h"
+#include "mixprec/tensor/tensor_map.h"
 
 namespace mixprec::io {
 
-using TensorMap = std::map<std::string, Tensor>;
+using mixprec::TensorMap;
 
 struct Checkpoint {
   std::string path;

@@ -6,9 +6,9 @@
 //   top-k experts per token; gates = the top-k probabilities renormalised to sum to 1
 //   (Mixtral); out[n] = Σ_j gate[n, j] · expert_{e(n, j)}(x[n])
 //
-// Dispatch is sparse: per expert, gather its tokens, run its MLP on them (one GEMM each),
-// scale by the gates and index_add the rows back (f32 accumulation, one rounding into x's
-// dtype at the end). With a capacity, assignments beyond an expert's capacity are dropped in
+// Dispatch is sparse (ops/moe_routing.h): per expert, gather its tokens, run its MLP on them (one
+// GEMM each), scale by the gates and index_add the rows back (f32 accumulation, one rounding into
+// x's dtype at the end). With a capacity, assignments beyond an expert's capacity are dropped in
 // token order (token 0's slots first, top-1 before top-2 within a token); a dropped
 // assignment contributes nothing and the other gates are not renormalised: the residual
 // connection carries the token.
@@ -25,6 +25,7 @@
 #include <vector>
 
 #include "mixprec/models/feed_forward.h"
+#include "mixprec/ops/moe_routing.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::models {
@@ -39,26 +40,6 @@ struct MoeOptions {
   double capacity_factor = 0.0;  // 0: no capacity, nothing dropped
   MlpKind mlp = MlpKind::swiglu;
 };
-
-// Per-layer routing statistics for the trainer's metrics.
-struct MoeLayerStats {
-  std::vector<int64_t> routed;  // assignments per expert before dropping
-  std::vector<int64_t> kept;    // tokens each expert processed
-  int64_t dropped = 0;          // assignments dropped by capacity
-  int64_t capacity = 0;         // per expert (N·k when there is no limit)
-};
-
-// Which (token, slot) assignments each expert processes, decided from the top-k indices.
-struct RoutingPlan {
-  std::vector<std::vector<int64_t>> tokens;  // per expert: token ids, in token order
-  std::vector<std::vector<int64_t>> slots;   // per expert: n·k + j of each kept assignment
-  MoeLayerStats stats;
-};
-
-// ceil(capacity_factor · tokens · top_k / n_experts); tokens · top_k when the factor is 0.
-int64_t expert_capacity(int64_t tokens, int64_t top_k, int64_t n_experts, double capacity_factor);
-// expert_ids [N, k] (i64) -> the plan; ids outside [0, n_experts) are errors.
-RoutingPlan plan_routing(const Tensor& expert_ids, int64_t n_experts, double capacity_factor);
 
 struct MoeOutput {
   Tensor out;            // [N, d], x's dtype

@@ -11,7 +11,9 @@
 #include <string>
 #include <vector>
 
+#include "mixprec/amp/gradient_step.h"
 #include "mixprec/optim/parameter.h"
+#include "mixprec/tensor/tensor_map.h"
 
 namespace mixprec::optim {
 
@@ -23,15 +25,15 @@ struct ParamGroup {
 
 // Named tensors of an optimizer's state ("<param name>.exp_avg", ..., plus scalars such as
 // "step" as 0-d f64 tensors), as saved in a checkpoint.
-using StateDict = std::map<std::string, Tensor>;
+using StateDict = TensorMap;
 
-class Optimizer {
+class Optimizer : public amp::GradientStep {
  public:
-  virtual ~Optimizer() = default;
-
   // One update of every parameter with a gradient (parameters without one are left alone,
   // as in PyTorch). inv_scale multiplies each gradient element as it is read.
-  virtual void step(float inv_scale = 1.0f) = 0;
+  void step(float inv_scale = 1.0f) override = 0;
+  // Every defined gradient with its parameter's name (what the loss scaler reads).
+  std::vector<amp::NamedGradient> gradients() const override;
   // Drops every gradient.
   void zero_grad();
 

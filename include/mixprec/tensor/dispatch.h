@@ -4,7 +4,7 @@
 
 #include <string>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/numerics/storage_types.h"
 
 namespace mixprec {

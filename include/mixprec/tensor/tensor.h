@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/numerics/dtype.h"
 #include "mixprec/numerics/rounding.h"
 #include "mixprec/numerics/storage_types.h"

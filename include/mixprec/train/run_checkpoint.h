@@ -15,6 +15,7 @@
 #include <string>
 
 #include "mixprec/config/train_config.h"
+#include "mixprec/dist/parallelism.h"
 #include "mixprec/io/checkpoint_state.h"
 #include "mixprec/io/checkpoint_store.h"
 #include "mixprec/models/transformer.h"
@@ -42,10 +43,12 @@ void restore_run_checkpoint(const io::Checkpoint& checkpoint, const io::Training
 
 // For eval and sample: the model of a checkpoint file, or of the newest valid checkpoint in
 // a run directory (its checkpoint folder), with master weights restored and working copies
-// under the checkpoint's precision policy.
+// under the checkpoint's precision policy, held by a single process's parallelism.
 struct LoadedModel {
   config::TrainConfig config;
   std::unique_ptr<models::Transformer> model;
+  std::unique_ptr<dist::Communicator> comm;
+  std::unique_ptr<dist::Parallelism> parallelism;  // holds *model over *comm
   int64_t step = 0;
   std::string path;
 };

@@ -43,8 +43,9 @@ struct TrainerOptions {
   // to training.steps. For tests and time-boxed runs.
   int64_t stop_at_step = -1;
   // The data-parallel job this process is a rank of (dist/communicator.h); null: a single
-  // process. With more than one rank the model is fully sharded (dist/sharded_model.h), each
-  // rank trains on its rows of the global batch, and only rank 0 prints, logs and writes.
+  // process. The job's parallelism (dist/parallelism.h) holds the model: whole on one rank,
+  // fully sharded over more; each rank trains on its rows of the global batch, and only
+  // rank 0 prints, logs and writes.
   dist::Communicator* comm = nullptr;
 };
 
@@ -65,14 +66,20 @@ class Trainer {
   Trainer(const Trainer&) = delete;
   Trainer& operator=(const Trainer&) = delete;
 
+  // Steps from the next one to training.steps (or options.stop_at_step), with evaluation,
+  // checkpoints and metrics as the config asks; then the bf16 export and the plot.
   TrainSummary run();
+  // One training step (batch next_step(), then next_step() advances) and its metrics; no
+  // logging, evaluation or checkpoint: those are run()'s.
+  StepMetrics step();
+  // Completed steps: the checkpoint's step after a resume, else 0, plus the steps taken.
+  int64_t next_step() const;
 
   const config::TrainConfig& config() const;
   models::Transformer& model();
 
  private:
   struct State;
-  static std::optional<io::Checkpoint> resumable_checkpoint(State& s, int world);
   std::unique_ptr<State> state_;
 };
 

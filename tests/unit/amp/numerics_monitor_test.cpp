@@ -2,6 +2,7 @@
 // fractions at a loss scale (before and after unscaling), the global norm, the step report,
 // and its JSON form.
 #include "mixprec/amp/numerics_monitor.h"
+#include "mixprec/optim/optimizer.h"
 
 #include <gtest/gtest.h>
 

@@ -7,7 +7,7 @@
 
 #include <string>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "support/op_testing.h"
 
 namespace mixprec::amp {

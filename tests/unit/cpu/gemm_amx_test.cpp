@@ -12,8 +12,8 @@
 #include <cstring>
 #include <vector>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/cpu/gemm.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::cpu {

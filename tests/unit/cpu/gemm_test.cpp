@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-#include "mixprec/parallel.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::cpu {

@@ -11,7 +11,7 @@
 
 #include "mixprec/amp/policy.h"
 #include "mixprec/config/train_config.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/train/trainer.h"
 #include "support/temp_files.h"
 

@@ -16,7 +16,7 @@
 #include <vector>
 
 #include "mixprec/amp/policy.h"
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/io/safetensors.h"
 #include "support/op_testing.h"
 #include "support/temp_files.h"

@@ -16,7 +16,7 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "support/op_testing.h"
 #include "support/temp_files.h"
 

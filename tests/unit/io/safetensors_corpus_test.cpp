@@ -13,7 +13,7 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/io/checkpoint_store.h"
 #include "mixprec/io/safetensors.h"
 

@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/numerics/storage_types.h"
 #include "support/temp_files.h"
 

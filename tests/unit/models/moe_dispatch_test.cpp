@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "mixprec/amp/autocast.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/models/moe.h"
 #include "mixprec/ops.h"
-#include "mixprec/parallel.h"
 #include "support/op_testing.h"
 
 namespace mixprec::models {

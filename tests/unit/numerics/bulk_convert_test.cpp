@@ -7,11 +7,11 @@
 #include <cstring>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/encode.h"
 #include "mixprec/numerics/philox.h"
-#include "mixprec/parallel.h"
 #include "reference_rounding.h"
 
 namespace mixprec {

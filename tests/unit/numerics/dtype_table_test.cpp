@@ -5,7 +5,7 @@
 #include <cfloat>
 #include <cmath>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/numerics/dtype.h"
 
 namespace mixprec {

@@ -6,9 +6,9 @@
 #include <cmath>
 #include <vector>
 
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/encode.h"
-#include "mixprec/parallel.h"
 
 namespace mixprec {
 namespace {

@@ -7,7 +7,7 @@
 #include <cmath>
 #include <sstream>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/report/plot.h"
 #include "report_testing.h"
 #include "support/op_testing.h"

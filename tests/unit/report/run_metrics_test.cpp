@@ -4,7 +4,7 @@
 
 #include <cmath>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/report/run_metrics.h"
 #include "report_testing.h"
 #include "support/op_testing.h"

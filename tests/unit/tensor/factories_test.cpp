@@ -9,8 +9,8 @@
 #include <limits>
 #include <vector>
 
-#include "mixprec/error.h"
-#include "mixprec/parallel.h"
+#include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec {

@@ -5,7 +5,7 @@
 #include <limits>
 #include <string>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/tensor/shape.h"
 
 namespace mixprec {
@@ -152,7 +152,7 @@ TEST(InferShape, ThrowsWhenAFullShapeHoldsTheWrongCount) {
 }  // namespace
 }  // namespace mixprec
 
-#include "mixprec/parallel.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec {

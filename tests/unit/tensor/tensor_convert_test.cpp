@@ -12,10 +12,10 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/numerics/encode.h"
 #include "mixprec/numerics/philox.h"
-#include "mixprec/parallel.h"
 #include "mixprec/tensor/dispatch.h"
 #include "mixprec/tensor/tensor.h"
 

@@ -6,7 +6,7 @@
 #include <limits>
 #include <vector>
 
-#include "mixprec/error.h"
+#include "mixprec/core/error.h"
 #include "mixprec/tensor/allocator.h"
 #include "mixprec/tensor/tensor.h"
 

@@ -94,6 +94,23 @@ TEST(Resume, SeedsBeyondDoublePrecisionResume) {
   EXPECT_EQ(resumed.end_step, 12);
 }
 
+// step() is run()'s step: stepping by hand, then letting run() finish, repeats a whole run.
+TEST(TrainerStep, StepsTakenByHandThenRunRepeatTheWholeRun) {
+  TempDir a, b;
+  const std::vector<StepBits> whole = bits(Trainer(tiny_config(a), quiet()).run());
+  Trainer trainer(tiny_config(b), quiet());
+  std::vector<StepBits> by_hand;
+  for (int i = 0; i < 5; ++i) {
+    const StepMetrics m = trainer.step();
+    by_hand.push_back({m.step, m.loss, m.grad_norm, m.loss_scale});
+  }
+  EXPECT_EQ(trainer.next_step(), 5);
+  EXPECT_EQ(by_hand, std::vector<StepBits>(whole.begin(), whole.begin() + 5));
+  const TrainSummary rest = trainer.run();
+  EXPECT_EQ(rest.start_step, 5);
+  EXPECT_EQ(bits(rest), tail(whole, 5));
+}
+
 TEST(Resume, ResumeWithoutACheckpointStartsAtStepZero) {
   TempDir a;
   const TrainSummary s = Trainer(tiny_config(a, {"training.steps=3"}), quiet(-1, true)).run();

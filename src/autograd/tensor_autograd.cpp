@@ -1,4 +1,6 @@
-// Tensor's autograd members: flags, .grad, detach and the entry to the reverse pass.
+// Tensor's autograd members: flags, .grad, detach and the entry to the reverse pass. Declared
+// with the rest of Tensor (tensor/tensor.h), defined here: they need autograd's types.
+#include "install_history_hooks.h"
 #include "mixprec/autograd/engine.h"
 #include "mixprec/autograd/node.h"
 #include "mixprec/tensor/tensor.h"
@@ -27,6 +29,7 @@ Tensor& Tensor::set_requires_grad(bool enabled, DType grad_dtype) {
   MIXPREC_CHECK(is_floating(dtype()) && is_floating(grad_dtype), "Tensor::set_requires_grad",
                 std::string("gradients need floating dtypes, got tensor ") + dtype_name(dtype()) +
                     " and grad " + dtype_name(grad_dtype));
+  if (enabled) detail::ensure_history_hooks();
   auto& meta = mutable_autograd_meta();
   meta->requires_grad = enabled;
   meta->grad_dtype = grad_dtype;

@@ -1,5 +1,5 @@
-// Dispatch and combine of the mixture-of-experts layer (see moe_dispatch.h).
-#include "moe_dispatch.h"
+// Dispatch and combine of the mixture-of-experts layer (moe_routing.h).
+#include "mixprec/ops/moe_routing.h"
 
 #include <algorithm>
 #include <cstring>
@@ -7,9 +7,9 @@
 #include <vector>
 
 #include "mixprec/autograd/function.h"
-#include "mixprec/parallel.h"
+#include "mixprec/core/parallel.h"
 
-namespace mixprec::models::detail {
+namespace mixprec {
 namespace {
 
 // The accumulation type: double for f64, else float.
@@ -146,8 +146,8 @@ TokenSlots token_slots(const RoutingPlan& plan, int64_t n) {
   return ts;
 }
 
-std::vector<Tensor> dispatch_rows(const Tensor& x, const RoutingPlan& plan,
-                                  const std::shared_ptr<const TokenSlots>& slots, DType acc) {
+std::vector<Tensor> moe_dispatch(const Tensor& x, const RoutingPlan& plan,
+                                 const std::shared_ptr<const TokenSlots>& slots, DType acc) {
   const Tensor xc = x.detach().contiguous();
   const int64_t d = x.size(1);
   const auto row_bytes = static_cast<size_t>(d) * dtype_size(x.dtype());
@@ -172,8 +172,8 @@ std::vector<Tensor> dispatch_rows(const Tensor& x, const RoutingPlan& plan,
   return out;
 }
 
-Tensor combine_rows(const std::vector<Tensor>& ys, const Tensor& gates, int64_t n, int64_t d,
-                    const std::shared_ptr<const TokenSlots>& slots, DType acc) {
+Tensor moe_combine(const std::vector<Tensor>& ys, const Tensor& gates, int64_t n, int64_t d,
+                   const std::shared_ptr<const TokenSlots>& slots, DType acc) {
   std::vector<Tensor> y(ys.size());  // in acc, contiguous
   for (size_t e = 0; e < ys.size(); ++e) y[e] = ys[e].detach().to(acc).contiguous();
   const Tensor gc = gates.detach().to(acc).contiguous();
@@ -205,4 +205,4 @@ Tensor combine_rows(const std::vector<Tensor>& ys, const Tensor& gates, int64_t 
   }
   return out;
 }
-}  // namespace mixprec::models::detail
+}  // namespace mixprec

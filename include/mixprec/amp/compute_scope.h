@@ -5,18 +5,18 @@
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/policy.h"
 
-namespace mixprec::train {
+namespace mixprec::amp {
 
 class ComputeScope {
  public:
-  explicit ComputeScope(const amp::MixedPrecisionPolicy& policy)
+  explicit ComputeScope(const MixedPrecisionPolicy& policy)
       : autocast_(policy.compute_dtype, is_narrow(policy.compute_dtype)),
         matmul_(policy.matmul_precision) {}
 
  private:
   static bool is_narrow(DType d) { return d != DType::f32 && d != DType::f64; }
-  amp::AutocastGuard autocast_;
-  amp::MatmulPrecisionGuard matmul_;
+  AutocastGuard autocast_;
+  MatmulPrecisionGuard matmul_;
 };
 
-}  // namespace mixprec::train
+}  // namespace mixprec::amp
