@@ -15,7 +15,7 @@
 
 #include "bench_util.h"
 #include "mixprec/core/parallel.h"
-#include "mixprec/models/gpt_block.h"
+#include "mixprec/models/transformer/gpt_block.h"
 #include "mixprec/ops.h"
 
 using namespace mixprec;

@@ -46,7 +46,7 @@
 
 #include "mixprec/config/train_config.h"
 #include "mixprec/dist/shard_layout.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/transformer/transformer.h"
 #include "mixprec/numerics/dtype.h"
 
 extern char** environ;
@@ -375,7 +375,7 @@ Formula formula_for(const std::string& config_path, const std::string& precision
                  "training.mixed_precision_param=", "training.mixed_precision_reduce="};
   const config::TrainConfig c = config::load_config(config_path, overrides);
   const models::Transformer model(c.model);  // describes the parameters, allocates nothing
-  const dist::ShardLayout layout(model.parameters(), kWorld);
+  const dist::ShardLayout layout(model, kWorld);
   double root = 0, blocks = 0, last_block = 0;
   for (const dist::UnitLayout& u : layout.units()) {
     (u.name == "root" ? root : blocks) += static_cast<double>(u.padded);

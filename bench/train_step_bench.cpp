@@ -35,7 +35,7 @@
 #include "mixprec/core/parallel.h"
 #include "mixprec/data/batches.h"
 #include "mixprec/data/token_dataset.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/transformer/transformer.h"
 #include "mixprec/optim/adamw.h"
 #include "mixprec/optim/clip.h"
 #include "mixprec/tensor/allocator.h"

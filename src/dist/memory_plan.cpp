@@ -6,10 +6,9 @@
 #include <algorithm>
 #include <string>
 
-#include "activation_estimate.h"
 #include "mixprec/core/error.h"
 #include "mixprec/dist/shard_layout.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/registry.h"
 #include "mixprec/numerics/dtype.h"
 #include "mixprec/optim/adam_mini.h"
 
@@ -149,7 +148,7 @@ int64_t adam_mini_values(const ShardLayout& layout) {
 // The largest live total of one step after the first (optimizer state exists). Phases:
 // forward end, loss backward, each block's backward (last block first), after backward.
 Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard,
-                const detail::ActivationEstimate& a, Bytes optimizer) {
+                const models::ActivationEstimate& a, Bytes optimizer) {
   const Bytes master = master_bytes(u, p), send = send_buffer_bytes(u, p);
   const Bytes working = working_bytes(u, p, reshard);
   const Bytes resident = master + working + optimizer + send + a.batch;
@@ -207,8 +206,8 @@ int optimizer_buffers_per_element(std::string_view optimizer, double momentum) {
 
 MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
   check_world_size(world_size);
-  const models::Transformer model(config.model);
-  const ShardLayout layout(model.parameters(), world_size);
+  const std::unique_ptr<models::Model> model = models::make_model(config.model);
+  const ShardLayout layout(*model, world_size);
   const Units u = units_of(layout);
   const amp::MixedPrecisionPolicy& p = config.training.policy;
   const bool reshard = config.parallelism.reshard_after_forward;
@@ -220,8 +219,8 @@ MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
 
   // The global batch is split over the ranks; a rank holds at most ceil(B / W) sequences.
   const int64_t sequences = (config.training.batch_size + world_size - 1) / world_size;
-  const detail::ActivationEstimate a =
-      detail::estimate_activations(config.model, p, sequences, config.training.seq_len);
+  const models::ActivationEstimate a =
+      model->estimate_activations(p, sequences, config.training.seq_len);
 
   MemoryPlan plan = fill(u, p, reshard, optimizer);
   plan.has_activations = true;

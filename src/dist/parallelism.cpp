@@ -11,7 +11,7 @@ std::pair<int64_t, int64_t> Parallelism::local_rows(int64_t rows) const {
   return {rows * rank / world, rows * (rank + 1) / world};
 }
 
-std::unique_ptr<Parallelism> make_parallelism(models::Transformer& model, Communicator& comm,
+std::unique_ptr<Parallelism> make_parallelism(models::Model& model, Communicator& comm,
                                               const amp::MixedPrecisionPolicy& policy,
                                               ShardingOptions options) {
   if (comm.size() == 1) return std::make_unique<WholeModel>(model, comm, policy);

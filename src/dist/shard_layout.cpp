@@ -7,17 +7,6 @@
 
 namespace mixprec::dist {
 
-std::string unit_name_of(std::string_view param_name) {
-  constexpr std::string_view prefix = "blocks.";
-  if (!param_name.starts_with(prefix)) return "root";
-  const std::size_t dot = param_name.find('.', prefix.size());
-  const std::string_view layer = param_name.substr(prefix.size(), dot - prefix.size());
-  const bool numeric = !layer.empty() && std::all_of(layer.begin(), layer.end(),
-                                                     [](char c) { return c >= '0' && c <= '9'; });
-  if (dot == std::string_view::npos || !numeric) return "root";
-  return std::string(param_name.substr(0, dot));
-}
-
 std::vector<ShardPiece> UnitLayout::pieces(int rank) const {
   const int64_t lo = static_cast<int64_t>(rank) * shard, hi = lo + shard;
   std::vector<ShardPiece> out;
@@ -29,34 +18,37 @@ std::vector<ShardPiece> UnitLayout::pieces(int rank) const {
   return out;
 }
 
-ShardLayout::ShardLayout(const models::ParameterSet& params, int world_size)
-    : world_size_(world_size) {
+ShardLayout::ShardLayout(const models::Model& model, int world_size) : world_size_(world_size) {
   MIXPREC_CHECK(world_size >= 1, "ShardLayout",
                 "world size must be >= 1, got " + std::to_string(world_size));
-  // Blocks sort by layer number (not text: "blocks.10" after "blocks.9"), root first.
-  std::map<int64_t, UnitLayout> by_order;
-  for (const models::ParamSpec& s : params.specs()) {
-    const std::string unit = unit_name_of(s.name);
-    const int64_t order = unit == "root" ? -1 : std::stoll(unit.substr(7));
-    UnitLayout& u = by_order[order];
-    u.name = unit;
+  std::map<std::string, std::size_t, std::less<>> unit_of_name;
+  for (const std::string& name : model.shard_units()) {
+    MIXPREC_CHECK(unit_of_name.emplace(name, units_.size()).second, "ShardLayout",
+                  "the model declares unit '" + name + "' twice");
+    units_.emplace_back().name = name;
+  }
+  MIXPREC_CHECK(!units_.empty(), "ShardLayout", "the model declares no shard unit");
+  for (const models::ParamSpec& s : model.parameters().specs()) {
+    const auto it = unit_of_name.find(s.unit);
+    MIXPREC_CHECK(
+        it != unit_of_name.end(), "ShardLayout",
+        "parameter '" + s.name + "' is in unit '" + s.unit + "', which the model does not declare");
+    UnitLayout& u = units_[it->second];
     u.params.push_back({s.name, s.shape, s.role, u.numel, s.numel()});
     u.numel += s.numel();
+    unit_of_param_.emplace(s.name, it->second);
   }
-  for (auto& [order, u] : by_order) {
+  for (UnitLayout& u : units_) {
     u.shard = (u.numel + world_size - 1) / world_size;
     u.padded = u.shard * world_size;
-    units_.push_back(std::move(u));
   }
 }
 
 std::size_t ShardLayout::unit_index(std::string_view param_name) const {
-  const std::string unit = unit_name_of(param_name);
-  for (std::size_t i = 0; i < units_.size(); ++i)
-    if (units_[i].name == unit)
-      for (const ParamSlot& p : units_[i].params)
-        if (p.name == param_name) return i;
-  throw Error("ShardLayout", "no parameter named '" + std::string(param_name) + "'");
+  const auto it = unit_of_param_.find(param_name);
+  MIXPREC_CHECK(it != unit_of_param_.end(), "ShardLayout",
+                "no parameter named '" + std::string(param_name) + "'");
+  return it->second;
 }
 
 int64_t ShardLayout::numel() const {

@@ -45,13 +45,13 @@ Tensor through_boundary(const Tensor& x, std::function<void()> hook, const char*
 
 }  // namespace
 
-ShardedModel::ShardedModel(models::Transformer& model, Communicator& comm,
+ShardedModel::ShardedModel(models::Model& model, Communicator& comm,
                            const amp::MixedPrecisionPolicy& policy, ShardingOptions options)
     : model_(model),
       comm_(comm),
       policy_(policy),
       options_(options),
-      layout_(model.parameters(), comm.size()),
+      layout_(model, comm.size()),
       units_(layout_.units().size()) {
   for (std::size_t u = 0; u < layout_.units().size(); ++u)
     for (const ParamSlot& p : layout_.units()[u].params) param_unit_.emplace(p.name, u);

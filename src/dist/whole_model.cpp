@@ -5,7 +5,7 @@
 
 namespace mixprec::dist {
 
-WholeModel::WholeModel(models::Transformer& model, Communicator& comm,
+WholeModel::WholeModel(models::Model& model, Communicator& comm,
                        const amp::MixedPrecisionPolicy& policy)
     : model_(model), comm_(comm), policy_(policy) {
   MIXPREC_CHECK(comm.size() == 1, "WholeModel",

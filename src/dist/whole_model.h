@@ -8,8 +8,7 @@ namespace mixprec::dist {
 
 class WholeModel final : public Parallelism {
  public:
-  WholeModel(models::Transformer& model, Communicator& comm,
-             const amp::MixedPrecisionPolicy& policy);
+  WholeModel(models::Model& model, Communicator& comm, const amp::MixedPrecisionPolicy& policy);
 
   Communicator& comm() const override { return comm_; }
   void materialize(uint64_t seed) override;
@@ -29,7 +28,7 @@ class WholeModel final : public Parallelism {
   std::string describe() const override { return ""; }
 
  private:
-  models::Transformer& model_;
+  models::Model& model_;
   Communicator& comm_;
   amp::MixedPrecisionPolicy policy_;
   optim::ParamList params_;

@@ -9,7 +9,7 @@
 
 namespace mixprec::infer {
 
-std::vector<int64_t> generate(models::Transformer& model, std::span<const int64_t> prompt,
+std::vector<int64_t> generate(models::Model& model, std::span<const int64_t> prompt,
                               const SampleOptions& options) {
   const int64_t vocab = model.config().vocab_size;
   const int64_t context = model.config().max_seq_len;

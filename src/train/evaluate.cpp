@@ -10,7 +10,7 @@
 
 namespace mixprec::train {
 
-EvalMetrics evaluate(models::Transformer& model, dist::Parallelism& parallelism,
+EvalMetrics evaluate(models::Model& model, dist::Parallelism& parallelism,
                      const data::ValidationBatches& batches, int64_t max_batches,
                      const amp::MixedPrecisionPolicy& policy, int64_t step) {
   const int64_t n =

@@ -158,7 +158,7 @@ LoadedModel load_model(const std::string& checkpoint_or_run_dir) {
   out.config = checkpoint_config(c);
   out.step = checkpoint_step(c);
   out.path = c.path;
-  out.model = std::make_unique<models::Transformer>(out.config.model);
+  out.model = models::make_model(out.config.model);
   out.comm = dist::make_single_process_communicator();
   out.parallelism = dist::make_parallelism(*out.model, *out.comm, out.config.training.policy);
   out.parallelism->materialize(static_cast<uint64_t>(out.config.training.seed));

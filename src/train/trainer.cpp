@@ -82,7 +82,7 @@ struct Trainer::State {
   std::optional<data::TokenDataset> dataset;
   std::optional<data::TrainBatches> train_batches;
   std::optional<data::ValidationBatches> val_batches;
-  models::Transformer model;
+  std::unique_ptr<models::Model> model;
   std::unique_ptr<dist::Parallelism> parallelism;
   std::unique_ptr<optim::Optimizer> optimizer;
   std::optional<optim::LrSchedule> schedule;
@@ -101,7 +101,7 @@ struct Trainer::State {
         comm(options.comm ? options.comm : own_comm.get()),
         progress(comm->rank() == 0 ? options.progress : ProgressStyle::quiet, config.training.steps,
                  config.metrics.log_every),
-        model(config.model),
+        model(models::make_model(config.model)),
         scaler(amp::ScalerOptions::for_policy(config.training.policy)) {}
 
   bool leader() const { return comm->rank() == 0; }
@@ -151,7 +151,7 @@ void Trainer::State::open_data() {
   if (c.training.eval_every > 0 && c.training.val_fraction > 0)
     val_batches.emplace(dataset->validation(), c.training.batch_size, c.training.seq_len);
   unigram_entropy = train::unigram_entropy(dataset->train());
-  progress.message(describe_model(model, c.training.policy));
+  progress.message(describe_model(*model, c.training.policy));
   progress.message("data: " + std::to_string(dataset->size()) + " tokens from " +
                    std::to_string(dataset->num_files()) + " files (" +
                    std::to_string(dataset->train().size()) + " train, " +
@@ -164,7 +164,7 @@ void Trainer::State::open_data() {
 void Trainer::State::build_model() {
   const config::TrainConfig& c = config;
   parallelism = dist::make_parallelism(
-      model, *comm, c.training.policy,
+      *model, *comm, c.training.policy,
       dist::ShardingOptions{.reshard_after_forward = c.parallelism.reshard_after_forward});
   parallelism->materialize(static_cast<uint64_t>(c.training.seed));
   if (const std::string line = parallelism->describe(); !line.empty()) progress.message(line);
@@ -219,8 +219,8 @@ Trainer::~Trainer() = default;
 const config::TrainConfig& Trainer::config() const {
   return state_->config;
 }
-models::Transformer& Trainer::model() {
-  return state_->model;
+models::Model& Trainer::model() {
+  return *state_->model;
 }
 int64_t Trainer::next_step() const {
   return state_->next_step;
@@ -268,7 +268,7 @@ StepMetrics Trainer::State::step() {
   parallelism->begin_step(true);
   {
     amp::ComputeScope compute(c.training.policy);
-    loss = model.loss(batch.inputs, batch.targets);
+    loss = model->loss(batch.inputs, batch.targets);
   }
   const float loss_scale = scaler.get_scale();
   scaler.scale(loss.total).backward();
@@ -351,7 +351,7 @@ TrainSummary Trainer::run() {
   if (c.metrics.jsonl && s.leader()) {
     log.emplace(fs::path(c.run_dir) / "metrics.jsonl", s.next_step > 0);
     log->write(run_json_line(run_name(c), amp::display_name(c.training.policy),
-                             s.model.parameters().parameter_count(), s.next_step,
+                             s.model->parameters().parameter_count(), s.next_step,
                              config::to_toml(c)));
   }
   TrainSummary summary;
@@ -369,7 +369,7 @@ TrainSummary Trainer::run() {
     summary.steps.push_back(std::move(m));
   };
   auto evaluate_now = [&](int64_t step) {
-    EvalMetrics m = evaluate(s.model, *s.parallelism, *s.val_batches, c.training.eval_batches,
+    EvalMetrics m = evaluate(*s.model, *s.parallelism, *s.val_batches, c.training.eval_batches,
                              c.training.policy, step);
     s.progress.eval(m);
     if (log) log->write(to_json_line(m));

@@ -7,7 +7,7 @@
 #include <numeric>
 #include <vector>
 
-#include "mixprec/models/gpt_block.h"
+#include "mixprec/models/transformer/gpt_block.h"
 #include "mixprec/ops.h"
 #include "support/op_testing.h"
 

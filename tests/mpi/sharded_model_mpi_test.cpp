@@ -8,6 +8,7 @@
 #include <tuple>
 
 #include "mixprec/dist/sharded_model.h"
+#include "mixprec/models/transformer/transformer.h"
 #include "mixprec/optim/adamw.h"
 #include "mpi_test_env.h"
 #include "unit/models/models_testing.h"

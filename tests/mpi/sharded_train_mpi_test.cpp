@@ -21,6 +21,7 @@
 #include "mixprec/amp/grad_scaler.h"
 #include "mixprec/dist/sharded_model.h"
 #include "mixprec/io/checkpoint_store.h"
+#include "mixprec/models/transformer/transformer.h"
 #include "mixprec/optim/adamw.h"
 #include "mixprec/train/trainer.h"
 #include "mpi_test_env.h"

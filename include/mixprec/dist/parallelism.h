@@ -22,7 +22,7 @@
 #include "mixprec/amp/policy.h"
 #include "mixprec/dist/communicator.h"
 #include "mixprec/io/checkpoint_state.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/model.h"
 #include "mixprec/optim/optimizer.h"
 
 namespace mixprec::dist {
@@ -74,7 +74,7 @@ class Parallelism {
 
 // The whole model at comm.size() == 1, else the fully sharded model. model and comm must
 // outlive the result.
-std::unique_ptr<Parallelism> make_parallelism(models::Transformer& model, Communicator& comm,
+std::unique_ptr<Parallelism> make_parallelism(models::Model& model, Communicator& comm,
                                               const amp::MixedPrecisionPolicy& policy,
                                               ShardingOptions options = {});
 

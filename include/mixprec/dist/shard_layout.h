@@ -1,19 +1,21 @@
 // How a model's parameters are sharded (FSDP "flat parameters"): parameters are grouped into
-// units, one per transformer block ("blocks.<l>") plus one "root" unit for everything else
-// (embeddings, final norm, LM head). A unit's parameters are laid end to end, in the order the
-// model added them, into one flat buffer of `numel` elements, padded with zeros to `padded` (a
-// multiple of the world size), and rank r owns elements [r * shard, (r + 1) * shard).
-// Pure arithmetic on the meta description: nothing is allocated, so the memory planner and the
-// checkpoint code use the same layout the training run does.
+// the units the model declares (models::Model::shard_units; for the transformer one per block,
+// "blocks.<l>", plus a "root" unit for the embeddings, final norm and LM head), each parameter
+// in the unit its description names (ParamSpec::unit). A unit's parameters are laid end to
+// end, in the order the model added them, into one flat buffer of `numel` elements, padded with
+// zeros to `padded` (a multiple of the world size), and rank r owns elements [r * shard, (r + 1) *
+// shard). Pure arithmetic on the meta description: nothing is allocated, so the memory planner and
+// the checkpoint code use the same layout the training run does.
 #pragma once
 
 #include <cstddef>
 #include <cstdint>
+#include <map>
 #include <string>
 #include <string_view>
 #include <vector>
 
-#include "mixprec/models/parameter_set.h"
+#include "mixprec/models/model.h"
 
 namespace mixprec::dist {
 
@@ -44,13 +46,11 @@ struct UnitLayout {
   std::vector<ShardPiece> pieces(int rank) const;
 };
 
-// "blocks.3.attn.wq" -> "blocks.3"; anything not under "blocks.<l>." -> "root".
-std::string unit_name_of(std::string_view param_name);
-
 class ShardLayout {
  public:
-  // Units in this order: root, then blocks.0, blocks.1, ... (the order forward enters them).
-  ShardLayout(const models::ParameterSet& params, int world_size);
+  // Units in the order the model declares them (the order its forward enters them, root
+  // first). Error when a parameter names a unit the model does not declare.
+  ShardLayout(const models::Model& model, int world_size);
 
   int world_size() const { return world_size_; }
   const std::vector<UnitLayout>& units() const { return units_; }
@@ -64,6 +64,7 @@ class ShardLayout {
  private:
   int world_size_;
   std::vector<UnitLayout> units_;
+  std::map<std::string, std::size_t, std::less<>> unit_of_param_;
 };
 
 }  // namespace mixprec::dist

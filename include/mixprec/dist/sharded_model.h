@@ -45,7 +45,7 @@
 #include "mixprec/dist/communicator.h"
 #include "mixprec/dist/parallelism.h"
 #include "mixprec/dist/shard_layout.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/model.h"
 #include "mixprec/optim/adam_mini.h"
 
 namespace mixprec::dist {
@@ -53,8 +53,8 @@ namespace mixprec::dist {
 class ShardedModel final : public Parallelism, public models::UnitHooks {
  public:
   // Hooks itself into `model` (unhooked by the destructor). model, comm must outlive this.
-  ShardedModel(models::Transformer& model, Communicator& comm,
-               const amp::MixedPrecisionPolicy& policy, ShardingOptions options = {});
+  ShardedModel(models::Model& model, Communicator& comm, const amp::MixedPrecisionPolicy& policy,
+               ShardingOptions options = {});
   ~ShardedModel() override;
   ShardedModel(const ShardedModel&) = delete;
   ShardedModel& operator=(const ShardedModel&) = delete;
@@ -129,7 +129,7 @@ class ShardedModel final : public Parallelism, public models::UnitHooks {
                                   // then frees the unit's full gradient buffer
   void set_grad_views(std::size_t u);
 
-  models::Transformer& model_;
+  models::Model& model_;
   Communicator& comm_;
   amp::MixedPrecisionPolicy policy_;
   ShardingOptions options_;

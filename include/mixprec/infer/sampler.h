@@ -14,7 +14,7 @@
 #include <span>
 #include <vector>
 
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/model.h"
 
 namespace mixprec::infer {
 
@@ -44,7 +44,7 @@ double sample_uniform(uint64_t seed, uint64_t position);
 // The prompt must be non-empty (a caller wanting "unconditional" text passes a newline,
 // token 10 for the byte tokenizer) and hold tokens in [0, vocab_size). Runs under
 // NoGradGuard; autocast is the caller's.
-std::vector<int64_t> generate(models::Transformer& model, std::span<const int64_t> prompt,
+std::vector<int64_t> generate(models::Model& model, std::span<const int64_t> prompt,
                               const SampleOptions& options);
 
 }  // namespace mixprec::infer

@@ -36,6 +36,7 @@ struct ParamSpec {
   Shape shape;
   optim::ParamRole role{};
   InitRule init{};
+  std::string unit = "root";  // the shard unit it belongs to (Model::shard_units)
   int64_t numel() const { return shape_numel(shape); }
   Tensor meta() const { return Tensor::empty(shape, DType::f32, Device::meta); }
 };

@@ -8,14 +8,14 @@
 #include "mixprec/amp/policy.h"
 #include "mixprec/data/batches.h"
 #include "mixprec/dist/parallelism.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/model.h"
 #include "mixprec/train/step_metrics.h"
 
 namespace mixprec::train {
 
 // A collective: each rank evaluates its rows of every batch (parallelism.local_rows) and the
 // losses add up over ranks, so every rank returns the same metrics.
-EvalMetrics evaluate(models::Transformer& model, dist::Parallelism& parallelism,
+EvalMetrics evaluate(models::Model& model, dist::Parallelism& parallelism,
                      const data::ValidationBatches& batches, int64_t max_batches,
                      const amp::MixedPrecisionPolicy& policy, int64_t step);
 

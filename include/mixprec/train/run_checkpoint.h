@@ -18,7 +18,7 @@
 #include "mixprec/dist/parallelism.h"
 #include "mixprec/io/checkpoint_state.h"
 #include "mixprec/io/checkpoint_store.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/registry.h"
 
 namespace mixprec::train {
 
@@ -46,7 +46,7 @@ void restore_run_checkpoint(const io::Checkpoint& checkpoint, const io::Training
 // under the checkpoint's precision policy, held by a single process's parallelism.
 struct LoadedModel {
   config::TrainConfig config;
-  std::unique_ptr<models::Transformer> model;
+  std::unique_ptr<models::Model> model;
   std::unique_ptr<dist::Communicator> comm;
   std::unique_ptr<dist::Parallelism> parallelism;  // holds *model over *comm
   int64_t step = 0;

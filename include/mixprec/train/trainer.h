@@ -30,7 +30,7 @@
 #include "mixprec/config/train_config.h"
 #include "mixprec/dist/communicator.h"
 #include "mixprec/io/checkpoint_store.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/registry.h"
 #include "mixprec/train/progress.h"
 #include "mixprec/train/step_metrics.h"
 
@@ -76,7 +76,7 @@ class Trainer {
   int64_t next_step() const;
 
   const config::TrainConfig& config() const;
-  models::Transformer& model();
+  models::Model& model();
 
  private:
   struct State;

@@ -10,7 +10,7 @@
 #include <vector>
 
 #include "mixprec/amp/autocast.h"
-#include "mixprec/models/gpt_block.h"
+#include "mixprec/models/transformer/gpt_block.h"
 #include "mixprec/ops.h"
 #include "support/op_testing.h"
 

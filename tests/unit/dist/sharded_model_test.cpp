@@ -2,6 +2,7 @@
 // the same initial weights, losses and gradients bit for bit, through the gather / free /
 // regather / reduce-scatter machinery (the multi-rank runs are tests/mpi/).
 #include "mixprec/dist/sharded_model.h"
+#include "mixprec/models/transformer/transformer.h"
 
 #include <gtest/gtest.h>
 

@@ -11,7 +11,7 @@
 #include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/grad_mode.h"
 #include "mixprec/infer/sampler.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/transformer/transformer.h"
 #include "support/op_testing.h"
 #include "unit/models/models_testing.h"
 

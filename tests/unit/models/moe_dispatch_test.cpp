@@ -10,7 +10,7 @@
 
 #include "mixprec/amp/autocast.h"
 #include "mixprec/core/parallel.h"
-#include "mixprec/models/moe.h"
+#include "mixprec/models/transformer/moe.h"
 #include "mixprec/ops.h"
 #include "support/op_testing.h"
 

@@ -6,7 +6,7 @@
 #include <cmath>
 #include <numeric>
 
-#include "mixprec/models/moe.h"
+#include "mixprec/models/transformer/moe.h"
 #include "mixprec/ops.h"
 #include "support/op_testing.h"
 

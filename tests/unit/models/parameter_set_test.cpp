@@ -6,7 +6,7 @@
 #include <cmath>
 
 #include "mixprec/models/parameter_set.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/transformer/transformer.h"
 #include "mixprec/tensor/allocator.h"
 #include "models_testing.h"
 #include "support/op_testing.h"

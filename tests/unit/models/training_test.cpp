@@ -5,7 +5,7 @@
 #include <cmath>
 
 #include "mixprec/amp/autocast.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/transformer/transformer.h"
 #include "mixprec/optim/adamw.h"
 #include "models_testing.h"
 

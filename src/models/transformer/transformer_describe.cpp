@@ -2,7 +2,9 @@
 #include <cmath>
 #include <string>
 
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/transformer/transformer.h"
+
+#include <fmt/format.h>
 
 namespace mixprec::models {
 namespace {
@@ -49,24 +51,25 @@ void check_config(const config::ModelConfig& c) {
 
 }  // namespace
 
-Transformer::Transformer(const config::ModelConfig& config) : config_(config) {
+Transformer::Transformer(const config::ModelConfig& config) : Model(config) {
   check_config(config_);
   mlp_ = parse_mlp_kind(config_.mlp);
   layernorm_ = config_.norm == "layernorm";
   rope_ = config_.positions == "rope";
   moe_ = config_.kind == "moe";
-  describe();
+  describe_parameters();
 }
 
-void Transformer::describe() {
+void Transformer::describe_parameters() {
   const config::ModelConfig& c = config_;
   const int64_t d = c.d_model, ff = c.d_ff;
   const InitRule weight{InitKind::normal, 0.02};
   const InitRule residual{InitKind::normal,
                           0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layers))};
   const optim::ParamRole no_decay{.no_weight_decay = true};
+  std::string unit = "root";  // the unit the parameters added next belong to
   auto add = [&](std::string name, Shape shape, InitRule init, optim::ParamRole role = {}) {
-    params_.add({std::move(name), std::move(shape), role, init});
+    params_.add({std::move(name), std::move(shape), role, init, unit});
   };
   auto add_norm = [&](const std::string& prefix) {
     add(prefix + ".weight", {d}, {InitKind::ones}, no_decay);
@@ -87,7 +90,8 @@ void Transformer::describe() {
   add("tok_emb.weight", {c.vocab_size, d}, weight);
   if (!rope_) add("pos_emb.weight", {c.max_seq_len, d}, weight);
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    const std::string b = "blocks." + std::to_string(l) + ".";
+    unit = "blocks." + std::to_string(l);
+    const std::string b = unit + ".";
     add_norm(b + "attn_norm");
     add_linear(b + "attn.wq", d, d, weight, {.heads = c.n_heads});
     add_linear(b + "attn.wk", d, d, weight, {.heads = c.n_heads});
@@ -101,8 +105,35 @@ void Transformer::describe() {
       add_ffn(b + "mlp");
     }
   }
+  unit = "root";
   add_norm("final_norm");
   if (!c.tie_embeddings) add("lm_head.weight", {c.vocab_size, d}, weight);
+}
+
+std::vector<std::string> Transformer::shard_units() const {
+  std::vector<std::string> units{"root"};
+  for (int64_t l = 0; l < config_.n_layers; ++l) units.push_back("blocks." + std::to_string(l));
+  return units;
+}
+
+std::string Transformer::describe() const {
+  const config::ModelConfig& c = config_;
+  std::string text = fmt::format(
+      "model: {} | d_model {} | {} layers | {} heads | d_ff {} | {} | {} | {} positions | "
+      "vocab {}",
+      c.kind, c.d_model, c.n_layers, c.n_heads, c.d_ff, c.norm, c.mlp, c.positions, c.vocab_size);
+  if (moe_) text += fmt::format(" | {} experts, top-{}", c.moe.n_experts, c.moe.top_k);
+  return text;
+}
+
+// A token reads top_k of the n_experts experts of every MoE block.
+int64_t Transformer::active_parameter_count() const {
+  int64_t total = 0;
+  for (const ParamSpec& s : params_.specs()) {
+    const bool expert = s.name.find(".moe.experts.") != std::string::npos;
+    total += expert ? s.numel() * config_.moe.top_k / config_.moe.n_experts : s.numel();
+  }
+  return total;
 }
 
 }  // namespace mixprec::models

@@ -24,7 +24,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "mixprec/models/feed_forward.h"
+#include "mixprec/models/transformer/feed_forward.h"
 #include "mixprec/ops/moe_routing.h"
 #include "mixprec/tensor/tensor.h"
 

@@ -2,7 +2,7 @@
 #include <string>
 
 #include "mixprec/amp/autocast.h"
-#include "mixprec/models/transformer.h"
+#include "mixprec/models/transformer/transformer.h"
 #include "mixprec/ops.h"
 
 namespace mixprec::models {
@@ -120,18 +120,14 @@ Tensor Transformer::forward(const Tensor& tokens) {
     h = add(h, embedding(Tensor::from_vector(positions), weight("pos_emb.weight")));
   }
   for (int64_t l = 0; l < config_.n_layers; ++l) {
-    if (!hooks_) {
-      h = block(h, l);
-      continue;
-    }
     const std::string unit = "blocks." + std::to_string(l);
-    h = hooks_->leave_unit(unit, block(hooks_->enter_unit(unit, h), l));
+    h = leave_unit(unit, block(enter_unit(unit, h), l));
   }
   h = norm(h, "", "final_norm");
   amp::ModuleScope scope("lm_head");
   const Tensor logits =
       linear(h, weight(config_.tie_embeddings ? "tok_emb.weight" : "lm_head.weight"));
-  return hooks_ ? hooks_->leave_unit("root", logits) : logits;
+  return leave_unit("root", logits);
 }
 
 LossParts Transformer::loss(const Tensor& tokens, const Tensor& targets) {

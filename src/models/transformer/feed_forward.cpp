@@ -1,4 +1,4 @@
-#include "mixprec/models/feed_forward.h"
+#include "mixprec/models/transformer/feed_forward.h"
 
 #include <string>
 

@@ -1,7 +1,7 @@
-// Activation bytes of a Transformer step, op by op (N = tokens, d = d_model, H = heads,
-// F = d_ff, V = vocab, E = experts, k = top_k, R = N·k routed rows (capped by capacity);
-// c = compute dtype bytes, r = residual stream bytes (the wider of param and compute: the
-// embedding keeps the weight's dtype, add promotes), a = accumulator bytes (f32, f64 for f64)).
+// Activation bytes of a Transformer step (Model::estimate_activations), op by op (N = tokens, d =
+// d_model, H = heads, F = d_ff, V = vocab, E = experts, k = top_k, R = N·k routed rows (capped by
+// capacity); c = compute dtype bytes, r = residual stream bytes (the wider of param and compute:
+// the embedding keeps the weight's dtype, add promotes), a = accumulator bytes (f32, f64 for f64)).
 //
 // Saved per block (pre-norm; each norm runs in f32 under autocast but keeps its narrow input):
 //   attn_norm   input (the residual) r·N·d + rstd a·N (LayerNorm: + mean a·N)
@@ -26,14 +26,13 @@
 // a·N·d, of the experts' outputs and their gradients 2a·R·d, the gradients rounded back c·R·d,
 // plus the residual gradient r·N·d), or the dense MLP's (r·N·d + 2c·N·F), or attention's
 // (r·N·d + 5c·N·d: merged-heads gradient, its contiguous copy, dq, dk, dv).
-#include "activation_estimate.h"
+#include "mixprec/models/transformer/transformer.h"
 
 #include <algorithm>
 
-#include "mixprec/models/moe.h"
 #include "mixprec/numerics/dtype.h"
 
-namespace mixprec::dist::detail {
+namespace mixprec::models {
 namespace {
 
 using Bytes = std::size_t;
@@ -64,8 +63,7 @@ int64_t ffn_hidden_tensors(const config::ModelConfig& m) {
 }
 
 int64_t routed_rows(const config::ModelConfig& m, int64_t tokens) {
-  const int64_t cap =
-      expert_capacity(tokens, m.moe.top_k, m.moe.n_experts, m.moe.capacity_factor);
+  const int64_t cap = expert_capacity(tokens, m.moe.top_k, m.moe.n_experts, m.moe.capacity_factor);
   return std::min(tokens * m.moe.top_k, cap * m.moe.n_experts);
 }
 
@@ -104,13 +102,9 @@ Bytes block_backward_transient(const Sizes& s, const config::ModelConfig& m) {
 
 }  // namespace
 
-std::size_t ActivationEstimate::total() const {
-  return batch + saved() + std::max(forward_transient, loss_backward_transient);
-}
-
-ActivationEstimate estimate_activations(const config::ModelConfig& m,
-                                        const amp::MixedPrecisionPolicy& policy, int64_t sequences,
-                                        int64_t seq_len) {
+ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPolicy& policy,
+                                                     int64_t sequences, int64_t seq_len) const {
+  const config::ModelConfig& m = config_;
   Sizes s;
   s.c = dtype_size(policy.compute_dtype);
   s.r = std::max(s.c, dtype_size(policy.param_dtype));
@@ -136,4 +130,4 @@ ActivationEstimate estimate_activations(const config::ModelConfig& m,
   return e;
 }
 
-}  // namespace mixprec::dist::detail
+}  // namespace mixprec::models

@@ -1,4 +1,4 @@
-#include "mixprec/models/gpt_block.h"
+#include "mixprec/models/transformer/gpt_block.h"
 
 #include <cmath>
 

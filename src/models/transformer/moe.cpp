@@ -1,6 +1,6 @@
 // The mixture-of-experts layer: routing (f32 router, top-k gates, capacity plan), losses and
 // the forward that dispatches tokens to the experts and combines them (ops/moe_routing.h).
-#include "mixprec/models/moe.h"
+#include "mixprec/models/transformer/moe.h"
 
 #include <algorithm>
 #include <cmath>

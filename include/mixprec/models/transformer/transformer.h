@@ -1,4 +1,5 @@
-// Transformer language models from config::ModelConfig: kind "gpt" (dense MLP) or "moe"
+// The transformer family (models/registry.h: kinds "gpt" and "moe"): language models from
+// config::ModelConfig, kind "gpt" (dense MLP) or "moe"
 // (every block's MLP is a mixture of experts, models/moe.h).
 //
 //   h = tok_emb[tokens] (+ pos_emb[0..T) when positions = learned)
@@ -25,50 +26,30 @@
 #include <string>
 #include <vector>
 
-#include "mixprec/config/train_config.h"
-#include "mixprec/models/moe.h"
-#include "mixprec/models/parameter_set.h"
-#include "mixprec/models/unit_hooks.h"
+#include "mixprec/models/model.h"
+#include "mixprec/models/transformer/moe.h"
 
 namespace mixprec::models {
 
-struct LossParts {
-  Tensor total;  // ce + aux_loss_weight·aux + z_loss_weight·z, f32 scalar
-  Tensor ce;     // mean token cross-entropy
-  Tensor aux;    // mean over MoE layers of the load-balancing loss (0 for gpt)
-  Tensor z;      // mean over MoE layers of the router z-loss (0 for gpt)
-};
-
-class Transformer {
+class Transformer final : public Model {
  public:
   // Describes every parameter (meta: nothing allocated). Checks the config.
   explicit Transformer(const config::ModelConfig& config);
 
-  const config::ModelConfig& config() const { return config_; }
-  ParameterSet& parameters() { return params_; }
-  const ParameterSet& parameters() const { return params_; }
-  void materialize(uint64_t seed, const amp::MixedPrecisionPolicy& policy) {
-    params_.materialize(seed, policy);
-  }
-
-  // tokens [B, T] (i32/i64, T <= max_seq_len) -> logits [B, T, vocab_size].
-  Tensor forward(const Tensor& tokens);
-  // Cross-entropy of forward(tokens) against targets [B, T], plus the MoE losses.
-  LossParts loss(const Tensor& tokens, const Tensor& targets);
+  Tensor forward(const Tensor& tokens) override;
+  LossParts loss(const Tensor& tokens, const Tensor& targets) override;
+  // "root", then "blocks.0", "blocks.1", ...: a block's parameters are "blocks.<l>.*".
+  std::vector<std::string> shard_units() const override;
+  ActivationEstimate estimate_activations(const amp::MixedPrecisionPolicy& policy,
+                                          int64_t sequences, int64_t seq_len) const override;
+  std::string describe() const override;
+  int64_t active_parameter_count() const override;
 
   // From the last forward: one entry per MoE block (empty for gpt), and the routers' logits.
   const std::vector<MoeLayerStats>& moe_stats() const { return moe_stats_; }
   const std::vector<Tensor>& router_logits() const { return router_logits_; }
 
-  // Routes weights and block boundaries through `hooks` (null: the ParameterSet's working
-  // copies). The hooks must outlive every forward and backward that uses them.
-  void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
-  UnitHooks* unit_hooks() const { return hooks_; }
-
  private:
-  const Tensor& weight(const std::string& name) const {
-    return hooks_ ? hooks_->weight(name) : params_.value(name);
-  }
   Tensor norm(const Tensor& x, const std::string& prefix, const char* name) const;
   Tensor attention(const Tensor& x, const std::string& prefix) const;
   // linear(x, weight, its bias when config.bias) for the parameter named `weight`.
@@ -76,13 +57,10 @@ class Transformer {
   Tensor bias(const std::string& weight) const;  // undefined without config.bias
   FeedForwardWeights ffn_weights(const std::string& prefix) const;
   Tensor block(const Tensor& h, int64_t layer);
-  void describe();
+  void describe_parameters();
 
-  config::ModelConfig config_;
   MlpKind mlp_;
   bool layernorm_, rope_, moe_;
-  ParameterSet params_;
-  UnitHooks* hooks_ = nullptr;
   std::vector<MoeLayerStats> moe_stats_;
   std::vector<Tensor> router_logits_, aux_losses_, z_losses_;
 };

@@ -1,0 +1,108 @@
+// The interface every model family implements (torchtitan's ModelSpec): the trainer,
+// evaluation, sampling, checkpoints, the fully sharded runtime and the memory planner see a
+// model only through it. A family is one folder under models/ and one line in the registry
+// (models/registry.h); model.kind picks it.
+//
+// A model describes its parameters at construction (names, shapes, roles, init rules, shard
+// units: nothing allocated, so it can be sized on the meta device), then materialize() gives
+// them values under a precision policy. Forward and loss read weights through weight(name):
+// the parameter's working copy, or whatever the unit hooks (a sharded runtime) hand out.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mixprec/amp/policy.h"
+#include "mixprec/config/train_config.h"
+#include "mixprec/models/parameter_set.h"
+#include "mixprec/models/unit_hooks.h"
+
+namespace mixprec::models {
+
+struct LossParts {
+  Tensor total;  // ce + the family's extra terms (MoE: aux_loss_weight·aux + z_loss_weight·z)
+  Tensor ce;     // mean token cross-entropy
+  Tensor aux;    // mean over MoE layers of the load-balancing loss (0 without experts)
+  Tensor z;      // mean over MoE layers of the router z-loss (0 without experts)
+};
+
+// What a training step's forward saves for backward, and the largest short-lived buffers of
+// the loss and unit backwards, under a precision policy: the memory planner's activation term.
+struct ActivationEstimate {
+  std::size_t batch = 0;                     // inputs + targets, i64 [B, T] each
+  std::size_t root_saved = 0;                // the root unit's (final norm, LM head, loss)
+  std::size_t block_saved = 0;               // one block unit's (all blocks are alike)
+  int64_t blocks = 0;                        // block units
+  std::size_t kept_after_backward = 0;       // what the model keeps for its stats
+  std::size_t forward_transient = 0;         // the loss's f32 copy of narrow logits
+  std::size_t loss_backward_transient = 0;   // cross-entropy backward: f32 logits + gradient
+  std::size_t block_backward_transient = 0;  // the largest gradient buffers inside a block
+  std::size_t saved() const { return root_saved + block_saved * static_cast<std::size_t>(blocks); }
+  // The activations term of the plan: the batch, everything saved, and the larger of the
+  // transients (the loss backward one at the start of backward).
+  std::size_t total() const;
+};
+
+class Model {
+ public:
+  virtual ~Model() = default;
+  Model(const Model&) = delete;
+  Model& operator=(const Model&) = delete;
+
+  const config::ModelConfig& config() const { return config_; }
+  ParameterSet& parameters() { return params_; }
+  const ParameterSet& parameters() const { return params_; }
+  void materialize(uint64_t seed, const amp::MixedPrecisionPolicy& policy) {
+    params_.materialize(seed, policy);
+  }
+
+  // tokens [B, T] (i32/i64, T <= max_seq_len) -> logits [B, T, vocab_size].
+  virtual Tensor forward(const Tensor& tokens) = 0;
+  // Cross-entropy of forward(tokens) against targets [B, T], plus the family's extra terms.
+  virtual LossParts loss(const Tensor& tokens, const Tensor& targets) = 0;
+
+  // The units a sharded runtime gathers and reduces together, in the order the forward
+  // enters them. The first is the root (what no block holds; it stays gathered for the step,
+  // and the forward ends with leave_unit(root, ...)); ParamSpec::unit puts each parameter in
+  // one of them.
+  virtual std::vector<std::string> shard_units() const = 0;
+  // Activation bytes of a step over `sequences` x `seq_len` tokens.
+  virtual ActivationEstimate estimate_activations(const amp::MixedPrecisionPolicy& policy,
+                                                  int64_t sequences, int64_t seq_len) const = 0;
+  // The architecture in one line ("model: moe | d_model 128 | ...").
+  virtual std::string describe() const = 0;
+  // Parameters one token's forward reads (all of them, but for a mixture of experts).
+  virtual int64_t active_parameter_count() const { return params_.parameter_count(); }
+
+  // Routes weights and unit boundaries through `hooks` (null: the working copies). The hooks
+  // must outlive every forward and backward that uses them.
+  void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
+  UnitHooks* unit_hooks() const { return hooks_; }
+
+ protected:
+  explicit Model(const config::ModelConfig& config) : config_(config) {}
+  Model(Model&&) = default;  // a family's value may be moved before it is hooked anywhere
+  Model& operator=(Model&&) = default;
+  // The tensor the forward uses for a parameter.
+  const Tensor& weight(std::string_view name) const {
+    return hooks_ ? hooks_->weight(name) : params_.value(name);
+  }
+  // unit_hooks' enter/leave, or x itself without hooks.
+  Tensor enter_unit(const std::string& unit, const Tensor& x) const {
+    return hooks_ ? hooks_->enter_unit(unit, x) : x;
+  }
+  Tensor leave_unit(const std::string& unit, const Tensor& y) const {
+    return hooks_ ? hooks_->leave_unit(unit, y) : y;
+  }
+
+  config::ModelConfig config_;
+  ParameterSet params_;
+
+ private:
+  UnitHooks* hooks_ = nullptr;
+};
+
+}  // namespace mixprec::models
