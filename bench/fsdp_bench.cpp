@@ -46,6 +46,7 @@
 
 #include "mixprec/config/train_config.h"
 #include "mixprec/dist/shard_layout.h"
+#include "mixprec/io/config_file.h"
 #include "mixprec/models/transformer/transformer.h"
 #include "mixprec/numerics/dtype.h"
 

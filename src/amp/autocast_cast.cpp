@@ -9,13 +9,9 @@
 namespace mixprec::amp {
 namespace {
 
-bool is_narrow(DType d) {
-  return d == DType::bf16 || d == DType::f16;
-}
-
 // f64 stays f64 (as in PyTorch: f64 math is deliberate); fp8 stays a storage format.
 bool is_lowerable(DType d) {
-  return d == DType::f32 || is_narrow(d);
+  return is_computable(d) && d != DType::f64;
 }
 
 // The dtype one input takes under `category`, before any promotion across inputs.
@@ -24,7 +20,7 @@ DType single_target(CastCategory category, DType d, DType autocast_dtype) {
     case CastCategory::lower_precision:
       return is_lowerable(d) ? autocast_dtype : d;
     case CastCategory::fp32:
-      return is_narrow(d) ? DType::f32 : d;
+      return is_narrow_compute(d) ? DType::f32 : d;
     case CastCategory::promote:
     case CastCategory::as_given:
       return d;

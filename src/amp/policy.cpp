@@ -110,7 +110,7 @@ DType policy_dtype(std::string_view token, std::string_view key) {
     throw Error(kWhere, "unknown dtype '" + std::string(trim(token)) + "' for key '" +
                             std::string(key) + "'; valid: " + dtype_names());
   }
-  MIXPREC_CHECK(d == DType::f64 || d == DType::f32 || d == DType::bf16 || d == DType::f16, kWhere,
+  MIXPREC_CHECK(is_computable(d), kWhere,
                 "dtype '" + std::string(trim(token)) + "' for key '" + std::string(key) +
                     "' is not a policy dtype; use f64, f32, bf16 or f16");
   return d;
@@ -136,7 +136,7 @@ bool parse_bool(std::string_view value, std::string_view key) {
 }
 
 DType wider_than_f32(DType d) {
-  return d == DType::f64 ? DType::f64 : DType::f32;
+  return accumulate_dtype(d);
 }
 
 // "key=value,key=value": unspecified dtypes are f32; reduce and the master default to the

@@ -39,7 +39,7 @@ const AnomalyRecord& first_anomaly() {
 
 void note_if_nonfinite(const Tensor& t, const char* op, bool backward, int index) {
   const DType d = t.defined() ? t.dtype() : DType::f32;
-  const bool scannable = d == DType::f64 || d == DType::f32 || d == DType::bf16 || d == DType::f16;
+  const bool scannable = is_computable(d);
   if (!g_enabled || g_record.found || !t.defined() || t.is_meta() || !scannable) return;
   NoGradGuard no_grad;  // the contiguous copy of a view must not record history itself
   const cpu::GradNumerics n = cpu::grad_numerics(t.detach().contiguous(), 1.0, 0.0, INFINITY);

@@ -119,12 +119,12 @@ AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tenso
   const int64_t b = q.size(0), h = q.size(1), t = q.size(2), dh = q.size(3);
   AttentionForward r;
   r.out = empty_like_rows(q, q.dtype());
-  r.lse = Tensor::empty({b, h, t}, q.dtype() == DType::f64 ? DType::f64 : DType::f32);
+  r.lse = Tensor::empty({b, h, t}, accumulate_dtype(q.dtype()));
   if (r.out.numel() == 0) {  // nothing to attend to or with (T or Dh is 0)
     r.lse = Tensor::zeros({b, h, t}, r.lse.dtype());
     return r;
   }
-  const bool narrow = q.dtype() == DType::bf16 || q.dtype() == DType::f16;
+  const bool narrow = is_narrow_compute(q.dtype());
   if (keep_acc_out && narrow) r.out_acc = Tensor::empty(q.shape(), DType::f32);
   const Layouts lay{head_rows(q), head_rows(k), head_rows(v), head_rows(r.out)};
   dispatch_compute(q.dtype(), "scaled_dot_product_attention", [&]<class T>() {

@@ -79,7 +79,7 @@ CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& ta
   const std::vector<int64_t> t = targets_i64(targets);
   CrossEntropyForward out;
   out.n_valid = check_targets(t, V, ignore_index);
-  const DType acc = logits.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  const DType acc = accumulate_dtype(logits.dtype());
   out.row_max = Tensor::empty({N}, acc);
   out.log_sum = Tensor::empty({N}, acc);
   out.loss = Tensor::empty({}, acc);

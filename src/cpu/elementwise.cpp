@@ -262,10 +262,9 @@ void check_floating(const char* op, const Tensor& t, const char* what) {
 }
 
 void check_compute_dtype(const char* op, DType dtype) {
-  MIXPREC_CHECK(
-      dtype == DType::f64 || dtype == DType::f32 || dtype == DType::bf16 || dtype == DType::f16, op,
-      std::string("no arithmetic in ") + dtype_name(dtype) +
-          " (storage only); use f64, f32, bf16 or f16");
+  MIXPREC_CHECK(is_computable(dtype), op,
+                std::string("no arithmetic in ") + dtype_name(dtype) +
+                    " (storage only); use f64, f32, bf16 or f16");
 }
 
 Tensor kernel_input(const Tensor& t) {

@@ -113,7 +113,7 @@ Tensor norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, d
                     bool center, NormStats& stats) {
   const int64_t D = last_dim(x);
   const int64_t rows = D == 0 ? 0 : x.numel() / D;
-  const DType acc = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  const DType acc = accumulate_dtype(x.dtype());
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   stats.rstd = Tensor::empty({rows}, acc);
   stats.mean = center ? Tensor::empty({rows}, acc) : Tensor();

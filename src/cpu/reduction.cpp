@@ -147,7 +147,7 @@ ReduceGeometry reduce_geometry(const Shape& shape, int dim) {
 }
 
 DType reduce_acc_dtype(DType dtype) {
-  return dtype == DType::f64 ? DType::f64 : DType::f32;
+  return accumulate_dtype(dtype);
 }
 
 Tensor reduce_dim(const Tensor& x, ReduceGeometry g, ReduceOp op) {

@@ -137,7 +137,7 @@ Tensor rope_rotate(const Tensor& x, double theta, int64_t offset, bool inverse, 
     };
     if (out_dtype == x.dtype()) return run.template operator()<I>();
     MIXPREC_CHECK(
-        x.dtype() == DType::f32 && (out_dtype == DType::bf16 || out_dtype == DType::f16), "rope",
+        x.dtype() == DType::f32 && is_narrow_compute(out_dtype), "rope",
         std::string("cannot rotate ") + dtype_name(x.dtype()) + " into " + dtype_name(out_dtype));
     if constexpr (std::is_same_v<I, float>) {
       if (out_dtype == DType::bf16) return run.template operator()<bf16>();

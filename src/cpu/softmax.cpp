@@ -96,7 +96,7 @@ void load_grad_row(DType dtype, const void* src, double* dst, int64_t n) {
 Tensor softmax_lastdim(const Tensor& x, bool log, SoftmaxStats* stats) {
   const int64_t D = last_dim(x);
   const int64_t rows = D == 0 ? 0 : x.numel() / D;
-  const DType acc = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  const DType acc = accumulate_dtype(x.dtype());
   if (stats) *stats = {Tensor::empty({rows}, acc), Tensor::empty({rows}, acc)};
   Tensor y = Tensor::empty(x.shape(), x.dtype());
   dispatch_compute(x.dtype(), log ? "log_softmax" : "softmax", [&]<class T>() {

@@ -29,19 +29,6 @@ void CallSite::fail(const std::string& what) const {
   throw Error("dist", describe() + ": " + what);
 }
 
-bool reducible(DType dtype) {
-  switch (dtype) {
-    case DType::f32:
-    case DType::bf16:
-    case DType::f16:
-    case DType::f64:
-    case DType::i64:
-      return true;
-    default:
-      return false;
-  }
-}
-
 void check_buffer(const CallSite& site, const Tensor& t, const char* role, bool reduces) {
   if (!t.defined()) site.fail(std::string(role) + " is an undefined tensor");
   if (t.device() != Device::cpu)
@@ -49,7 +36,7 @@ void check_buffer(const CallSite& site, const Tensor& t, const char* role, bool 
               ", not cpu");
   if (!t.is_contiguous())
     site.fail(std::string(role) + " " + describe_tensor(t) + " is not contiguous");
-  if (reduces && !reducible(t.dtype()))
+  if (reduces && !info(t.dtype()).reducible)
     site.fail(std::string(role) + " " + describe_tensor(t) +
               ": reductions take f32, bf16, f16, f64 or i64");
 }

@@ -20,7 +20,6 @@ struct CallSite {
 };
 
 // Reductions (sum/max/min) take f32, bf16, f16, f64 and i64; data moves take any dtype.
-bool reducible(DType dtype);
 
 // A defined, contiguous CPU tensor (of a reducible dtype when `reduces`).
 void check_buffer(const CallSite& site, const Tensor& t, const char* role, bool reduces);

@@ -10,7 +10,7 @@
 #include "mixprec/dist/shard_layout.h"
 #include "mixprec/models/registry.h"
 #include "mixprec/numerics/dtype.h"
-#include "mixprec/optim/adam_mini.h"
+#include "mixprec/optim/optimizer_table.h"
 
 namespace mixprec::dist {
 namespace {
@@ -124,17 +124,18 @@ Bytes optimizer_bytes(int64_t elements, const amp::MixedPrecisionPolicy& p, int 
   return bytes_of(per_element * elements + extra_values, p.master_dtype());
 }
 
-// Adam-mini's second-moment values on the rank holding the most: one per block of each
-// parameter piece it owns (a block cut by a shard boundary counts on both sides, as the
-// optimizer keeps the partial means).
-int64_t adam_mini_values(const ShardLayout& layout) {
+// Per-block state values (Adam-mini's second moments) on the rank holding the most: one per
+// block of each parameter piece it owns (a block cut by a shard boundary counts on both
+// sides, as the optimizer keeps the partial means). 0 for an optimizer without such state.
+int64_t per_block_values(const ShardLayout& layout, const optim::OptimizerKind& kind) {
+  if (!kind.blocks) return 0;
   int64_t most = 0;
   for (int rank = 0; rank < layout.world_size(); ++rank) {
     int64_t n = 0;
     for (const UnitLayout& unit : layout.units())
       for (const ShardPiece& piece : unit.pieces(rank)) {
         const ParamSlot& slot = unit.params[piece.slot];
-        const optim::AdamMiniPartition part = optim::adam_mini_partition(slot.shape, slot.role);
+        const optim::AdamMiniPartition part = kind.blocks(slot.shape, slot.role);
         if (part.blocks == 0 || part.block_size == 0) continue;
         n += (piece.end - 1) / part.block_size - piece.begin / part.block_size + 1;
       }
@@ -197,11 +198,7 @@ void check_world_size(int world_size) {
 }  // namespace
 
 int optimizer_buffers_per_element(std::string_view optimizer, double momentum) {
-  if (optimizer == "adamw") return 2;
-  if (optimizer == "adam-mini") return 1;
-  MIXPREC_CHECK(optimizer == "sgd", "optimizer",
-                "'" + std::string(optimizer) + "' is not one of adamw, sgd, adam-mini");
-  return momentum != 0 ? 1 : 0;
+  return optim::optimizer_kind(optimizer).buffers_per_element({.momentum = momentum});
 }
 
 MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
@@ -212,9 +209,9 @@ MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
   const amp::MixedPrecisionPolicy& p = config.training.policy;
   const bool reshard = config.parallelism.reshard_after_forward;
 
-  const int buffers =
-      optimizer_buffers_per_element(config.optimizer.name, config.optimizer.momentum);
-  const int64_t extra = config.optimizer.name == "adam-mini" ? adam_mini_values(layout) : 0;
+  const optim::OptimizerKind& kind = optim::optimizer_kind(config.optimizer.name);
+  const int buffers = kind.buffers_per_element({.momentum = config.optimizer.momentum});
+  const int64_t extra = per_block_values(layout, kind);
   const Bytes optimizer = optimizer_bytes(u.shard, p, buffers, extra);
 
   // The global batch is split over the ranks; a rank holds at most ceil(B / W) sequences.

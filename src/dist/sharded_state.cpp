@@ -6,7 +6,7 @@
 
 #include "mixprec/autograd/grad_mode.h"
 #include "mixprec/core/error.h"
-#include "mixprec/optim/adam_mini.h"
+#include "mixprec/optim/optimizer_table.h"
 
 namespace mixprec::dist {
 namespace {
@@ -14,16 +14,13 @@ namespace {
 using io::kModelPrefix;
 using io::kOptimPrefix;
 
-// Adam-mini's one-value-per-block buffer; every other optimizer buffer is one value per
-// element.
-constexpr const char* kPerBlock = "vmean";
-
 Tensor scalar_f64(double v) {
   return Tensor::full({}, v, DType::f64);
 }
 
-optim::AdamMiniPartition partition_of(const ParamSlot& slot) {
-  return optim::adam_mini_partition(slot.shape, slot.role);
+// The blocks of a per-block buffer (optimizer_table.h) over a parameter.
+optim::AdamMiniPartition partition_of(const optim::OptimizerKind& owner, const ParamSlot& slot) {
+  return owner.blocks(slot.shape, slot.role);
 }
 
 // The buffer kinds ("exp_avg", ...) this rank's optimizer state holds, the same on every rank
@@ -88,7 +85,8 @@ io::TensorMap gather_training_state(const ShardedModel& model, const optim::Opti
           dt = it->second.dtype();
           break;
         }
-      if (kind != kPerBlock) {
+      const optim::OptimizerKind* owner = optim::per_block_owner(kind);
+      if (!owner) {
         Tensor shard = Tensor::zeros({lay.shard}, dt);
         for (const ShardPiece& piece : pieces) {
           const auto it = state.find(lay.params[piece.slot].name + "." + kind);
@@ -109,12 +107,12 @@ io::TensorMap gather_training_state(const ShardedModel& model, const optim::Opti
       // the rank holding its first element (zeros elsewhere, so a sum collects it exactly).
       std::vector<int64_t> block_base(lay.params.size() + 1, 0);
       for (std::size_t i = 0; i < lay.params.size(); ++i)
-        block_base[i + 1] = block_base[i] + partition_of(lay.params[i]).blocks;
+        block_base[i + 1] = block_base[i] + partition_of(*owner, lay.params[i]).blocks;
       Tensor blocks = Tensor::zeros({block_base.back()}, DType::f32);
       for (const ShardPiece& piece : pieces) {
         const auto it = state.find(lay.params[piece.slot].name + "." + kind);
         if (it == state.end()) continue;
-        const int64_t bs = partition_of(lay.params[piece.slot]).block_size;
+        const int64_t bs = partition_of(*owner, lay.params[piece.slot]).block_size;
         const std::vector<double> local = it->second.to_doubles();
         const int64_t first_block = piece.begin / bs;
         for (int64_t b = first_block; b * bs < piece.end; ++b)
@@ -162,9 +160,9 @@ io::TensorMap shard_training_state(const io::TensorMap& full, const ShardedModel
         if (kind == "step") {
           out[it->first] = it->second;
           piece_keys.insert(it->first);
-        } else if (kind == kPerBlock) {
+        } else if (const optim::OptimizerKind* owner = optim::per_block_owner(kind)) {
           piece_keys.insert(it->first);
-          const int64_t bs = partition_of(p).block_size;
+          const int64_t bs = partition_of(*owner, p).block_size;
           const int64_t first = piece.begin / bs, last = (piece.end - 1) / bs + 1;
           out[it->first] = it->second.numel() >= last
                                ? it->second.reshape({-1}).slice(0, first, last).clone()

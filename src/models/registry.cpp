@@ -15,9 +15,9 @@ std::unique_ptr<Model> make(const config::ModelConfig& config) {
 }
 
 constexpr std::array kFamilies{
-    ModelFamily{"gpt", "decoder-only transformer with a dense MLP (GPT-2 / nanoGPT shape)",
+    ModelFamily{"moe", "decoder-only transformer with a mixture of experts in every block's MLP",
                 make<Transformer>},
-    ModelFamily{"moe", "the same transformer with a mixture of experts in every block's MLP",
+    ModelFamily{"gpt", "the same transformer with a dense MLP (GPT-2 / nanoGPT shape)",
                 make<Transformer>},
 };
 

@@ -15,10 +15,6 @@ namespace {
 
 constexpr const char* kSdpa = "scaled_dot_product_attention";
 
-bool is_compute_float(DType t) {
-  return t == DType::f64 || t == DType::f32 || t == DType::bf16 || t == DType::f16;
-}
-
 // t as the attention kernels read it: in place when its rows are dense (a contiguous tensor,
 // or a [B, T, H, Dh] projection seen as [B, H, T, Dh]), else a contiguous copy.
 Tensor with_dense_rows(const Tensor& t) {
@@ -28,7 +24,7 @@ Tensor with_dense_rows(const Tensor& t) {
 // A gradient in the kernel's dtype: the input's, or f32 beside f32/bf16/f16 inputs.
 Tensor in_kernel_dtype(const Tensor& g, DType input_dtype) {
   if (g.dtype() == input_dtype) return g;
-  return g.to(input_dtype == DType::f64 ? DType::f64 : DType::f32);
+  return g.to(accumulate_dtype(input_dtype));
 }
 
 class AttentionBackward final : public Node {
@@ -90,7 +86,7 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
                     dtype_name(k.dtype()) + ", " + dtype_name(v.dtype()) +
                     " (cast, or use autocast)");
   MIXPREC_CHECK(
-      is_compute_float(q.dtype()), kSdpa,
+      is_computable(q.dtype()), kSdpa,
       std::string("unsupported dtype ") + dtype_name(q.dtype()) + "; use f64, f32, bf16 or f16");
   MIXPREC_CHECK(!q.is_meta() && !k.is_meta() && !v.is_meta(), kSdpa, "meta tensors have no data");
   MIXPREC_CHECK(std::isfinite(scale), kSdpa, "scale must be finite, got " + std::to_string(scale));
@@ -116,7 +112,7 @@ Tensor rope(const Tensor& x_in, double theta, int64_t position_offset) {
   MIXPREC_CHECK(x.ndim() == 4 && x.size(3) % 2 == 0, "rope",
                 "expects x [B, H, T, Dh] with Dh even, got " + shape_to_string(x.shape()));
   MIXPREC_CHECK(
-      is_compute_float(x.dtype()), "rope",
+      is_computable(x.dtype()), "rope",
       std::string("unsupported dtype ") + dtype_name(x.dtype()) + "; use f64, f32, bf16 or f16");
   MIXPREC_CHECK(!x.is_meta(), "rope", "meta tensors have no data");
   MIXPREC_CHECK(std::isfinite(theta) && theta > 0.0, "rope",

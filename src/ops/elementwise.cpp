@@ -28,10 +28,6 @@ const char* op_name(cpu::BinaryOp op) {
   return "binary";
 }
 
-bool is_compute_dtype(DType t) {
-  return t == DType::f64 || t == DType::f32 || t == DType::bf16 || t == DType::f16;
-}
-
 // The gradient of one input: term(out_dtype) builds g·∂out/∂input at the output's shape in
 // out_dtype; it is summed back to the input's shape when the input was broadcast.
 template <class Term>
@@ -130,7 +126,7 @@ Tensor binary_op(cpu::BinaryOp op, const Tensor& a, const Tensor& b) {
   MIXPREC_CHECK(!a.is_meta() && !b.is_meta(), name, "meta tensors have no data");
   const Shape shape = broadcast_shapes(a.shape(), b.shape());
   const DType out_dtype = promote(a.dtype(), b.dtype());
-  MIXPREC_CHECK(is_compute_dtype(out_dtype), name,
+  MIXPREC_CHECK(is_computable(out_dtype), name,
                 std::string("no arithmetic for ") + dtype_name(a.dtype()) + " and " +
                     dtype_name(b.dtype()) + " (result dtype " + dtype_name(out_dtype) +
                     "; convert to f64, f32, bf16 or f16 first)");
@@ -189,7 +185,7 @@ Tensor div(const Tensor& a_in, const Tensor& b_in) {
 Tensor scale(const Tensor& x_in, double s) {
   const auto [x] = amp::autocast_args("scale", x_in);
   cpu::check_floating("scale", x, "input");
-  MIXPREC_CHECK(is_compute_dtype(x.dtype()), "scale",
+  MIXPREC_CHECK(is_computable(x.dtype()), "scale",
                 std::string("no arithmetic for ") + dtype_name(x.dtype()));
   return scaled(x, s);
 }

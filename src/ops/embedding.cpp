@@ -17,7 +17,7 @@ class EmbeddingBackward final : public Node {
   void release_saved() override { ids_ = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor()};
-    const DType acc = weight_dtype_ == DType::f64 ? DType::f64 : DType::f32;
+    const DType acc = accumulate_dtype(weight_dtype_);
     return {Tensor(), cpu::embedding_backward(ids_, grads[0], vocab_, acc)};
   }
 
@@ -37,7 +37,7 @@ Tensor embedding(const Tensor& ids, const Tensor& weight_in) {
   MIXPREC_CHECK(ids.dtype() == DType::i32 || ids.dtype() == DType::i64, op,
                 std::string("ids must be i32 or i64, got ") + dtype_name(ids.dtype()));
   const DType dt = weight.dtype();
-  MIXPREC_CHECK(dt == DType::f64 || dt == DType::f32 || dt == DType::bf16 || dt == DType::f16, op,
+  MIXPREC_CHECK(is_computable(dt), op,
                 std::string("weight dtype ") + dtype_name(dt) +
                     " is unsupported (use f64, f32, bf16 or f16)");
   MIXPREC_CHECK(weight.ndim() == 2, op,

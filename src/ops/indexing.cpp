@@ -20,7 +20,7 @@ void check_tensor(const Tensor& x, const char* op, const char* what) {
 void check_float(const Tensor& x, const char* op, const char* what) {
   check_tensor(x, op, what);
   const DType d = x.dtype();
-  MIXPREC_CHECK(d == DType::f64 || d == DType::f32 || d == DType::bf16 || d == DType::f16, op,
+  MIXPREC_CHECK(is_computable(d), op,
                 std::string(what) + " has unsupported dtype " + dtype_name(d) +
                     " (use f64, f32, bf16 or f16)");
 }

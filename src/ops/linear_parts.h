@@ -25,7 +25,7 @@ inline void check_float_pair(const char* op, const Tensor& a, const Tensor& b) {
 }
 
 inline DType acc_dtype(DType t) {
-  return t == DType::f64 ? DType::f64 : DType::f32;
+  return accumulate_dtype(t);
 }
 
 // The precision an op runs with: the process-wide setting when both operands are f32.

@@ -50,7 +50,7 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets, int64_t ign
   MIXPREC_CHECK(logits.defined() && targets.defined(), op, "undefined input");
   MIXPREC_CHECK(!logits.is_meta() && !targets.is_meta(), op, "meta tensors have no data");
   const DType dt = logits.dtype();
-  MIXPREC_CHECK(dt == DType::f64 || dt == DType::f32 || dt == DType::bf16 || dt == DType::f16, op,
+  MIXPREC_CHECK(is_computable(dt), op,
                 std::string("logits dtype ") + dtype_name(dt) +
                     " is unsupported (use f64, f32, bf16 or f16)");
   MIXPREC_CHECK(targets.dtype() == DType::i32 || targets.dtype() == DType::i64, op,
@@ -70,8 +70,7 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets, int64_t ign
     fwd.loss = Tensor();
     // When autocast widened bf16/f16 logits to f32 (exact), keep the original: the same
     // values in half the bytes, widened again in backward.
-    const bool widened =
-        dt == DType::f32 && (logits_in.dtype() == DType::bf16 || logits_in.dtype() == DType::f16);
+    const bool widened = dt == DType::f32 && is_narrow_compute(logits_in.dtype());
     auto node = std::make_shared<CrossEntropyBackward>(
         widened ? logits_in.detach().contiguous() : lc, dt, tc, std::move(fwd), ignore_index);
     connect(*node, {logits, targets});

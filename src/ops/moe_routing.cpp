@@ -47,7 +47,7 @@ class RouterLogitsBackward final : public Node {
 }  // namespace
 
 Tensor router_logits(const Tensor& x, const Tensor& xr, const Tensor& wr) {
-  const bool narrow_x = x.dtype() == DType::bf16 || x.dtype() == DType::f16;
+  const bool narrow_x = is_narrow_compute(x.dtype());
   if (!narrow_x || xr.dtype() != DType::f32 || wr.dtype() != DType::f32 ||
       amp::matmul_precision() != amp::MatmulPrecision::highest || wr.ndim() != 2 || x.ndim() != 2 ||
       wr.size(1) != x.size(1))

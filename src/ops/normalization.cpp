@@ -76,8 +76,8 @@ Tensor norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor&
   cpu::NormStats stats;
   Tensor y = cpu::norm_forward(xc, wc, bc, eps, center, stats);
   if (any_requires_grad({&x, &weight, &bias})) {
-    const bool widened = x_orig.dtype() != x.dtype() && x.dtype() == DType::f32 &&
-                         (x_orig.dtype() == DType::bf16 || x_orig.dtype() == DType::f16);
+    const bool widened =
+        x_orig.dtype() != x.dtype() && x.dtype() == DType::f32 && is_narrow_compute(x_orig.dtype());
     auto node = std::make_shared<NormBackward>(widened ? x_orig.detach().contiguous() : xc,
                                                x.dtype(), wc, std::move(stats), center);
     connect(*node, {x, weight, bias});  // rmsnorm's undefined bias gets a null edge

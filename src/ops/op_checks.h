@@ -13,7 +13,7 @@ inline void check_compute_input(const char* op, const Tensor& t) {
   MIXPREC_CHECK(!t.is_meta(), op, "meta tensors have no data");
   const DType dt = t.dtype();
   MIXPREC_CHECK(
-      dt == DType::f64 || dt == DType::f32 || dt == DType::bf16 || dt == DType::f16, op,
+      is_computable(dt), op,
       std::string("unsupported dtype ") + dtype_name(dt) + " (use f64, f32, bf16 or f16)");
 }
 

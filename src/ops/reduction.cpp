@@ -14,7 +14,7 @@ void check_input(const Tensor& x, const char* op) {
   MIXPREC_CHECK(x.defined(), op, "undefined input");
   MIXPREC_CHECK(!x.is_meta(), op, "meta tensors have no data");
   const DType d = x.dtype();
-  MIXPREC_CHECK(d == DType::f64 || d == DType::f32 || d == DType::bf16 || d == DType::f16, op,
+  MIXPREC_CHECK(is_computable(d), op,
                 std::string("unsupported dtype ") + dtype_name(d) + " (use f64, f32, bf16 or f16)");
 }
 

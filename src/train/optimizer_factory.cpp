@@ -4,24 +4,21 @@
 #include <algorithm>
 
 #include "mixprec/core/error.h"
-#include "mixprec/optim/adam_mini.h"
-#include "mixprec/optim/adamw.h"
-#include "mixprec/optim/sgd.h"
+#include "mixprec/optim/optimizer_table.h"
 
 namespace mixprec::train {
 
 std::unique_ptr<optim::Optimizer> make_optimizer(const config::OptimizerConfig& c,
                                                  const optim::ParamList& params, uint64_t seed) {
-  if (c.name == "adamw")
-    return std::make_unique<optim::AdamW>(params, c.lr, c.weight_decay,
-                                          optim::AdamWOptions{c.beta1, c.beta2, c.eps, seed});
-  if (c.name == "adam-mini")
-    return std::make_unique<optim::AdamMini>(params, c.lr, c.weight_decay,
-                                             optim::AdamMiniOptions{c.beta1, c.beta2, c.eps, seed});
-  MIXPREC_CHECK(c.name == "sgd", "optimizer.name",
-                "'" + c.name + "' is not one of adamw, sgd, adam-mini");
-  return std::make_unique<optim::SGD>(params, c.lr, c.weight_decay,
-                                      optim::SgdOptions{c.momentum, 0.0, c.nesterov, seed});
+  const optim::OptimizerSettings settings{.lr = c.lr,
+                                          .weight_decay = c.weight_decay,
+                                          .beta1 = c.beta1,
+                                          .beta2 = c.beta2,
+                                          .eps = c.eps,
+                                          .momentum = c.momentum,
+                                          .nesterov = c.nesterov,
+                                          .seed = seed};
+  return optim::optimizer_kind(c.name).make(params, settings);
 }
 
 optim::LrSchedule make_lr_schedule(const config::TrainConfig& config) {

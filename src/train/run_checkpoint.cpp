@@ -1,5 +1,6 @@
 // Trainer checkpoints: save, check, restore, and load a model for eval/sample.
 #include "mixprec/train/run_checkpoint.h"
+#include "mixprec/io/config_file.h"
 
 #include <filesystem>
 #include <set>

@@ -1,5 +1,6 @@
 // The training loop (see trainer.h).
 #include "mixprec/train/trainer.h"
+#include "mixprec/io/config_file.h"
 
 #include <algorithm>
 #include <chrono>

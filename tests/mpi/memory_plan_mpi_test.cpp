@@ -6,6 +6,7 @@
 #include <cstdio>
 
 #include "mixprec/dist/memory_plan.h"
+#include "mixprec/io/config_file.h"
 #include "mixprec/train/trainer.h"
 #include "mpi_test_env.h"
 #include "shared_dir.h"

@@ -12,6 +12,7 @@
 #include "mixprec/amp/policy.h"
 #include "mixprec/core/error.h"
 #include "mixprec/dist/memory_plan.h"
+#include "mixprec/io/config_file.h"
 #include "mixprec/numerics/dtype.h"
 #include "usage_error.h"
 

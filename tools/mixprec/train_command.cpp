@@ -11,6 +11,7 @@
 #include "config_options.h"
 #include "mixprec/config/train_config.h"
 #include "mixprec/dist/communicator.h"
+#include "mixprec/io/config_file.h"
 #include "mixprec/train/evaluate.h"
 #include "mixprec/train/run_checkpoint.h"
 #include "mixprec/train/run_data.h"

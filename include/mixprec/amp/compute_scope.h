@@ -10,11 +10,10 @@ namespace mixprec::amp {
 class ComputeScope {
  public:
   explicit ComputeScope(const MixedPrecisionPolicy& policy)
-      : autocast_(policy.compute_dtype, is_narrow(policy.compute_dtype)),
+      : autocast_(policy.compute_dtype, is_narrow_compute(policy.compute_dtype)),
         matmul_(policy.matmul_precision) {}
 
  private:
-  static bool is_narrow(DType d) { return d != DType::f32 && d != DType::f64; }
   AutocastGuard autocast_;
   MatmulPrecisionGuard matmul_;
 };

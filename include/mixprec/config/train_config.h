@@ -1,14 +1,13 @@
 // TrainConfig: everything a training run reads from its TOML file (torchtitan-style sections),
-// with the defaults of configs/moe_small.toml. load_config is strict: unknown sections or
-// keys, wrong types and out-of-range values throw mixprec::Error naming the file, the key (and
-// its line) and the value. to_toml writes a config that load_config reads back equal, so a
-// checkpoint can store the exact config it was trained with.
+// with the defaults of configs/moe_small.toml. Plain values: reading and writing the file is
+// io/config_file.h's (load_config is strict: unknown sections or keys, wrong types and
+// out-of-range values throw mixprec::Error naming the file, the key (and its line) and the
+// value; to_toml writes a config that load_config reads back equal, so a checkpoint can store
+// the exact config it was trained with).
 #pragma once
 
 #include <cstdint>
 #include <string>
-#include <string_view>
-#include <vector>
 
 #include "mixprec/amp/policy.h"
 
@@ -113,16 +112,5 @@ struct TrainConfig {
   ParallelismConfig parallelism;
   bool operator==(const TrainConfig&) const = default;
 };
-
-// Reads the TOML file at `path`, then applies `overrides` ("section.key=value",
-// "model.moe.top_k=2", "run_dir=out"), each value parsed as its key's type (strings with or
-// without quotes). Resolves the precision policy and checks every value.
-TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
-// The same from TOML text; `source_name` stands for the file name in error messages.
-TrainConfig load_config_text(std::string_view toml_text, const std::string& source_name,
-                             const std::vector<std::string>& overrides = {});
-
-// Every key, section by section; load_config_text(to_toml(c), ...) == c.
-std::string to_toml(const TrainConfig& config);
 
 }  // namespace mixprec::config

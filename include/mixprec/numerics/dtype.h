@@ -23,23 +23,28 @@ struct DTypeInfo {
   int size;             // bytes per element
   DTypeKind kind;
   const FloatFormat* format;  // bit layout for floating dtypes, nullptr otherwise
+  bool computable;   // kernels compute in it (load T, accumulate, store T); fp8 is storage only
+  DType accumulate;  // what sums and products over it accumulate in
+  bool reducible;    // collectives sum, max and min it (bf16/f16 widened to f32, rounded once)
 };
 
 inline constexpr FloatFormat kFormatF64{"f64", 11, 52, 1023, true, true};
 
+// clang-format off
 inline constexpr std::array<DTypeInfo, kNumDTypes> kDTypeTable{{
-    {DType::f64, "f64", "float64,fp64,double", 8, DTypeKind::floating, &kFormatF64},
-    {DType::f32, "f32", "float32,fp32,float", 4, DTypeKind::floating, &kFormatF32},
-    {DType::bf16, "bf16", "bfloat16", 2, DTypeKind::floating, &kFormatBF16},
-    {DType::f16, "f16", "float16,fp16,half", 2, DTypeKind::floating, &kFormatF16},
-    {DType::f8_e4m3fn, "f8_e4m3fn", "e4m3,e4m3fn,float8_e4m3fn,fp8_e4m3", 1, DTypeKind::floating,
-     &kFormatE4M3FN},
-    {DType::f8_e5m2, "f8_e5m2", "e5m2,float8_e5m2,fp8_e5m2", 1, DTypeKind::floating, &kFormatE5M2},
-    {DType::i32, "i32", "int32,int", 4, DTypeKind::signed_int, nullptr},
-    {DType::i64, "i64", "int64,long", 8, DTypeKind::signed_int, nullptr},
-    {DType::u8, "u8", "uint8,byte", 1, DTypeKind::unsigned_int, nullptr},
-    {DType::boolean, "bool", "boolean", 1, DTypeKind::boolean, nullptr},
+//   dtype             name         aliases                                  size kind                     format          compute accumulate   reducible
+    {DType::f64,       "f64",       "float64,fp64,double",                   8, DTypeKind::floating,     &kFormatF64,    true,  DType::f64,  true},
+    {DType::f32,       "f32",       "float32,fp32,float",                    4, DTypeKind::floating,     &kFormatF32,    true,  DType::f32,  true},
+    {DType::bf16,      "bf16",      "bfloat16",                              2, DTypeKind::floating,     &kFormatBF16,   true,  DType::f32,  true},
+    {DType::f16,       "f16",       "float16,fp16,half",                     2, DTypeKind::floating,     &kFormatF16,    true,  DType::f32,  true},
+    {DType::f8_e4m3fn, "f8_e4m3fn", "e4m3,e4m3fn,float8_e4m3fn,fp8_e4m3",    1, DTypeKind::floating,     &kFormatE4M3FN, false, DType::f32,  false},
+    {DType::f8_e5m2,   "f8_e5m2",   "e5m2,float8_e5m2,fp8_e5m2",             1, DTypeKind::floating,     &kFormatE5M2,   false, DType::f32,  false},
+    {DType::i32,       "i32",       "int32,int",                             4, DTypeKind::signed_int,   nullptr,        false, DType::i64,  false},
+    {DType::i64,       "i64",       "int64,long",                            8, DTypeKind::signed_int,   nullptr,        false, DType::i64,  true},
+    {DType::u8,        "u8",        "uint8,byte",                            1, DTypeKind::unsigned_int, nullptr,        false, DType::i64,  false},
+    {DType::boolean,   "bool",      "boolean",                               1, DTypeKind::boolean,      nullptr,        false, DType::i64,  false},
 }};
+// clang-format on
 
 constexpr bool table_rows_in_enum_order() {
   for (int i = 0; i < kNumDTypes; ++i)
@@ -60,6 +65,16 @@ constexpr bool is_floating(DType t) {
 }
 constexpr const char* dtype_name(DType t) {
   return info(t).name;
+}
+constexpr bool is_computable(DType t) {
+  return info(t).computable;
+}
+constexpr DType accumulate_dtype(DType t) {
+  return info(t).accumulate;
+}
+// bf16 and f16: what autocast lowers to and a narrow master or gradient is stored in.
+constexpr bool is_narrow_compute(DType t) {
+  return info(t).computable && info(t).size == 2;
 }
 
 // Parses a canonical name or alias (case-insensitive); throws mixprec::Error listing the

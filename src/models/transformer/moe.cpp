@@ -57,7 +57,7 @@ MoeOutput moe_forward(const Tensor& x, const MoeWeights& w, const MoeOptions& op
 
   // Dispatch -> expert MLPs -> gated combine: one pass over the token rows each way, sums in
   // f32 (f64 for f64) in expert order, rounded once into x's dtype.
-  const DType acc = x.dtype() == DType::f64 ? DType::f64 : DType::f32;
+  const DType acc = accumulate_dtype(x.dtype());
   const auto slots = std::make_shared<const TokenSlots>(token_slots(plan, n));
   const std::vector<Tensor> xs = moe_dispatch(x, plan, slots, acc);
   // The experts with rows run together (grouped products); one without rows runs nothing

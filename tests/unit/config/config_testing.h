@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "mixprec/config/train_config.h"
+#include "mixprec/io/config_file.h"
 #include "support/op_testing.h"
 
 namespace mixprec::config::testing {

@@ -6,6 +6,7 @@
 
 #include "config_testing.h"
 #include "mixprec/config/train_config.h"
+#include "mixprec/io/config_file.h"
 
 namespace mixprec::config {
 namespace {

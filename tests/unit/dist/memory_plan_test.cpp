@@ -12,6 +12,7 @@
 #include "mixprec/amp/policy.h"
 #include "mixprec/config/train_config.h"
 #include "mixprec/core/error.h"
+#include "mixprec/io/config_file.h"
 #include "mixprec/train/trainer.h"
 #include "support/temp_files.h"
 

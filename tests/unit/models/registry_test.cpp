@@ -5,7 +5,7 @@
 #include <set>
 #include <string>
 
-#include "config/config_fields.h"
+#include "io/config/config_fields.h"
 #include "mixprec/dist/shard_layout.h"
 #include "mixprec/models/registry.h"
 #include "models_testing.h"
@@ -56,8 +56,7 @@ TEST(ModelRegistry, AnUnknownKindNamesTheKeyAndTheFamilies) {
   }
 }
 
-// The config loader (a lower layer, which cannot read the registry) lists the kinds it
-// accepts; it must list exactly the registry's.
+// The config loader's key table takes model.kind's choices from the registry.
 TEST(ModelRegistry, TheConfigAcceptsExactlyTheRegisteredKinds) {
   const config::detail::Field* field = config::detail::find_field("model.kind");
   ASSERT_NE(field, nullptr);

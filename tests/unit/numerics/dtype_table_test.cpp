@@ -4,9 +4,14 @@
 
 #include <cfloat>
 #include <cmath>
+#include <memory>
 
 #include "mixprec/core/error.h"
+#include "mixprec/cpu/elementwise.h"
+#include "mixprec/cpu/softmax.h"
+#include "mixprec/dist/communicator.h"
 #include "mixprec/numerics/dtype.h"
+#include "mixprec/tensor/tensor.h"
 
 namespace mixprec {
 namespace {
@@ -125,6 +130,44 @@ TEST(DTypePromotion, ResultHoldsBothFloatOperandsExactly) {
       EXPECT_TRUE(represents_exactly(r, a.dtype)) << a.name << " + " << b.name;
       EXPECT_TRUE(represents_exactly(r, b.dtype)) << a.name << " + " << b.name;
     }
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+// The table's compute columns against what the code does with each dtype: the elementwise
+// kernel accepts exactly the computable dtypes, a softmax row sums in the accumulate dtype
+// (its log-sum-exp statistics come back in it), and the communicator reduces exactly the
+// reducible ones.
+TEST(DTypeTable, ComputeColumnsMatchTheKernelsAndTheCommunicator) {
+  const std::unique_ptr<dist::Communicator> comm = dist::make_single_process_communicator();
+  for (const DTypeInfo& row : kDTypeTable) {
+    SCOPED_TRACE(row.name);
+    const Tensor t = Tensor::zeros({4}, row.dtype);
+    bool computes = true;
+    try {
+      cpu::scale(t, 2.0, row.dtype);
+    } catch (const Error&) {
+      computes = false;
+    }
+    EXPECT_EQ(computes, row.computable);
+    if (row.computable) {
+      cpu::SoftmaxStats stats;
+      cpu::softmax_lastdim(t.reshape({1, 4}), /*log=*/false, &stats);
+      EXPECT_EQ(stats.log_sum.dtype(), row.accumulate);
+    }
+    Tensor buffer = Tensor::zeros({4}, row.dtype);
+    bool reduces = true;
+    try {
+      comm->all_reduce(buffer);
+    } catch (const Error&) {
+      reduces = false;
+    }
+    EXPECT_EQ(reduces, row.reducible);
+  }
 }
 
 }  // namespace

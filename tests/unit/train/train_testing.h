@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "mixprec/config/train_config.h"
+#include "mixprec/io/config_file.h"
 #include "support/temp_files.h"
 
 namespace mixprec::train::testing {

@@ -11,6 +11,7 @@
 #include "config_fields.h"
 #include "mixprec/config/train_config.h"
 #include "mixprec/core/error.h"
+#include "mixprec/io/config_file.h"
 #include "validate_config.h"
 
 namespace mixprec::config {

@@ -5,6 +5,9 @@
 #include <charconv>
 #include <cstdio>
 
+#include "mixprec/models/registry.h"
+#include "mixprec/optim/optimizer_table.h"
+
 namespace mixprec::config::detail {
 namespace {
 
@@ -16,10 +19,23 @@ namespace {
     }                                                                          \
   }
 
+// The names the model registry and the optimizer table hold, in their order.
+std::vector<std::string> model_kinds() {
+  std::vector<std::string> out;
+  for (const models::ModelFamily& f : models::model_families()) out.emplace_back(f.kind);
+  return out;
+}
+std::vector<std::string> optimizer_names() {
+  std::vector<std::string> out;
+  for (const optim::OptimizerKind& k : optim::optimizer_kinds()) out.emplace_back(k.name);
+  return out;
+}
+
 std::vector<Field> make_fields() {
   return {
       Field{"", "run_dir", [](TrainConfig& c) -> ValueRef { return &c.run_dir; }, {}},
-      FIELD("model", model, kind, "moe", "gpt"),
+      Field{"model", "kind", [](TrainConfig& c) -> ValueRef { return &c.model.kind; },
+            model_kinds()},
       FIELD("model", model, vocab_size),
       FIELD("model", model, d_model),
       FIELD("model", model, n_layers),
@@ -49,7 +65,8 @@ std::vector<Field> make_fields() {
       FIELD("training", training, precision),
       FIELD("training", training, mixed_precision_param),
       FIELD("training", training, mixed_precision_reduce),
-      FIELD("optimizer", optimizer, name, "adamw", "sgd", "adam-mini"),
+      Field{"optimizer", "name", [](TrainConfig& c) -> ValueRef { return &c.optimizer.name; },
+            optimizer_names()},
       FIELD("optimizer", optimizer, lr),
       FIELD("optimizer", optimizer, weight_decay),
       FIELD("optimizer", optimizer, beta1),

@@ -156,8 +156,7 @@ void resolve_policy(TrainConfig& config, const Origins& origins, const std::stri
     } catch (const Error& e) {
       c.require(false, key, "is not a dtype: " + std::string(e.what()));
     }
-    c.require(d == DType::f64 || d == DType::f32 || d == DType::bf16 || d == DType::f16, key,
-              "must be one of f64, f32, bf16, f16");
+    c.require(is_computable(d), key, "must be one of f64, f32, bf16, f16");
   }
   t.policy = amp::parse_policy("params=" + param + ",compute=" + param + ",reduce=" + reduce);
 }

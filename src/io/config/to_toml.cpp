@@ -1,6 +1,7 @@
 // to_toml: every key of the table, section by section, in the form load_config reads back.
 #include "config_fields.h"
 #include "mixprec/config/train_config.h"
+#include "mixprec/io/config_file.h"
 
 namespace mixprec::config {
 

@@ -1,0 +1,26 @@
+// Training configs as TOML files (config/train_config.h holds the structs): reading with
+// strict keys and checked values, overrides, and writing back. The loader sits in io, above
+// the model registry and the optimizer table, so the names model.kind and optimizer.name
+// accept are theirs.
+#pragma once
+
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "mixprec/config/train_config.h"
+
+namespace mixprec::config {
+
+// Reads the TOML file at `path`, then applies `overrides` ("section.key=value",
+// "model.moe.top_k=2", "run_dir=out"), each value parsed as its key's type (strings with or
+// without quotes). Resolves the precision policy and checks every value.
+TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides = {});
+// The same from TOML text; `source_name` stands for the file name in error messages.
+TrainConfig load_config_text(std::string_view toml_text, const std::string& source_name,
+                             const std::vector<std::string>& overrides = {});
+
+// Every key, section by section; load_config_text(to_toml(c), ...) == c.
+std::string to_toml(const TrainConfig& config);
+
+}  // namespace mixprec::config
