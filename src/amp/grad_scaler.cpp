@@ -112,10 +112,9 @@ GradScaler::PerOptimizer& GradScaler::check(GradientStep& opt, bool write) {
   // One pass over every gradient (unscaled in place when `write`).
   const int64_t bad =
       write ? cpu::unscale_and_check(grads, inv_scale()) : cpu::first_nonfinite(grads, inv_scale());
-  // A strided gradient was unscaled in a contiguous copy: it goes back where the optimizer
-  // reads it.
+  // A strided gradient was unscaled in a dense copy, which becomes the gradient.
   for (std::size_t i = 0; write && i < named.size(); ++i)
-    if (!named[i].grad.is_contiguous()) Tensor(named[i].grad).copy_from(grads[i]);
+    if (!named[i].grad.is_contiguous()) opt.replace_gradient(named[i].name, grads[i]);
   if (bad >= 0) {
     st.found_inf = true;
     st.first_nonfinite = named[static_cast<std::size_t>(bad)].name;

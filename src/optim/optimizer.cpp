@@ -1,5 +1,9 @@
 #include "mixprec/optim/optimizer.h"
 
+#include <string>
+
+#include "mixprec/core/error.h"
+
 namespace mixprec::optim {
 
 void Optimizer::zero_grad() {
@@ -19,6 +23,13 @@ std::vector<amp::NamedGradient> Optimizer::gradients() const {
     for (const auto& p : g.params)
       if (Tensor grad = p->grad(); grad.defined()) out.push_back({p->name(), std::move(grad)});
   return out;
+}
+
+void Optimizer::replace_gradient(std::string_view name, Tensor grad) {
+  for (const ParamGroup& g : groups_)
+    for (const auto& p : g.params)
+      if (p->name() == name) return p->set_grad(std::move(grad));
+  throw Error("Optimizer", "no parameter named '" + std::string(name) + "'");
 }
 
 void Optimizer::set_lr(double lr) {

@@ -83,11 +83,6 @@ std::string first_tensor_mismatch(const io::TensorMap& tensors, const optim::Par
 
 }  // namespace
 
-std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step,
-                                const io::TrainingState& state, const config::TrainConfig& config) {
-  return save_run_checkpoint(store, step, io::flatten_training_state(state), config);
-}
-
 std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step, io::TensorMap tensors,
                                 const config::TrainConfig& config) {
   tensors[kStepKey] = Tensor::from_vector(std::vector<int64_t>{step}, {});

@@ -9,7 +9,6 @@
 #include "mixprec/data/corpus.h"
 
 namespace mixprec::train {
-namespace {
 
 // Every token id must index the embedding: the byte tokenizer's ids reach 255.
 void check_vocabulary(const data::TokenDataset& ds, int64_t vocab_size) {
@@ -22,8 +21,6 @@ void check_vocabulary(const data::TokenDataset& ds, int64_t vocab_size) {
                   " is outside the vocabulary: model.vocab_size = " + std::to_string(vocab_size) +
                   " (the byte tokenizer needs 256)");
 }
-
-}  // namespace
 
 data::TokenDataset open_run_data(const config::TrainConfig& c,
                                  const std::filesystem::path& cache_dir, data::WarningSink warn) {
@@ -38,9 +35,7 @@ data::TokenDataset open_run_data(const config::TrainConfig& c,
   o.cache_dir = cache_dir;
   o.validation_fraction = c.training.val_fraction;
   o.warn = std::move(warn);
-  data::TokenDataset ds = data::TokenDataset::open(o);
-  check_vocabulary(ds, c.model.vocab_size);
-  return ds;
+  return data::TokenDataset::open(o);
 }
 
 // Entropy (nats per token) of the split's token frequencies: the loss of the best model that

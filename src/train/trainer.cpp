@@ -60,7 +60,7 @@ void check_world_size(const config::TrainConfig& c, const dist::Communicator& co
 void set_threads(const config::TrainConfig& c, const dist::Communicator& comm) {
   if (c.training.threads > 0) {
     set_num_threads(static_cast<int>(c.training.threads));
-  } else if (dist::ranks_on_this_machine(comm) > 1 && !std::getenv("OMP_NUM_THREADS")) {
+  } else if (comm.size() > 1 && !std::getenv("OMP_NUM_THREADS")) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     set_num_threads(std::max(1, cores / dist::ranks_on_this_machine(comm)));
   }
@@ -147,6 +147,7 @@ void Trainer::State::open_data() {
   if (leader()) dataset.emplace(open_run_data(c, c.run_dir, on_warning));
   comm->barrier();
   if (!leader()) dataset.emplace(open_run_data(c, c.run_dir, on_warning));
+  check_vocabulary(*dataset, c.model.vocab_size);  // every rank, so all fail together
   train_batches.emplace(dataset->train(), c.training.batch_size, c.training.seq_len,
                         static_cast<uint64_t>(c.training.seed));
   if (c.training.eval_every > 0 && c.training.val_fraction > 0)
@@ -313,10 +314,10 @@ StepMetrics Trainer::State::step() {
 // Every rank takes part (the state is gathered), rank 0 writes, and every rank learns whether
 // it worked. Returns the path written.
 std::string Trainer::State::save(int64_t step) {
-  const io::TensorMap full = parallelism->full_training_state(optimizer.get(), &scaler);
   std::string failure;
   try {
-    if (leader()) save_run_checkpoint(*store, step, full, config);
+    io::TensorMap full = parallelism->full_training_state(optimizer.get(), &scaler);
+    if (leader()) save_run_checkpoint(*store, step, std::move(full), config);
   } catch (const std::exception& e) {  // file system errors too: every rank must hear of it
     failure = e.what();
   }

@@ -15,7 +15,8 @@
 //                master dtype over S elements; + a Kahan buffer in bf16-pure-kahan.
 //   activations  what autograd saves for backward over the local batch (batch_size / W
 //                sequences of seq_len tokens), plus the step's other live tensors: the batch
-//                and the router logits the model keeps (activation_estimate.h derives it).
+//                and the router logits the model keeps (the model's estimate_activations derives
+//                it).
 //   comm         W >= 2: the cast shard all-gather sends (param dtype x the largest unit
 //                shard) and the blocks a reduce-scatter receives (reduce dtype x the largest
 //                padded unit; the one in flight also keeps its unit's gradient buffer, which

@@ -1,4 +1,5 @@
-// Fully sharded data parallelism (FSDP / ZeRO-3) for a Transformer, torchtitan's recipe:
+// Fully sharded data parallelism (FSDP / ZeRO-3) for any models::Model, torchtitan's recipe
+// (the Parallelism a job of more than one rank gets: parallelism.h):
 //
 //   masters     each rank keeps only its shard of every unit (shard_layout.h) in the master
 //               dtype (f32; the narrow master of the pure modes), materialised from the
@@ -16,8 +17,8 @@
 //               is done, then divided by the world size (each rank's loss is the mean over
 //               its part of the global batch);
 //   optimizer   any of the library's, on this rank's pieces (Parameter::shard_piece), one per
-//               parameter overlapping the shard; the trainer all-reduces the non-finite flag
-//               and the gradient norm so every rank takes the same decision.
+//               parameter overlapping the shard; join(scaler) all-reduces the non-finite flag
+//               and global_norm() the gradient norm, so every rank takes the same decision.
 //
 // What the backward order must give (autograd/engine.cpp runs a node once every consumer has
 // sent its gradient, latest-created first): a block's "backward begins" node (its output's
@@ -30,7 +31,7 @@
 //
 //   ShardedModel fsdp(model, comm, policy);
 //   fsdp.materialize(seed);
-//   AdamW opt(fsdp.parameters(), ...);
+//   AdamW opt(fsdp.parameters(), ...);  fsdp.join(opt);  fsdp.join(scaler);
 //   fsdp.begin_step(true);  loss = model.loss(x, y);  loss.backward();  fsdp.finish_backward();
 #pragma once
 

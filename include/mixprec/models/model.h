@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -74,8 +75,9 @@ class Model {
                                                   int64_t sequences, int64_t seq_len) const = 0;
   // The architecture in one line ("model: moe | d_model 128 | ...").
   virtual std::string describe() const = 0;
-  // Parameters one token's forward reads (all of them, but for a mixture of experts).
-  virtual int64_t active_parameter_count() const { return params_.parameter_count(); }
+  // Parameters one token's forward reads, for a family built to read only some of them (a
+  // mixture of experts); nullopt: all of them.
+  virtual std::optional<int64_t> active_parameter_count() const { return std::nullopt; }
 
   // Routes weights and unit boundaries through `hooks` (null: the working copies). The hooks
   // must outlive every forward and backward that uses them.

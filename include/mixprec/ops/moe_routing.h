@@ -1,8 +1,8 @@
 // The mixture-of-experts layer's own ops: the routing plan (which expert processes which
 // token assignments, with a capacity), the router's logits, and the dispatch of token rows to
 // the experts and their gated combine, as differentiable ops. Dispatch and combine run in a
-// fixed (expert) order, so the bits never depend on the thread count. models/moe.h builds the
-// layer from them.
+// fixed (expert) order, so the bits never depend on the thread count. models/transformer/moe.h
+// builds the layer from them.
 #pragma once
 
 #include <cstdint>

@@ -34,6 +34,7 @@ class Optimizer : public amp::GradientStep {
   void step(float inv_scale = 1.0f) override = 0;
   // Every defined gradient with its parameter's name (what the loss scaler reads).
   std::vector<amp::NamedGradient> gradients() const override;
+  void replace_gradient(std::string_view name, Tensor grad) override;
   // Drops every gradient.
   void zero_grad();
 

@@ -24,10 +24,8 @@ namespace mixprec::train {
 
 inline constexpr const char* kCheckpointFormat = "mixprec.train/1";
 
-// Saves the state after `step` completed steps; returns the path written.
-std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step,
-                                const io::TrainingState& state, const config::TrainConfig& config);
-// The same from the state already flattened (a sharded run's gathered state).
+// Saves the state after `step` completed steps (as dist::Parallelism::full_training_state
+// gives it); returns the path written.
 std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step, io::TensorMap tensors,
                                 const config::TrainConfig& config);
 

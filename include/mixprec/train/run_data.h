@@ -10,11 +10,14 @@
 
 namespace mixprec::train {
 
-// Errors name training.data when the path does not exist or a token id is outside
-// model.vocab_size. `warn` null: stderr.
+// Errors name training.data when the path does not exist. `warn` null: stderr.
 data::TokenDataset open_run_data(const config::TrainConfig& config,
                                  const std::filesystem::path& cache_dir,
                                  data::WarningSink warn = {});
+
+// An Error naming training.data when a token id is outside the vocabulary (the byte
+// tokenizer's ids reach 255).
+void check_vocabulary(const data::TokenDataset& dataset, int64_t vocab_size);
 
 // Entropy (nats per token) of the split's token frequencies: the loss of the best model that
 // ignores context, the bar a language model must get well below.

@@ -2,16 +2,13 @@
 // the forward that dispatches tokens to the experts and combines them (ops/moe_routing.h).
 #include "mixprec/models/transformer/moe.h"
 
-#include <algorithm>
 #include <cmath>
-#include <cstring>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/policy.h"
-#include "mixprec/core/parallel.h"
 #include "mixprec/ops.h"
 
 namespace mixprec::models {

@@ -127,7 +127,8 @@ std::string Transformer::describe() const {
 }
 
 // A token reads top_k of the n_experts experts of every MoE block.
-int64_t Transformer::active_parameter_count() const {
+std::optional<int64_t> Transformer::active_parameter_count() const {
+  if (!moe_) return std::nullopt;
   int64_t total = 0;
   for (const ParamSpec& s : params_.specs()) {
     const bool expert = s.name.find(".moe.experts.") != std::string::npos;

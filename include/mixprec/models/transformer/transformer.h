@@ -1,6 +1,6 @@
 // The transformer family (models/registry.h: kinds "gpt" and "moe"): language models from
 // config::ModelConfig, kind "gpt" (dense MLP) or "moe"
-// (every block's MLP is a mixture of experts, models/moe.h).
+// (every block's MLP is a mixture of experts, models/transformer/moe.h).
 //
 //   h = tok_emb[tokens] (+ pos_emb[0..T) when positions = learned)
 //   per block l:  h += attn(norm(h));  h += mlp_or_moe(norm(h))      (pre-norm)
@@ -43,7 +43,7 @@ class Transformer final : public Model {
   ActivationEstimate estimate_activations(const amp::MixedPrecisionPolicy& policy,
                                           int64_t sequences, int64_t seq_len) const override;
   std::string describe() const override;
-  int64_t active_parameter_count() const override;
+  std::optional<int64_t> active_parameter_count() const override;  // moe only
 
   // From the last forward: one entry per MoE block (empty for gpt), and the routers' logits.
   const std::vector<MoeLayerStats>& moe_stats() const { return moe_stats_; }
