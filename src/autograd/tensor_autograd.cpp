@@ -1,4 +1,4 @@
-// Tensor's autograd members: flags, .grad, detach and the entry to the reverse pass. Declared
+// Tensor's autograd members: flags, .grad and the entry to the reverse pass. Declared
 // with the rest of Tensor (tensor/tensor.h), defined here: they need autograd's types.
 #include "install_history_hooks.h"
 #include "mixprec/autograd/engine.h"
@@ -6,11 +6,6 @@
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec {
-
-TensorImpl& Tensor::impl() {
-  MIXPREC_CHECK(impl_ != nullptr, "Tensor", "use of an undefined tensor");
-  return *impl_;
-}
 
 std::shared_ptr<AutogradMeta>& Tensor::mutable_autograd_meta() {
   auto& meta = impl().autograd;
@@ -57,12 +52,6 @@ void Tensor::set_grad(const Tensor& grad) {
 std::shared_ptr<Node> Tensor::grad_fn() const {
   const AutogradMeta* meta = autograd_meta();
   return meta ? meta->grad_fn : nullptr;
-}
-
-Tensor Tensor::detach() const {
-  const TensorImpl& i = impl();
-  return Tensor(std::make_shared<TensorImpl>(
-      TensorImpl{i.storage, i.shape, i.strides, i.offset, i.dtype, i.device, nullptr}));
 }
 
 void Tensor::backward(const Tensor& grad, bool retain_graph) const {

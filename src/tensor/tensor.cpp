@@ -40,9 +40,21 @@ void Storage::reacquire() {
   data_ = Allocator::instance().allocate(nbytes_, dtype_);
 }
 
+TensorImpl& Tensor::impl() {
+  MIXPREC_CHECK(impl_ != nullptr, "Tensor", "use of an undefined tensor");
+  return *impl_;
+}
+
 const TensorImpl& Tensor::impl() const {
   MIXPREC_CHECK(impl_ != nullptr, "Tensor", "use of an undefined tensor");
   return *impl_;
+}
+
+// A new leaf on the same storage, with no history (autograd fields left empty).
+Tensor Tensor::detach() const {
+  const TensorImpl& i = impl();
+  return Tensor(std::make_shared<TensorImpl>(
+      TensorImpl{i.storage, i.shape, i.strides, i.offset, i.dtype, i.device, nullptr}));
 }
 
 Tensor Tensor::empty(const Shape& shape, DType dtype, Device device) {
