@@ -94,6 +94,8 @@ struct Trainer::State {
   int64_t next_step = 0;  // completed steps
   double unigram_entropy = 0;
   Clock::time_point started = Clock::now();
+  std::optional<MetricsLog> log;  // rank 0, while run() runs
+  TrainSummary summary;           // of the current run()
 
   State(config::TrainConfig c, TrainerOptions o)
       : config(std::move(c)),
@@ -120,6 +122,11 @@ struct Trainer::State {
   amp::StepReport apply_gradients(StepMetrics& m, amp::StepNumerics& numerics, float loss_scale);
   std::string save(int64_t step);
   std::string export_weights();
+  void begin_run();
+  void record(StepMetrics m);
+  void evaluate_at(int64_t step);
+  bool due(int64_t step, int64_t every) const;
+  void plot();
 };
 
 // Where checkpoints go, and whether this run may start there. Rank 0's view decides for every
@@ -345,67 +352,78 @@ std::string Trainer::State::export_weights() {
   return path;
 }
 
+// run()'s hooks, each called by the loop below.
+
+// The metrics log (rank 0) with its run line, and the summary's start.
+void Trainer::State::begin_run() {
+  const config::TrainConfig& c = config;
+  if (c.metrics.jsonl && leader()) {
+    log.emplace(fs::path(c.run_dir) / "metrics.jsonl", next_step > 0);
+    log->write(run_json_line(run_name(c), amp::display_name(c.training.policy),
+                             model->parameters().parameter_count(), next_step, config::to_toml(c)));
+  }
+  summary = {};
+  summary.start_step = summary.end_step = next_step;
+  summary.unigram_entropy = unigram_entropy;
+  started = Clock::now();
+}
+
+void Trainer::State::record(StepMetrics m) {
+  progress.step(m);
+  if (log) log->write(to_json_line(m));
+  summary.end_step = m.step;
+  summary.steps.push_back(std::move(m));
+}
+
+void Trainer::State::evaluate_at(int64_t step) {
+  EvalMetrics m = evaluate(*model, *parallelism, *val_batches, config.training.eval_batches,
+                           config.training.policy, step);
+  progress.eval(m);
+  if (log) log->write(to_json_line(m));
+  summary.evals.push_back(m);
+}
+
+// Every `every` steps, and after the last one.
+bool Trainer::State::due(int64_t step, int64_t every) const {
+  return step % every == 0 || step == config.training.steps;
+}
+
+// The loss curves (gnuplot); a missing gnuplot costs the picture, not the run.
+void Trainer::State::plot() {
+  const fs::path png = fs::path(config.run_dir) / "loss.png";
+  try {
+    report::plot_runs({config.run_dir}, png);
+    progress.message("plot: " + png.string());
+  } catch (const Error& e) {
+    progress.message(std::string("warning: no plot: ") + e.what());
+  }
+}
+
 TrainSummary Trainer::run() {
   State& s = *state_;
   const config::TrainConfig& c = s.config;
-
-  std::optional<MetricsLog> log;
-  if (c.metrics.jsonl && s.leader()) {
-    log.emplace(fs::path(c.run_dir) / "metrics.jsonl", s.next_step > 0);
-    log->write(run_json_line(run_name(c), amp::display_name(c.training.policy),
-                             s.model->parameters().parameter_count(), s.next_step,
-                             config::to_toml(c)));
-  }
-  TrainSummary summary;
-  summary.start_step = summary.end_step = s.next_step;
-  summary.unigram_entropy = s.unigram_entropy;
   const int64_t end = s.options.stop_at_step >= 0
                           ? std::min(s.options.stop_at_step, c.training.steps)
                           : c.training.steps;
-  s.started = Clock::now();
-
-  auto record = [&](StepMetrics m) {
-    s.progress.step(m);
-    if (log) log->write(to_json_line(m));
-    summary.end_step = m.step;
-    summary.steps.push_back(std::move(m));
-  };
-  auto evaluate_now = [&](int64_t step) {
-    EvalMetrics m = evaluate(*s.model, *s.parallelism, *s.val_batches, c.training.eval_batches,
-                             c.training.policy, step);
-    s.progress.eval(m);
-    if (log) log->write(to_json_line(m));
-    summary.evals.push_back(m);
-  };
-  auto due = [&](int64_t step, int64_t every) {
-    return step % every == 0 || step == c.training.steps;
-  };
-
+  s.begin_run();
   while (s.next_step < end) {
-    record(s.step());
+    s.record(s.step());
     const int64_t done = s.next_step;
-    if (s.val_batches && due(done, c.training.eval_every)) evaluate_now(done);
-    if (s.store && due(done, c.checkpoint.interval)) summary.last_checkpoint = s.save(done);
+    if (s.val_batches && s.due(done, c.training.eval_every)) s.evaluate_at(done);
+    if (s.store && s.due(done, c.checkpoint.interval)) s.summary.last_checkpoint = s.save(done);
   }
   s.progress.finish();
 
-  const bool finished = summary.end_step == c.training.steps && !summary.steps.empty();
-  if (finished && c.checkpoint.export_bf16) s.export_weights();
-  if (c.metrics.plot && log && !summary.steps.empty()) {
-    const fs::path png = fs::path(c.run_dir) / "loss.png";
-    try {  // a missing gnuplot costs the picture, not the run
-      report::plot_runs({c.run_dir}, png);
-      s.progress.message("plot: " + png.string());
-    } catch (const Error& e) {
-      s.progress.message(std::string("warning: no plot: ") + e.what());
-    }
-  }
+  const bool ran = !s.summary.steps.empty();
+  if (ran && s.summary.end_step == c.training.steps && c.checkpoint.export_bf16) s.export_weights();
+  if (ran && c.metrics.plot && s.log) s.plot();
 
   std::vector<double> rates;
-  for (std::size_t i = summary.steps.size() > 5 ? 3 : 0; i < summary.steps.size(); ++i)
-    rates.push_back(summary.steps[i].tokens_per_s);
-  summary.tokens_per_s = median(rates);
-  return summary;
+  for (std::size_t i = s.summary.steps.size() > 5 ? 3 : 0; i < s.summary.steps.size(); ++i)
+    rates.push_back(s.summary.steps[i].tokens_per_s);
+  s.summary.tokens_per_s = median(rates);
+  s.log.reset();
+  return std::move(s.summary);
 }
 
 }  // namespace mixprec::train
