@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
+#include <span>
 
 #include "mixprec/models/registry.h"
 #include "mixprec/optim/optimizer_table.h"
@@ -19,15 +20,11 @@ namespace {
     }                                                                          \
   }
 
-// The names the model registry and the optimizer table hold, in their order.
-std::vector<std::string> model_kinds() {
+// The names a table holds (the model registry's kinds, the optimizer table's names), in order.
+template <class Row>
+std::vector<std::string> names_of(std::span<const Row> rows, const char* Row::*name) {
   std::vector<std::string> out;
-  for (const models::ModelFamily& f : models::model_families()) out.emplace_back(f.kind);
-  return out;
-}
-std::vector<std::string> optimizer_names() {
-  std::vector<std::string> out;
-  for (const optim::OptimizerKind& k : optim::optimizer_kinds()) out.emplace_back(k.name);
+  for (const Row& row : rows) out.emplace_back(row.*name);
   return out;
 }
 
@@ -35,7 +32,7 @@ std::vector<Field> make_fields() {
   return {
       Field{"", "run_dir", [](TrainConfig& c) -> ValueRef { return &c.run_dir; }, {}},
       Field{"model", "kind", [](TrainConfig& c) -> ValueRef { return &c.model.kind; },
-            model_kinds()},
+            names_of(models::model_families(), &models::ModelFamily::kind)},
       FIELD("model", model, vocab_size),
       FIELD("model", model, d_model),
       FIELD("model", model, n_layers),
@@ -66,7 +63,7 @@ std::vector<Field> make_fields() {
       FIELD("training", training, mixed_precision_param),
       FIELD("training", training, mixed_precision_reduce),
       Field{"optimizer", "name", [](TrainConfig& c) -> ValueRef { return &c.optimizer.name; },
-            optimizer_names()},
+            names_of(optim::optimizer_kinds(), &optim::OptimizerKind::name)},
       FIELD("optimizer", optimizer, lr),
       FIELD("optimizer", optimizer, weight_decay),
       FIELD("optimizer", optimizer, beta1),

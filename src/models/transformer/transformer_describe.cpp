@@ -90,7 +90,7 @@ void Transformer::describe_parameters() {
   add("tok_emb.weight", {c.vocab_size, d}, weight);
   if (!rope_) add("pos_emb.weight", {c.max_seq_len, d}, weight);
   for (int64_t l = 0; l < c.n_layers; ++l) {
-    unit = "blocks." + std::to_string(l);
+    unit = block_unit(l);
     const std::string b = unit + ".";
     add_norm(b + "attn_norm");
     add_linear(b + "attn.wq", d, d, weight, {.heads = c.n_heads});
@@ -112,7 +112,7 @@ void Transformer::describe_parameters() {
 
 std::vector<std::string> Transformer::shard_units() const {
   std::vector<std::string> units{"root"};
-  for (int64_t l = 0; l < config_.n_layers; ++l) units.push_back("blocks." + std::to_string(l));
+  for (int64_t l = 0; l < config_.n_layers; ++l) units.push_back(block_unit(l));
   return units;
 }
 

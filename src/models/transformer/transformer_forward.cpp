@@ -66,7 +66,7 @@ FeedForwardWeights Transformer::ffn_weights(const std::string& prefix) const {
 }
 
 Tensor Transformer::block(const Tensor& h_in, int64_t layer) {
-  const std::string name = "blocks." + std::to_string(layer);
+  const std::string name = block_unit(layer);
   const std::string prefix = name + ".";
   amp::ModuleScope scope(name);
   Tensor h = add(h_in, attention(norm(h_in, prefix, "attn_norm"), prefix));
@@ -120,7 +120,7 @@ Tensor Transformer::forward(const Tensor& tokens) {
     h = add(h, embedding(Tensor::from_vector(positions), weight("pos_emb.weight")));
   }
   for (int64_t l = 0; l < config_.n_layers; ++l) {
-    const std::string unit = "blocks." + std::to_string(l);
+    const std::string unit = block_unit(l);
     h = leave_unit(unit, block(enter_unit(unit, h), l));
   }
   h = norm(h, "", "final_norm");

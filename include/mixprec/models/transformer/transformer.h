@@ -57,6 +57,8 @@ class Transformer final : public Model {
   Tensor bias(const std::string& weight) const;  // undefined without config.bias
   FeedForwardWeights ffn_weights(const std::string& prefix) const;
   Tensor block(const Tensor& h, int64_t layer);
+  // "blocks.<layer>": the block's shard unit and its parameters' prefix.
+  static std::string block_unit(int64_t layer) { return "blocks." + std::to_string(layer); }
   void describe_parameters();
 
   MlpKind mlp_;
