@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "mixprec/autograd/record_tensor_ops.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/core/error.h"
-#include "mixprec/cpu/grad_scan.h"
 
 namespace mixprec::amp {
 namespace {
@@ -110,8 +110,8 @@ GradScaler::PerOptimizer& GradScaler::check(GradientStep& opt, bool write) {
   for (const NamedGradient& g : named) grads.push_back(g.grad.contiguous());
   const bool any_grad = !grads.empty();
   // One pass over every gradient (unscaled in place when `write`).
-  const int64_t bad =
-      write ? cpu::unscale_and_check(grads, inv_scale()) : cpu::first_nonfinite(grads, inv_scale());
+  const int64_t bad = write ? backend::current().unscale_and_check(grads, inv_scale())
+                            : backend::current().first_nonfinite(grads, inv_scale());
   // A strided gradient was unscaled in a dense copy, which becomes the gradient.
   for (std::size_t i = 0; write && i < named.size(); ++i)
     if (!named[i].grad.is_contiguous()) opt.replace_gradient(named[i].name, grads[i]);

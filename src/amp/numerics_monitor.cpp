@@ -1,12 +1,12 @@
-// The numerics monitor: one parallel read of every gradient (cpu::grad_numerics), summed per
-// step.
+// The numerics monitor: one parallel read of every gradient (the backend's grad_numerics), summed
+// per step.
 #include "mixprec/amp/numerics_monitor.h"
 
 #include <algorithm>
 #include <cmath>
 #include <nlohmann/json.hpp>
 
-#include "mixprec/cpu/grad_scan.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec::amp {
 
@@ -24,10 +24,10 @@ StepNumerics NumericsMonitor::observe(int64_t step, const GradientStep& opt, flo
   std::vector<Tensor> grads;
   grads.reserve(named.size());
   for (const NamedGradient& g : named) grads.push_back(g.grad.contiguous());
-  const cpu::GradNumericsPass pass =
-      cpu::grad_numerics(grads, to_scaled, options_.underflow_below, options_.overflow_above);
+  const backend::GradNumericsPass pass = backend::current().grad_numerics(
+      grads, to_scaled, options_.underflow_below, options_.overflow_above);
   for (std::size_t i = 0; i < grads.size(); ++i) {
-    const cpu::GradNumerics& n = pass.per_tensor[i];
+    const backend::GradNumerics& n = pass.per_tensor[i];
     out.numel += n.numel;
     out.underflow += n.underflow;
     out.overflow += n.overflow;

@@ -5,8 +5,8 @@
 #include <string>
 
 #include "mixprec/autograd/grad_mode.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/core/error.h"
-#include "mixprec/cpu/grad_scan.h"
 
 namespace mixprec {
 namespace {
@@ -42,7 +42,11 @@ void note_if_nonfinite(const Tensor& t, const char* op, bool backward, int index
   const bool scannable = is_computable(d);
   if (!g_enabled || g_record.found || !t.defined() || t.is_meta() || !scannable) return;
   NoGradGuard no_grad;  // the contiguous copy of a view must not record history itself
-  const cpu::GradNumerics n = cpu::grad_numerics(t.detach().contiguous(), 1.0, 0.0, INFINITY);
+  const Tensor scanned[] = {t.detach().contiguous()};
+  const backend::GradNumerics n =
+      backend::current()
+          .grad_numerics(std::span<const Tensor>(scanned), 1.0, 0.0, INFINITY)
+          .per_tensor[0];
   if (n.nonfinite == 0) return;
   g_record.found = true;
   g_record.op = op;

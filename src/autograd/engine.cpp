@@ -9,7 +9,7 @@
 
 #include "mixprec/autograd/anomaly.h"
 #include "mixprec/autograd/function.h"
-#include "mixprec/cpu/accumulate.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec {
 namespace {
@@ -66,10 +66,11 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     if (!slot.defined()) {
       slot = std::move(g);
     } else if (slot.is_sole_owner() && slot.is_contiguous() && slot.shape() == g.shape()) {
-      cpu::accumulate_into(slot, g);  // nobody else sees it: add in place (the same bits)
+      backend::current().accumulate_into(slot,
+                                         g);  // nobody else sees it: add in place (the same bits)
     } else {
       // Out of place: a node may hand the same tensor to several inputs, or keep it.
-      slot = cpu::add_same_shape(slot, g);
+      slot = backend::current().add_same_shape(slot, g);
     }
   };
   add_grad(root_edge.node, root_edge.input_nr, seed.detach());

@@ -3,7 +3,7 @@
 
 #include "install_history_hooks.h"
 #include "mixprec/autograd/anomaly.h"
-#include "mixprec/cpu/reduce_to_shape.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec {
 
@@ -52,7 +52,7 @@ void set_history(Tensor& out, const std::shared_ptr<Node>& node, int output_nr) 
 
 Tensor sum_to_shape(const Tensor& grad, const Shape& shape) {
   if (grad.shape() == shape) return grad;
-  return cpu::reduce_to_shape(grad, shape);
+  return backend::current().reduce_to_shape(grad, shape, std::nullopt);
 }
 
 }  // namespace mixprec

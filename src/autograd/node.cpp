@@ -2,7 +2,7 @@
 
 #include <atomic>
 
-#include "mixprec/cpu/accumulate.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec {
 namespace {
@@ -29,7 +29,7 @@ std::vector<Tensor> AccumulateGrad::apply(std::vector<Tensor>& grads) {
     Tensor owned = sole ? g : g.dtype() == leaf_->grad_dtype ? g.clone() : g.to(leaf_->grad_dtype);
     leaf_->grad = owned.contiguous();
   } else {
-    cpu::accumulate_into(leaf_->grad, g);
+    backend::current().accumulate_into(leaf_->grad, g);
   }
   return {};
 }

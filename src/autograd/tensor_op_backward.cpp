@@ -7,7 +7,7 @@
 #include "mixprec/autograd/function.h"
 #include "mixprec/autograd/grad_mode.h"
 #include "mixprec/autograd/record_tensor_ops.h"
-#include "mixprec/cpu/elementwise.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/tensor/history_hooks.h"
 
 namespace mixprec {
@@ -104,7 +104,7 @@ class ScaleBackward final : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
     // The same f32-rounded factor as the forward (f64 when x or the gradient is f64).
-    return {cpu::scale(grads[0], s_, x_dtype_)};
+    return {backend::current().scale(grads[0], s_, x_dtype_)};
   }
 
  private:
@@ -152,7 +152,7 @@ void ensure_history_hooks() {
 }  // namespace detail
 
 Tensor scaled(const Tensor& x, double s) {
-  Tensor out = cpu::scale(x, s, x.dtype());
+  Tensor out = backend::current().scale(x, s, x.dtype());
   if (any_requires_grad({&x})) record(x, out, std::make_shared<ScaleBackward>(s, x.dtype()));
   return out;
 }

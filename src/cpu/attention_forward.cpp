@@ -93,14 +93,6 @@ void forward(const T* q, const T* k, const T* v, T* out, acc_t<T>* lse, acc_t<T>
 
 }  // namespace
 
-bool rows_are_dense(const Tensor& t) {
-  if (t.ndim() != 4) return false;
-  const int64_t t_len = t.size(2), dh = t.size(3);
-  // Rows may go straight to the GEMM as a matrix with leading dimension `row`: their Dh
-  // elements adjacent, and rows no closer than Dh (not expanded, not overlapping).
-  return (dh <= 1 || t.strides()[3] == 1) && (t_len <= 1 || t.strides()[2] >= dh);
-}
-
 HeadRows head_rows(const Tensor& t) {
   // A size-1 dim's stride is never stepped over: the row stride of one row is Dh.
   const int64_t row = t.size(2) <= 1 ? std::max<int64_t>(t.size(3), 1) : t.strides()[2];

@@ -248,25 +248,6 @@ VecIsa vec_isa(Isa isa) {
   return cpu_has_avx512f() ? VecIsa::avx512 : cpu_has_avx2_f16c() ? VecIsa::avx2 : VecIsa::baseline;
 }
 
-DType compute_dtype(std::initializer_list<DType> dtypes) {
-  for (DType d : dtypes)
-    if (d == DType::f64) return DType::f64;
-  return DType::f32;
-}
-
-void check_floating(const char* op, const Tensor& t, const char* what) {
-  MIXPREC_CHECK(t.defined(), op, std::string(what) + " is an undefined tensor");
-  MIXPREC_CHECK(is_floating(t.dtype()), op,
-                std::string(what) + " must be floating, got " + dtype_name(t.dtype()));
-  MIXPREC_CHECK(!t.is_meta(), op, std::string(what) + " is a meta tensor (no data)");
-}
-
-void check_compute_dtype(const char* op, DType dtype) {
-  MIXPREC_CHECK(is_computable(dtype), op,
-                std::string("no arithmetic in ") + dtype_name(dtype) +
-                    " (storage only); use f64, f32, bf16 or f16");
-}
-
 Tensor kernel_input(const Tensor& t) {
   return t.detach().contiguous();
 }

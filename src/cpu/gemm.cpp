@@ -297,12 +297,16 @@ thread_local bool t_whole_products = false;  // inside a WholeProductScope
 
 }  // namespace
 
-WholeProductScope::WholeProductScope() : saved_(t_whole_products) {
-  t_whole_products = true;
+bool set_whole_products(bool whole) {
+  const bool saved = t_whole_products;
+  t_whole_products = whole;
+  return saved;
 }
 
+WholeProductScope::WholeProductScope() : saved_(set_whole_products(true)) {}
+
 WholeProductScope::~WholeProductScope() {
-  t_whole_products = saved_;
+  set_whole_products(saved_);
 }
 
 GemmGrid gemm_grid(int64_t m, int64_t n, int64_t k, int64_t batch) {

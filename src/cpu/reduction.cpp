@@ -136,20 +136,6 @@ void for_runs(int64_t e0, int64_t e1, int64_t n, Fn&& fn) {
 
 }  // namespace
 
-ReduceGeometry reduce_geometry(const Shape& shape, int dim) {
-  ReduceGeometry g;
-  if (shape.empty()) return g;
-  const auto d = static_cast<size_t>(dim);
-  for (size_t i = 0; i < d; ++i) g.outer *= shape[i];
-  g.n = shape[d];
-  for (size_t i = d + 1; i < shape.size(); ++i) g.inner *= shape[i];
-  return g;
-}
-
-DType reduce_acc_dtype(DType dtype) {
-  return accumulate_dtype(dtype);
-}
-
 Tensor reduce_dim(const Tensor& x, ReduceGeometry g, ReduceOp op) {
   Tensor out = Tensor::empty({g.outer, g.inner}, reduce_acc_dtype(x.dtype()));
   dispatch_compute(x.dtype(), "reduce", [&]<class T>() {

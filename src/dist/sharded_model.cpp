@@ -6,8 +6,8 @@
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/autograd/grad_mode.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/core/error.h"
-#include "mixprec/cpu/grad_scan.h"
 #include "mixprec/dist/sharded_state.h"
 #include "mixprec/optim/adam_mini.h"
 
@@ -266,7 +266,8 @@ void ShardedModel::finish_backward() {
                   "the backward never reached unit '" + layout_.units()[u].name + "'");
     finish_reduce(u);
     // In place, one pass (the non-finite test it returns is the scaler's job later).
-    if (comm_.size() > 1) cpu::unscale_and_check(unit.grad_shard, inv_world);
+    if (comm_.size() > 1)
+      backend::current().unscale_and_check(std::span<const Tensor>(&unit.grad_shard, 1), inv_world);
   }
   for (std::size_t u = 0; u < units_.size(); ++u) release_gathered(u, true);
   // Which parameters any rank's graph used: one small all-reduce for all units.

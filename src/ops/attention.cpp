@@ -1,5 +1,5 @@
 // scaled_dot_product_attention and rope: input checks and autograd wiring around the fused
-// kernels in cpu/attention.h and cpu/rope.h.
+// kernels of the backend table.
 #include "mixprec/ops/attention.h"
 
 #include <cmath>
@@ -7,8 +7,7 @@
 #include "mixprec/amp/autocast.h"
 
 #include "mixprec/autograd/function.h"
-#include "mixprec/cpu/attention.h"
-#include "mixprec/cpu/rope.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec {
 namespace {
@@ -18,7 +17,7 @@ constexpr const char* kSdpa = "scaled_dot_product_attention";
 // t as the attention kernels read it: in place when its rows are dense (a contiguous tensor,
 // or a [B, T, H, Dh] projection seen as [B, H, T, Dh]), else a contiguous copy.
 Tensor with_dense_rows(const Tensor& t) {
-  return cpu::rows_are_dense(t) ? t : t.contiguous();
+  return backend::rows_are_dense(t) ? t : t.contiguous();
 }
 
 // A gradient in the kernel's dtype: the input's, or f32 beside f32/bf16/f16 inputs.
@@ -42,7 +41,8 @@ class AttentionBackward final : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
     const Tensor g = with_dense_rows(in_kernel_dtype(grads[0], q_.dtype()));
-    cpu::AttentionGrads r = cpu::attention_backward(q_, k_, v_, out_, lse_, g, causal_, scale_);
+    backend::AttentionGrads r =
+        backend::current().attention_backward(q_, k_, v_, out_, lse_, g, causal_, scale_);
     return {r.dq, r.dk, r.dv};
   }
 
@@ -60,8 +60,8 @@ class RopeBackward final : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
     // The transpose of a rotation is the rotation by minus the angle.
-    return {cpu::rope_rotate(in_kernel_dtype(grads[0], dtype_).contiguous(), theta_, offset_, true,
-                             dtype_)};
+    return {backend::current().rope_rotate(in_kernel_dtype(grads[0], dtype_).contiguous(), theta_,
+                                           offset_, true, dtype_)};
   }
 
  private:
@@ -95,7 +95,8 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
   const Tensor qc = with_dense_rows(q.detach()), kc = with_dense_rows(k.detach()),
                vc = with_dense_rows(v.detach());
   const bool needs_grad = any_requires_grad({&q, &k, &v});
-  cpu::AttentionForward f = cpu::attention_forward(qc, kc, vc, causal, scale, needs_grad);
+  backend::AttentionForward f =
+      backend::current().attention_forward(qc, kc, vc, causal, scale, needs_grad);
   Tensor out = f.out;
   if (needs_grad) {
     const Tensor saved_out = f.out_acc.defined() ? f.out_acc : out.detach();
@@ -119,7 +120,8 @@ Tensor rope(const Tensor& x_in, double theta, int64_t position_offset) {
                 "theta must be positive and finite, got " + std::to_string(theta));
   MIXPREC_CHECK(position_offset >= 0, "rope",
                 "position_offset must be >= 0, got " + std::to_string(position_offset));
-  Tensor out = cpu::rope_rotate(x.detach().contiguous(), theta, position_offset, false, x.dtype());
+  Tensor out = backend::current().rope_rotate(x.detach().contiguous(), theta, position_offset,
+                                              false, x.dtype());
   if (any_requires_grad({&x})) {
     auto node = std::make_shared<RopeBackward>(x.dtype(), theta, position_offset);
     connect(*node, {x});

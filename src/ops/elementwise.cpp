@@ -9,20 +9,20 @@
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/autograd/record_tensor_ops.h"
-#include "mixprec/cpu/elementwise.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec {
 namespace {
 
-const char* op_name(cpu::BinaryOp op) {
+const char* op_name(backend::BinaryOp op) {
   switch (op) {
-    case cpu::BinaryOp::add:
+    case backend::BinaryOp::add:
       return "add";
-    case cpu::BinaryOp::sub:
+    case backend::BinaryOp::sub:
       return "sub";
-    case cpu::BinaryOp::mul:
+    case backend::BinaryOp::mul:
       return "mul";
-    case cpu::BinaryOp::div:
+    case backend::BinaryOp::div:
       return "div";
   }
   return "binary";
@@ -34,13 +34,13 @@ template <class Term>
 Tensor input_grad(const Shape& out_shape, const Shape& in_shape, DType in_dtype, DType g_dtype,
                   Term&& term) {
   if (in_shape == out_shape) return term(in_dtype);  // one rounding, straight into the input dtype
-  const DType acc = cpu::compute_dtype({in_dtype, g_dtype});
+  const DType acc = backend::compute_dtype({in_dtype, g_dtype});
   return sum_to_shape(term(acc), in_shape).to(in_dtype);
 }
 
 class BinaryBackward final : public Node {
  public:
-  BinaryBackward(cpu::BinaryOp op, Tensor a, Tensor b, const Tensor& a_in, const Tensor& b_in,
+  BinaryBackward(backend::BinaryOp op, Tensor a, Tensor b, const Tensor& a_in, const Tensor& b_in,
                  Shape out_shape)
       : op_(op),
         a_(std::move(a)),
@@ -52,13 +52,13 @@ class BinaryBackward final : public Node {
         out_shape_(std::move(out_shape)) {}
   const char* name() const override {
     switch (op_) {
-      case cpu::BinaryOp::add:
+      case backend::BinaryOp::add:
         return "AddBackward";
-      case cpu::BinaryOp::sub:
+      case backend::BinaryOp::sub:
         return "SubBackward";
-      case cpu::BinaryOp::mul:
+      case backend::BinaryOp::mul:
         return "MulBackward";
-      case cpu::BinaryOp::div:
+      case backend::BinaryOp::div:
         return "DivBackward";
     }
     return "BinaryBackward";
@@ -77,50 +77,51 @@ class BinaryBackward final : public Node {
     // first only when the input's dtype is wider than g's.
     const auto pass = [&](const Shape& shape, DType dt) {
       if (shape == out_shape_) return g.to(dt);
-      const DType acc = cpu::compute_dtype({dt, g.dtype()});
+      const DType acc = backend::compute_dtype({dt, g.dtype()});
       return sum_to_shape(g.dtype() == dt || g.dtype() == acc ? g : g.to(acc), shape).to(dt);
     };
     switch (op_) {
-      case cpu::BinaryOp::add:
-      case cpu::BinaryOp::sub:
+      case backend::BinaryOp::add:
+      case backend::BinaryOp::sub:
         if (edges[0].node) ga = pass(a_shape_, a_dtype_);
         if (edges[1].node) {
           gb = pass(b_shape_, b_dtype_);
-          if (op_ == cpu::BinaryOp::sub) gb = cpu::scale(gb, -1.0, b_dtype_);  // exact
+          if (op_ == backend::BinaryOp::sub)
+            gb = backend::current().scale(gb, -1.0, b_dtype_);  // exact
         }
         break;
-      case cpu::BinaryOp::mul:  // d(a·b) = g·b da + g·a db
+      case backend::BinaryOp::mul:  // d(a·b) = g·b da + g·a db
         if (edges[0].node)
           ga = input_grad(out_shape_, a_shape_, a_dtype_, g.dtype(), [&](DType dt) {
-            return cpu::binary(cpu::BinaryOp::mul, g, b_, out_shape_, dt);
+            return backend::current().binary(backend::BinaryOp::mul, g, b_, out_shape_, dt);
           });
         if (edges[1].node)
           gb = input_grad(out_shape_, b_shape_, b_dtype_, g.dtype(), [&](DType dt) {
-            return cpu::binary(cpu::BinaryOp::mul, g, a_, out_shape_, dt);
+            return backend::current().binary(backend::BinaryOp::mul, g, a_, out_shape_, dt);
           });
         break;
-      case cpu::BinaryOp::div:  // d(a/b) = g/b da - g·a/b² db
+      case backend::BinaryOp::div:  // d(a/b) = g/b da - g·a/b² db
         if (edges[0].node)
           ga = input_grad(out_shape_, a_shape_, a_dtype_, g.dtype(), [&](DType dt) {
-            return cpu::binary(cpu::BinaryOp::div, g, b_, out_shape_, dt);
+            return backend::current().binary(backend::BinaryOp::div, g, b_, out_shape_, dt);
           });
         if (edges[1].node)
           gb = input_grad(out_shape_, b_shape_, b_dtype_, g.dtype(),
-                          [&](DType dt) { return cpu::div_grad_b(g, a_, b_, dt); });
+                          [&](DType dt) { return backend::current().div_grad_b(g, a_, b_, dt); });
         break;
     }
     return {ga, gb};
   }
 
  private:
-  cpu::BinaryOp op_;
+  backend::BinaryOp op_;
   Tensor a_, b_;  // detached inputs, saved only when a gradient needs them
   Shape a_shape_, b_shape_;
   DType a_dtype_, b_dtype_;
   Shape out_shape_;
 };
 
-Tensor binary_op(cpu::BinaryOp op, const Tensor& a, const Tensor& b) {
+Tensor binary_op(backend::BinaryOp op, const Tensor& a, const Tensor& b) {
   const char* name = op_name(op);
   MIXPREC_CHECK(a.defined() && b.defined(), name, "undefined input");
   MIXPREC_CHECK(!a.is_meta() && !b.is_meta(), name, "meta tensors have no data");
@@ -133,12 +134,12 @@ Tensor binary_op(cpu::BinaryOp op, const Tensor& a, const Tensor& b) {
   // Integer operands join as the result dtype (they carry no gradient).
   const Tensor ad = is_floating(a.dtype()) ? a.detach() : a.detach().to(out_dtype);
   const Tensor bd = is_floating(b.dtype()) ? b.detach() : b.detach().to(out_dtype);
-  Tensor out = cpu::binary(op, ad, bd, shape, out_dtype);
+  Tensor out = backend::current().binary(op, ad, bd, shape, out_dtype);
   if (any_requires_grad({&a, &b})) {
     const bool a_grad = a.requires_grad(), b_grad = b.requires_grad();
     // mul: da needs b, db needs a. div: da needs b, db needs a and b.
-    const bool save_a = (op == cpu::BinaryOp::mul || op == cpu::BinaryOp::div) && b_grad;
-    const bool save_b = (op == cpu::BinaryOp::mul && a_grad) || op == cpu::BinaryOp::div;
+    const bool save_a = (op == backend::BinaryOp::mul || op == backend::BinaryOp::div) && b_grad;
+    const bool save_b = (op == backend::BinaryOp::mul && a_grad) || op == backend::BinaryOp::div;
     auto node = std::make_shared<BinaryBackward>(op, save_a ? ad : Tensor(), save_b ? bd : Tensor(),
                                                  a, b, shape);
     connect(*node, {a, b});
@@ -167,24 +168,24 @@ Shape broadcast_shapes(const Shape& a, const Shape& b) {
 
 Tensor add(const Tensor& a_in, const Tensor& b_in) {
   const auto [a, b] = amp::autocast_args("add", a_in, b_in);
-  return binary_op(cpu::BinaryOp::add, a, b);
+  return binary_op(backend::BinaryOp::add, a, b);
 }
 Tensor sub(const Tensor& a_in, const Tensor& b_in) {
   const auto [a, b] = amp::autocast_args("sub", a_in, b_in);
-  return binary_op(cpu::BinaryOp::sub, a, b);
+  return binary_op(backend::BinaryOp::sub, a, b);
 }
 Tensor mul(const Tensor& a_in, const Tensor& b_in) {
   const auto [a, b] = amp::autocast_args("mul", a_in, b_in);
-  return binary_op(cpu::BinaryOp::mul, a, b);
+  return binary_op(backend::BinaryOp::mul, a, b);
 }
 Tensor div(const Tensor& a_in, const Tensor& b_in) {
   const auto [a, b] = amp::autocast_args("div", a_in, b_in);
-  return binary_op(cpu::BinaryOp::div, a, b);
+  return binary_op(backend::BinaryOp::div, a, b);
 }
 
 Tensor scale(const Tensor& x_in, double s) {
   const auto [x] = amp::autocast_args("scale", x_in);
-  cpu::check_floating("scale", x, "input");
+  backend::check_floating("scale", x, "input");
   MIXPREC_CHECK(is_computable(x.dtype()), "scale",
                 std::string("no arithmetic for ") + dtype_name(x.dtype()));
   return scaled(x, s);

@@ -4,7 +4,7 @@
 
 #include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
-#include "mixprec/cpu/embedding.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec {
 namespace {
@@ -18,7 +18,7 @@ class EmbeddingBackward final : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor()};
     const DType acc = accumulate_dtype(weight_dtype_);
-    return {Tensor(), cpu::embedding_backward(ids_, grads[0], vocab_, acc)};
+    return {Tensor(), backend::current().embedding_backward(ids_, grads[0], vocab_, acc)};
   }
 
  private:
@@ -44,7 +44,7 @@ Tensor embedding(const Tensor& ids, const Tensor& weight_in) {
                 "weight must be [V, D], got " + shape_to_string(weight.shape()));
   const Tensor ic = ids.detach().contiguous();
   const Tensor wc = weight.detach().contiguous();
-  Tensor out = cpu::embedding_forward(ic, wc);
+  Tensor out = backend::current().embedding_forward(ic, wc);
   if (any_requires_grad({&weight})) {
     auto node = std::make_shared<EmbeddingBackward>(ic, weight.size(0), dt);
     connect(*node, {ids, weight});

@@ -1,4 +1,4 @@
-// grouped_linear: the products of many linears spread over the threads, whole (cpu::gemm's
+// grouped_linear: the products of many linears spread over the threads, whole (the backend gemm's
 // WholeProductScope), in one parallel region per direction.
 #include "mixprec/ops/grouped_linear.h"
 
@@ -12,8 +12,8 @@
 #include "linear_product.h"
 #include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/core/parallel.h"
-#include "mixprec/cpu/gemm.h"
 #include "work_spread.h"
 
 namespace mixprec {
@@ -38,7 +38,7 @@ void run_spread(const std::vector<Task>& tasks) {
   std::exception_ptr error;
 #pragma omp parallel num_threads(plan.threads) if (plan.threads > 1)
   {
-    const cpu::WholeProductScope whole;
+    const backend::WholeProductScope whole;
     for (std::size_t at = next++; at < plan.queue.size(); at = next++) {
       try {
         tasks[plan.queue[at]].run();

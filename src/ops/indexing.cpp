@@ -3,14 +3,10 @@
 
 #include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
-#include "mixprec/cpu/indexing.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec {
 namespace {
-
-DType acc_dtype(DType t) {
-  return cpu::reduce_acc_dtype(t);
-}
 
 void check_tensor(const Tensor& x, const char* op, const char* what) {
   MIXPREC_CHECK(x.defined(), op, std::string(what) + " is undefined");
@@ -55,20 +51,6 @@ void check_index_fits(const Tensor& index, const Tensor& other, int dim, bool sk
                     (skip_dim ? " except dim " + std::to_string(dim) : std::string()) + ")");
 }
 
-// A scatter of whole rows into a tensor without leading dims (the MoE combine: token rows
-// added by a broadcast row index) is an index_add. Its kernel (one pass: each output row
-// widened once, its sources added in index order, rounded once) gives the scatter kernel's
-// bits with fewer passes over memory. Returns the 1-d index then, else an undefined tensor.
-Tensor row_scatter_index(const cpu::IndexView& index, const Shape& x_shape, const Shape& src_shape,
-                         int dim) {
-  if (!index.rows || cpu::reduce_geometry(x_shape, dim).outer != 1 ||
-      cpu::reduce_geometry(index.shape, dim).outer != 1)
-    return {};
-  const auto tail = [&](const Shape& s) { return Shape(s.begin() + dim + 1, s.end()); };
-  if (tail(index.shape) != tail(x_shape) || tail(src_shape) != tail(x_shape)) return {};
-  return index.data.view({index.shape[static_cast<size_t>(dim)]});
-}
-
 // Gradient rounded into `dtype`, contiguous.
 Tensor grad_as(const Tensor& g, DType dtype) {
   return g.to(dtype).contiguous();
@@ -78,54 +60,47 @@ Tensor grad_as(const Tensor& g, DType dtype) {
 
 class TopkBackward final : public Node {
  public:
-  TopkBackward(Tensor indices, cpu::ReduceGeometry g, int64_t k, Shape x_shape, DType dtype)
+  TopkBackward(Tensor indices, backend::ReduceGeometry g, int64_t k, Shape x_shape, DType dtype)
       : indices_(std::move(indices)), g_(g), k_(k), x_shape_(std::move(x_shape)), dtype_(dtype) {}
   const char* name() const override { return "TopkBackward"; }
   void release_saved() override { indices_ = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    return {cpu::topk_backward(grads[0], indices_, g_, k_, dtype_).view(x_shape_)};
+    return {backend::current().topk_backward(grads[0], indices_, g_, k_, dtype_).view(x_shape_)};
   }
 
  private:
   Tensor indices_;  // i64 [outer, k, inner]
-  cpu::ReduceGeometry g_;
+  backend::ReduceGeometry g_;
   int64_t k_;
   Shape x_shape_;
   DType dtype_;
 };
 
-// gather's gradient: scatter_add of grad into zeros, in f32 (f64), rounded once.
+// gather's gradient: scatter_add of grad into zeros, accumulated in f32 (f64), rounded once.
 class GatherBackward final : public Node {
  public:
-  GatherBackward(cpu::IndexView index, int dim, Shape x_shape, DType dtype)
+  GatherBackward(Tensor index, int dim, Shape x_shape, DType dtype)
       : index_(std::move(index)), dim_(dim), x_shape_(std::move(x_shape)), dtype_(dtype) {}
   const char* name() const override { return "GatherBackward"; }
-  void release_saved() override { index_.data = Tensor(); }
+  void release_saved() override { index_ = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor()};
-    // The saved index may share the caller's storage: recheck it before writing through it.
-    cpu::check_index_range(index_.data, x_shape_[static_cast<size_t>(dim_)], "gather backward");
-    const Shape& is = index_.shape;
-    if (const Tensor rows = row_scatter_index(index_, x_shape_, is, dim_); rows.defined()) {
-      // Accumulate in the gradient's dtype when it is x's, else in f32 (f64 if either is).
-      const DType g = grads[0].dtype();
-      const DType work = g == dtype_                               ? g
-                         : g == DType::f64 || dtype_ == DType::f64 ? DType::f64
-                                                                   : DType::f32;
-      const Tensor gx =
-          cpu::index_add(Tensor::zeros(x_shape_, work), cpu::reduce_geometry(x_shape_, dim_), rows,
-                         grads[0].to(work).contiguous(), 1.0);
-      return {gx.to(dtype_), Tensor()};
-    }
-    const Tensor acc = Tensor::zeros(x_shape_, acc_dtype(dtype_));
-    cpu::scatter_add_into(acc, cpu::index_placement(is, x_shape_, dim_), index_, dim_,
-                          grad_as(grads[0], acc.dtype()), cpu::index_placement(is, is, dim_));
-    return {acc.to(dtype_), Tensor()};
+    // Zeros and the gradient in the gradient's dtype when it is x's, else in f32 (f64 if
+    // either is): scatter_add sums in f32 (f64) and rounds once either way. The saved index
+    // may share the caller's storage: the kernel checks it again before writing through it.
+    const DType g = grads[0].dtype();
+    const DType work = g == dtype_                               ? g
+                       : g == DType::f64 || dtype_ == DType::f64 ? DType::f64
+                                                                 : DType::f32;
+    const Tensor gx =
+        backend::current().scatter_add(Tensor::zeros(x_shape_, work), dim_, index_,
+                                       grads[0].to(work).contiguous(), "gather backward");
+    return {gx.to(dtype_), Tensor()};
   }
 
  private:
-  cpu::IndexView index_;
+  Tensor index_;
   int dim_;
   Shape x_shape_;
   DType dtype_;
@@ -134,32 +109,25 @@ class GatherBackward final : public Node {
 // grad_x = grad; grad_src = grad gathered at the index (zeros where src lies beyond index).
 class ScatterAddBackward final : public Node {
  public:
-  ScatterAddBackward(cpu::IndexView index, int dim, Shape x_shape, Shape src_shape, DType dtype)
+  ScatterAddBackward(Tensor index, int dim, Shape x_shape, Shape src_shape, DType dtype)
       : index_(std::move(index)),
         dim_(dim),
         x_shape_(std::move(x_shape)),
         src_shape_(std::move(src_shape)),
         dtype_(dtype) {}
   const char* name() const override { return "ScatterAddBackward"; }
-  void release_saved() override { index_.data = Tensor(); }
+  void release_saved() override { index_ = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
     const Tensor g = grad_as(grads[0], dtype_);
     Tensor gsrc;
-    if (next_edges()[2].node) {
-      cpu::check_index_range(index_.data, x_shape_[static_cast<size_t>(dim_)],
-                             "scatter_add backward");
-      const Shape& is = index_.shape;
-      gsrc =
-          is == src_shape_ ? Tensor::empty(src_shape_, dtype_) : Tensor::zeros(src_shape_, dtype_);
-      cpu::gather_into(g, cpu::index_placement(is, x_shape_, dim_), index_, dim_, gsrc,
-                       cpu::index_placement(is, src_shape_, dim_));
-    }
+    if (next_edges()[2].node)
+      gsrc = backend::current().gather(g, dim_, index_, src_shape_, "scatter_add backward");
     return {g, Tensor(), gsrc};
   }
 
  private:
-  cpu::IndexView index_;
+  Tensor index_;
   int dim_;
   Shape x_shape_, src_shape_;
   DType dtype_;
@@ -168,7 +136,7 @@ class ScatterAddBackward final : public Node {
 // grad_x = grad; grad_source = alpha * index_select(grad, dim, index).
 class IndexAddBackward final : public Node {
  public:
-  IndexAddBackward(Tensor index, cpu::ReduceGeometry g, double alpha, Shape source_shape,
+  IndexAddBackward(Tensor index, backend::ReduceGeometry g, double alpha, Shape source_shape,
                    DType dtype)
       : index_(std::move(index)),
         g_(g),
@@ -182,15 +150,16 @@ class IndexAddBackward final : public Node {
     Tensor gx, gsrc;
     if (next_edges()[0].node) gx = grad_as(grads[0], dtype_);
     if (next_edges()[2].node) {
-      cpu::check_index_range(index_, g_.n, "index_add backward");
-      gsrc = cpu::index_select_scaled(grads[0], g_, index_, alpha_, dtype_).view(source_shape_);
+      gsrc = backend::current()
+                 .index_select_scaled(grads[0], g_, index_, alpha_, dtype_, "index_add backward")
+                 .view(source_shape_);
     }
     return {gx, Tensor(), gsrc};
   }
 
  private:
   Tensor index_;  // contiguous 1-d
-  cpu::ReduceGeometry g_;
+  backend::ReduceGeometry g_;
   double alpha_;
   Shape source_shape_;
   DType dtype_;
@@ -229,8 +198,8 @@ std::pair<Tensor, Tensor> topk(const Tensor& x_in, int64_t k, int64_t dim, bool 
   MIXPREC_CHECK(k >= 0 && k <= n, "topk",
                 "k = " + std::to_string(k) + " is out of range [0, " + std::to_string(n) +
                     "] for dim " + std::to_string(d) + " of " + shape_to_string(x.shape()));
-  const cpu::ReduceGeometry g = cpu::reduce_geometry(x.shape(), d);
-  auto [values, indices] = cpu::topk(x.detach().contiguous(), g, k, largest);
+  const backend::ReduceGeometry g = backend::reduce_geometry(x.shape(), d);
+  auto [values, indices] = backend::current().topk(x.detach().contiguous(), g, k, largest);
   Shape shape = x.shape();
   shape[static_cast<size_t>(d)] = k;
   values = values.view(shape);
@@ -250,16 +219,10 @@ Tensor gather(const Tensor& x_in, int64_t dim, const Tensor& index) {
   check_index(index, "gather");
   const int d = checked_dim(x, dim, "gather");
   check_index_fits(index, x, d, true, "gather", "x");
-  const Tensor xc = x.detach().contiguous();
-  const cpu::IndexView ic = cpu::index_view(index, d);
-  cpu::check_index_range(ic.data, x.size(d), "gather");
-  Tensor out = Tensor::empty(index.shape(), x.dtype());
-  const Shape& is = index.shape();
-  cpu::gather_into(xc, cpu::index_placement(is, x.shape(), d), ic, d, out,
-                   cpu::index_placement(is, is, d));
+  Tensor out = backend::current().gather(x, d, index, index.shape(), "gather");
   if (any_requires_grad({&x, &index})) {
     check_float(x, "gather", "x");
-    auto node = std::make_shared<GatherBackward>(ic, d, x.shape(), x.dtype());
+    auto node = std::make_shared<GatherBackward>(index.detach(), d, x.shape(), x.dtype());
     connect(*node, {x, index});
     set_history(out, node);
   }
@@ -275,24 +238,10 @@ Tensor scatter_add(const Tensor& x_in, int64_t dim, const Tensor& index, const T
   const int d = checked_dim(x, dim, "scatter_add");
   check_index_fits(index, x, d, true, "scatter_add", "x");
   check_index_fits(index, src, d, false, "scatter_add", "src");
-  const cpu::IndexView ic = cpu::index_view(index, d);
-  cpu::check_index_range(ic.data, x.size(d), "scatter_add");
-  const DType acc_t = acc_dtype(x.dtype());
-  const Tensor xc = x.detach().contiguous();
-  const Shape& is = index.shape();
-  Tensor out;
-  if (const Tensor rows = row_scatter_index(ic, x.shape(), src.shape(), d); rows.defined()) {
-    const Tensor src_rows = src.detach().slice(d, 0, is[static_cast<size_t>(d)]).contiguous();
-    out = cpu::index_add(xc, cpu::reduce_geometry(x.shape(), d), rows, src_rows, 1.0);
-  } else {
-    const Tensor acc = xc.dtype() == acc_t ? xc.clone() : xc.to(acc_t);  // a fresh buffer
-    cpu::scatter_add_into(acc, cpu::index_placement(is, x.shape(), d), ic, d,
-                          src.detach().contiguous().to(acc_t).contiguous(),
-                          cpu::index_placement(is, src.shape(), d));
-    out = acc.to(x.dtype());
-  }
+  Tensor out = backend::current().scatter_add(x, d, index, src, "scatter_add");
   if (any_requires_grad({&x, &index, &src})) {
-    auto node = std::make_shared<ScatterAddBackward>(ic, d, x.shape(), src.shape(), x.dtype());
+    auto node =
+        std::make_shared<ScatterAddBackward>(index.detach(), d, x.shape(), src.shape(), x.dtype());
     connect(*node, {x, index, src});
     set_history(out, node);
   }
@@ -317,9 +266,9 @@ Tensor index_add(const Tensor& x_in, int64_t dim, const Tensor& index, const Ten
                     std::to_string(index.numel()) + " indices; got " +
                     shape_to_string(source.shape()));
   const Tensor ic = index.detach().contiguous();
-  cpu::check_index_range(ic, x.size(d), "index_add");
-  const cpu::ReduceGeometry g = cpu::reduce_geometry(x.shape(), d);
-  Tensor out = cpu::index_add(x.detach().contiguous(), g, ic, source.detach().contiguous(), alpha);
+  const backend::ReduceGeometry g = backend::reduce_geometry(x.shape(), d);
+  Tensor out = backend::current().index_add(x.detach().contiguous(), g, ic,
+                                            source.detach().contiguous(), alpha, "index_add");
   if (any_requires_grad({&x, &index, &source})) {
     auto node = std::make_shared<IndexAddBackward>(ic, g, alpha, source.shape(), x.dtype());
     connect(*node, {x, index, source});
@@ -355,7 +304,7 @@ Tensor concat(const std::vector<Tensor>& tensors_in, int64_t dim) {
     out_shape[static_cast<size_t>(d)] += x.size(d);
     parts.push_back(x.detach().contiguous());
   }
-  Tensor out = cpu::concat(parts, d, out_shape);
+  Tensor out = backend::current().concat(parts, d, out_shape);
   if (any_requires_grad(tensors)) {
     auto node = std::make_shared<ConcatBackward>(d, std::move(sizes), first.dtype());
     connect(*node, tensors);

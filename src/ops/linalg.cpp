@@ -1,5 +1,5 @@
-// matmul, bmm and linear on top of cpu::gemm, with their backward rules. f32 x f32 products
-// follow amp::matmul_precision(), read at the forward and kept for its backward.
+// matmul, bmm and linear on top of the backend's gemm, with their backward rules. f32 x f32
+// products follow amp::matmul_precision(), read at the forward and kept for its backward.
 #include "mixprec/ops/linalg.h"
 
 #include "linear_parts.h"
@@ -7,7 +7,7 @@
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/autograd/function.h"
-#include "mixprec/cpu/gemm.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/numerics/convert.h"
 
 namespace mixprec {

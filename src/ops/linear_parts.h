@@ -6,7 +6,7 @@
 #include <string>
 
 #include "mixprec/amp/policy.h"
-#include "mixprec/cpu/gemm.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/tensor/tensor.h"
 
@@ -35,7 +35,7 @@ inline amp::MatmulPrecision f32_precision(const Tensor& a, const Tensor& b) {
 }
 
 // An f32 operand (detached, contiguous) as `p` has the GEMM see it: high rounds it to TF32
-// (nearest even, kept as f32), medium to bf16 (cpu::gemm widens bf16 exactly and accumulates
+// (nearest even, kept as f32), medium to bf16 (the gemm widens bf16 exactly and accumulates
 // in f32). Other dtypes, and highest, pass through.
 inline Tensor precision_operand(const Tensor& t, amp::MatmulPrecision p) {
   if (t.dtype() != DType::f32 || p == amp::MatmulPrecision::highest) return t;
@@ -56,9 +56,10 @@ inline Tensor batched_product(const Tensor& a, bool ta, const Tensor& b, bool tb
                               int64_t m, int64_t n, int64_t k, DType out) {
   Tensor c = Tensor::empty({batch, m, n}, out);
   const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
-  cpu::gemm(m, n, k, 1.0f, {a.dtype(), a.raw_data(), a_cols, ta, batch > 1 ? m * k : 0},
-            {b.dtype(), b.raw_data(), b_cols, tb, batch > 1 ? k * n : 0}, 0.0f,
-            {out, c.raw_data(), n, m * n}, batch);
+  backend::current().gemm(m, n, k, 1.0f,
+                          {a.dtype(), a.raw_data(), a_cols, ta, batch > 1 ? m * k : 0},
+                          {b.dtype(), b.raw_data(), b_cols, tb, batch > 1 ? k * n : 0}, 0.0f,
+                          {out, c.raw_data(), n, m * n}, batch);
   return c;
 }
 

@@ -3,8 +3,7 @@
 #include <string>
 
 #include "linear_parts.h"
-#include "mixprec/cpu/gemm.h"
-#include "mixprec/cpu/reduce_to_shape.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec::detail {
 
@@ -39,9 +38,9 @@ Tensor LinearProduct::make_output() const {
 }
 
 void LinearProduct::forward(const Tensor& y) const {
-  cpu::gemm(rows, out, in, 1.0f, {x2.dtype(), x2.raw_data(), in},
-            {w.dtype(), w.raw_data(), in, true}, 0.0f,
-            {x_dtype, y.raw_data(), out, 0, b.defined() ? b.raw_data() : nullptr});
+  backend::current().gemm(rows, out, in, 1.0f, {x2.dtype(), x2.raw_data(), in},
+                          {w.dtype(), w.raw_data(), in, true}, 0.0f,
+                          {x_dtype, y.raw_data(), out, 0, b.defined() ? b.raw_data() : nullptr}, 1);
 }
 
 LinearProduct::Grads LinearProduct::start_backward(const Tensor& dy, bool want_x, bool want_w,
@@ -51,18 +50,19 @@ LinearProduct::Grads LinearProduct::start_backward(const Tensor& dy, bool want_x
   r.operand = precision_operand(g, precision);
   if (want_x) r.dx = Tensor::empty(x_shape, x_dtype);
   if (want_w) r.dw = Tensor::empty({out, in}, acc_dtype(w.dtype()));
-  if (want_b) r.db = cpu::reduce_to_shape(g, {out}, acc_dtype(g.dtype()));
+  if (want_b) r.db = backend::current().reduce_to_shape(g, {out}, acc_dtype(g.dtype()));
   return r;
 }
 
 void LinearProduct::grad_x(const Grads& g) const {
-  cpu::gemm(rows, in, out, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out},
-            {w.dtype(), w.raw_data(), in}, 0.0f, {x_dtype, g.dx.raw_data(), in});
+  backend::current().gemm(rows, in, out, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out},
+                          {w.dtype(), w.raw_data(), in}, 0.0f, {x_dtype, g.dx.raw_data(), in}, 1);
 }
 
 void LinearProduct::grad_w(const Grads& g) const {
-  cpu::gemm(out, in, rows, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out, true},
-            {x2.dtype(), x2.raw_data(), in}, 0.0f, {g.dw.dtype(), g.dw.raw_data(), in});
+  backend::current().gemm(out, in, rows, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out, true},
+                          {x2.dtype(), x2.raw_data(), in}, 0.0f,
+                          {g.dw.dtype(), g.dw.raw_data(), in}, 1);
 }
 
 }  // namespace mixprec::detail

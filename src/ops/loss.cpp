@@ -1,9 +1,9 @@
-// cross_entropy: input checks and autograd wiring around the fused cpu kernels.
+// cross_entropy: input checks and autograd wiring around the fused kernels.
 #include "mixprec/ops/loss.h"
 
 #include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
-#include "mixprec/cpu/cross_entropy.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec {
 namespace {
@@ -13,7 +13,7 @@ class CrossEntropyBackward final : public Node {
   // logits: as the kernel saw them (kernel_dtype), or a narrower tensor holding exactly
   // their values (widened back in backward).
   CrossEntropyBackward(Tensor logits, DType kernel_dtype, Tensor targets,
-                       cpu::CrossEntropyForward saved, int64_t ignore_index)
+                       backend::CrossEntropyForward saved, int64_t ignore_index)
       : logits_(std::move(logits)),
         kernel_dtype_(kernel_dtype),
         targets_(std::move(targets)),
@@ -31,14 +31,16 @@ class CrossEntropyBackward final : public Node {
     // 0/0 never reaches the kernel's arithmetic: with no kept row every gradient row is zero.
     const double scale = saved_.n_valid == 0 ? 0.0 : grads[0].item() / saved_.n_valid;
     const Tensor logits = logits_.dtype() == kernel_dtype_ ? logits_ : logits_.to(kernel_dtype_);
-    return {cpu::cross_entropy_backward(logits, targets_, saved_, ignore_index_, scale), Tensor()};
+    return {
+        backend::current().cross_entropy_backward(logits, targets_, saved_, ignore_index_, scale),
+        Tensor()};
   }
 
  private:
   Tensor logits_;  // [N, V] contiguous, or its narrower original when autocast widened it
   DType kernel_dtype_;
   Tensor targets_;  // [N] contiguous
-  cpu::CrossEntropyForward saved_;
+  backend::CrossEntropyForward saved_;
   int64_t ignore_index_;
 };
 
@@ -64,7 +66,7 @@ Tensor cross_entropy(const Tensor& logits_in, const Tensor& targets, int64_t ign
                 "logits " + shape_to_string(logits.shape()) + " have no classes");
   const Tensor lc = logits.detach().contiguous();
   const Tensor tc = targets.detach().contiguous();
-  cpu::CrossEntropyForward fwd = cpu::cross_entropy_forward(lc, tc, ignore_index);
+  backend::CrossEntropyForward fwd = backend::current().cross_entropy_forward(lc, tc, ignore_index);
   Tensor loss = fwd.loss;
   if (any_requires_grad({&logits})) {
     fwd.loss = Tensor();

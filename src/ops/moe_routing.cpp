@@ -8,7 +8,7 @@
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/autograd/function.h"
-#include "mixprec/cpu/gemm.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/ops/linalg.h"
 
 namespace mixprec {
@@ -28,13 +28,15 @@ class RouterLogitsBackward final : public Node {
     Tensor dx, dw;
     if (next_edges()[0].node) {  // dX [N, d] = dL [N, E] · W [E, d]
       dx = Tensor::empty({n, d}, x_.dtype());
-      cpu::gemm(n, d, e, 1.0f, {DType::f32, g.raw_data(), e}, {DType::f32, w_.raw_data(), d}, 0.0f,
-                {x_.dtype(), dx.raw_data(), d});
+      backend::current().gemm(n, d, e, 1.0f, {DType::f32, g.raw_data(), e},
+                              {DType::f32, w_.raw_data(), d}, 0.0f, {x_.dtype(), dx.raw_data(), d},
+                              1);
     }
     if (next_edges()[1].node) {  // dW [E, d] = dLᵀ · X
       dw = Tensor::empty({e, d}, DType::f32);
-      cpu::gemm(e, d, n, 1.0f, {DType::f32, g.raw_data(), e, true}, {x_.dtype(), x_.raw_data(), d},
-                0.0f, {DType::f32, dw.raw_data(), d});
+      backend::current().gemm(e, d, n, 1.0f, {DType::f32, g.raw_data(), e, true},
+                              {x_.dtype(), x_.raw_data(), d}, 0.0f, {DType::f32, dw.raw_data(), d},
+                              1);
     }
     return {dx, dw};
   }
@@ -55,8 +57,9 @@ Tensor router_logits(const Tensor& x, const Tensor& xr, const Tensor& wr) {
   const Tensor xc = x.detach().contiguous(), wc = wr.detach().contiguous();
   const int64_t n = xc.size(0), d = xc.size(1), e = wc.size(0);
   Tensor logits = Tensor::empty({n, e}, DType::f32);
-  cpu::gemm(n, e, d, 1.0f, {xc.dtype(), xc.raw_data(), d}, {DType::f32, wc.raw_data(), d, true},
-            0.0f, {DType::f32, logits.raw_data(), e});
+  backend::current().gemm(n, e, d, 1.0f, {xc.dtype(), xc.raw_data(), d},
+                          {DType::f32, wc.raw_data(), d, true}, 0.0f,
+                          {DType::f32, logits.raw_data(), e}, 1);
   if (any_requires_grad({&x, &wr})) {
     auto node = std::make_shared<RouterLogitsBackward>(xc, wc);
     connect(*node, {x, wr});

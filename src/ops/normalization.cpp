@@ -1,4 +1,4 @@
-// rmsnorm and layernorm: input checks and autograd wiring around cpu::norm_forward/backward.
+// rmsnorm and layernorm: input checks and autograd wiring around the norm kernels.
 // Backward reuses the saved per-row mean/rstd instead of recomputing them.
 #include "mixprec/ops/normalization.h"
 #include "op_checks.h"
@@ -7,7 +7,7 @@
 #include "mixprec/amp/autocast.h"
 
 #include "mixprec/autograd/function.h"
-#include "mixprec/cpu/normalization.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec {
 namespace {
@@ -16,7 +16,7 @@ class NormBackward final : public Node {
  public:
   // x: the input as the kernel saw it, or a narrower tensor holding exactly its values
   // (widened back to x_dtype in backward).
-  NormBackward(Tensor x, DType x_dtype, Tensor weight, cpu::NormStats stats, bool center)
+  NormBackward(Tensor x, DType x_dtype, Tensor weight, backend::NormStats stats, bool center)
       : x_(std::move(x)),
         x_dtype_(x_dtype),
         weight_(std::move(weight)),
@@ -30,9 +30,9 @@ class NormBackward final : public Node {
     if (!grads[0].defined()) return out;
     const bool need_db = edges[2].node != nullptr;
     const Tensor x = x_.dtype() == x_dtype_ ? x_ : x_.to(x_dtype_);  // exact widening
-    cpu::NormGrads g =
-        cpu::norm_backward(grads[0], x, weight_, stats_, center_, edges[0].node != nullptr,
-                           edges[1].node != nullptr, need_db);
+    backend::NormGrads g = backend::current().norm_backward(grads[0], x, weight_, stats_, center_,
+                                                            edges[0].node != nullptr,
+                                                            edges[1].node != nullptr, need_db);
     out[0] = g.dx;
     out[1] = g.dweight;
     if (need_db) out[2] = g.dbias;
@@ -43,7 +43,7 @@ class NormBackward final : public Node {
   Tensor x_;  // contiguous input, or its exact narrower original
   DType x_dtype_;
   Tensor weight_;  // may be undefined
-  cpu::NormStats stats_;
+  backend::NormStats stats_;
   bool center_;
 };
 
@@ -73,8 +73,8 @@ Tensor norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor&
   const Tensor xc = x.detach().contiguous();
   const Tensor wc = weight.defined() ? weight.detach().contiguous() : Tensor();
   const Tensor bc = bias.defined() ? bias.detach().contiguous() : Tensor();
-  cpu::NormStats stats;
-  Tensor y = cpu::norm_forward(xc, wc, bc, eps, center, stats);
+  backend::NormStats stats;
+  Tensor y = backend::current().norm_forward(xc, wc, bc, eps, center, stats);
   if (any_requires_grad({&x, &weight, &bias})) {
     const bool widened =
         x_orig.dtype() != x.dtype() && x.dtype() == DType::f32 && is_narrow_compute(x_orig.dtype());

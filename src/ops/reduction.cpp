@@ -5,7 +5,7 @@
 #include "mixprec/amp/autocast.h"
 
 #include "mixprec/autograd/function.h"
-#include "mixprec/cpu/reduction.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec {
 namespace {
@@ -19,7 +19,7 @@ void check_input(const Tensor& x, const char* op) {
 }
 
 struct Plan {
-  cpu::ReduceGeometry g;
+  backend::ReduceGeometry g;
   Shape out_shape;
 };
 
@@ -31,7 +31,7 @@ Plan plan_all(const Tensor& x) {
 // Reducing one dim; a 0-d tensor reduces like [1] (dim 0 or -1) to a 0-d result.
 Plan plan_dim(const Tensor& x, int64_t dim, bool keepdim, const char* op) {
   const int d = normalize_dim(dim, std::max(x.ndim(), 1), op);
-  Plan p{cpu::reduce_geometry(x.shape(), d), x.shape()};
+  Plan p{backend::reduce_geometry(x.shape(), d), x.shape()};
   if (x.ndim() > 0) {
     if (keepdim)
       p.out_shape[static_cast<size_t>(d)] = 1;
@@ -44,16 +44,16 @@ Plan plan_dim(const Tensor& x, int64_t dim, bool keepdim, const char* op) {
 // sum and mean: the gradient broadcast back over the reduced dim (divided by n for mean).
 class ReduceBackward final : public Node {
  public:
-  ReduceBackward(cpu::ReduceGeometry g, bool mean, Shape x_shape, DType dtype)
+  ReduceBackward(backend::ReduceGeometry g, bool mean, Shape x_shape, DType dtype)
       : g_(g), mean_(mean), x_shape_(std::move(x_shape)), dtype_(dtype) {}
   const char* name() const override { return mean_ ? "MeanBackward" : "SumBackward"; }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    return {cpu::reduce_expand_backward(grads[0], g_, mean_, dtype_).view(x_shape_)};
+    return {backend::current().reduce_expand_backward(grads[0], g_, mean_, dtype_).view(x_shape_)};
   }
 
  private:
-  cpu::ReduceGeometry g_;
+  backend::ReduceGeometry g_;
   bool mean_;
   Shape x_shape_;
   DType dtype_;
@@ -62,52 +62,53 @@ class ReduceBackward final : public Node {
 // d|x|/dx = x / |x|, and 0 where |x| == 0 (PyTorch's choice of subgradient).
 class NormBackward final : public Node {
  public:
-  NormBackward(Tensor x, Tensor norm, cpu::ReduceGeometry g, Shape x_shape)
+  NormBackward(Tensor x, Tensor norm, backend::ReduceGeometry g, Shape x_shape)
       : x_(std::move(x)), norm_(std::move(norm)), g_(g), x_shape_(std::move(x_shape)) {}
   const char* name() const override { return "NormBackward"; }
   void release_saved() override { x_ = norm_ = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    return {cpu::norm_backward(grads[0], x_, norm_, g_).view(x_shape_)};
+    return {backend::current().l2_norm_backward(grads[0], x_, norm_, g_).view(x_shape_)};
   }
 
  private:
   Tensor x_;     // contiguous input
   Tensor norm_;  // [outer, inner], unrounded f32 (f64 for f64)
-  cpu::ReduceGeometry g_;
+  backend::ReduceGeometry g_;
   Shape x_shape_;
 };
 
 // The gradient goes to the selected (first maximal) element only.
 class MaxBackward final : public Node {
  public:
-  MaxBackward(Tensor indices, cpu::ReduceGeometry g, Shape x_shape, DType dtype)
+  MaxBackward(Tensor indices, backend::ReduceGeometry g, Shape x_shape, DType dtype)
       : indices_(std::move(indices)), g_(g), x_shape_(std::move(x_shape)), dtype_(dtype) {}
   const char* name() const override { return "MaxBackward"; }
   void release_saved() override { indices_ = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    return {cpu::max_backward(grads[0], indices_, g_, dtype_).view(x_shape_)};
+    return {backend::current().max_backward(grads[0], indices_, g_, dtype_).view(x_shape_)};
   }
 
  private:
   Tensor indices_;  // i64 [outer, inner]
-  cpu::ReduceGeometry g_;
+  backend::ReduceGeometry g_;
   Shape x_shape_;
   DType dtype_;
 };
 
-Tensor reduce(const Tensor& x, const Plan& p, cpu::ReduceOp op) {
+Tensor reduce(const Tensor& x, const Plan& p, backend::ReduceOp op) {
   const Tensor xc = x.detach().contiguous();
-  const Tensor acc = cpu::reduce_dim(xc, p.g, op);  // [outer, inner], unrounded
-  Tensor y = acc.to(x.dtype()).view(p.out_shape);   // rounded once
+  const Tensor acc = backend::current().reduce_dim(xc, p.g, op);  // [outer, inner], unrounded
+  Tensor y = acc.to(x.dtype()).view(p.out_shape);                 // rounded once
   if (any_requires_grad({&x})) {
     std::shared_ptr<Node> node;
-    if (op == cpu::ReduceOp::norm)  // saves its own copy: y may share acc's storage
+    if (op == backend::ReduceOp::norm)  // saves its own copy: y may share acc's storage
       node = std::make_shared<NormBackward>(xc, acc.dtype() == y.dtype() ? acc.clone() : acc, p.g,
                                             x.shape());
     else
-      node = std::make_shared<ReduceBackward>(p.g, op == cpu::ReduceOp::mean, x.shape(), x.dtype());
+      node = std::make_shared<ReduceBackward>(p.g, op == backend::ReduceOp::mean, x.shape(),
+                                              x.dtype());
     connect(*node, {x});
     set_history(y, node);
   }
@@ -118,7 +119,7 @@ std::pair<Tensor, Tensor> max_impl(const Tensor& x, const Plan& p) {
   MIXPREC_CHECK(
       p.g.n > 0, "max",
       "cannot take the max over an empty dim (input shape " + shape_to_string(x.shape()) + ")");
-  auto [values, indices] = cpu::max_dim(x.detach().contiguous(), p.g);
+  auto [values, indices] = backend::current().max_dim(x.detach().contiguous(), p.g);
   values = values.view(p.out_shape);
   if (any_requires_grad({&x})) {
     // A private copy: the caller may overwrite the returned indices before backward.
@@ -134,32 +135,32 @@ std::pair<Tensor, Tensor> max_impl(const Tensor& x, const Plan& p) {
 Tensor sum(const Tensor& x_in) {
   const auto [x] = amp::autocast_args("sum", x_in);
   check_input(x, "sum");
-  return reduce(x, plan_all(x), cpu::ReduceOp::sum);
+  return reduce(x, plan_all(x), backend::ReduceOp::sum);
 }
 Tensor sum(const Tensor& x_in, int64_t dim, bool keepdim) {
   const auto [x] = amp::autocast_args("sum", x_in);
   check_input(x, "sum");
-  return reduce(x, plan_dim(x, dim, keepdim, "sum"), cpu::ReduceOp::sum);
+  return reduce(x, plan_dim(x, dim, keepdim, "sum"), backend::ReduceOp::sum);
 }
 Tensor mean(const Tensor& x_in) {
   const auto [x] = amp::autocast_args("mean", x_in);
   check_input(x, "mean");
-  return reduce(x, plan_all(x), cpu::ReduceOp::mean);
+  return reduce(x, plan_all(x), backend::ReduceOp::mean);
 }
 Tensor mean(const Tensor& x_in, int64_t dim, bool keepdim) {
   const auto [x] = amp::autocast_args("mean", x_in);
   check_input(x, "mean");
-  return reduce(x, plan_dim(x, dim, keepdim, "mean"), cpu::ReduceOp::mean);
+  return reduce(x, plan_dim(x, dim, keepdim, "mean"), backend::ReduceOp::mean);
 }
 Tensor norm(const Tensor& x_in) {
   const auto [x] = amp::autocast_args("norm", x_in);
   check_input(x, "norm");
-  return reduce(x, plan_all(x), cpu::ReduceOp::norm);
+  return reduce(x, plan_all(x), backend::ReduceOp::norm);
 }
 Tensor norm(const Tensor& x_in, int64_t dim, bool keepdim) {
   const auto [x] = amp::autocast_args("norm", x_in);
   check_input(x, "norm");
-  return reduce(x, plan_dim(x, dim, keepdim, "norm"), cpu::ReduceOp::norm);
+  return reduce(x, plan_dim(x, dim, keepdim, "norm"), backend::ReduceOp::norm);
 }
 
 Tensor max(const Tensor& x_in) {

@@ -1,12 +1,12 @@
 // softmax / log_softmax along any dim. The last dim is the fast path; another dim is moved
 // last (one transposed copy in, one out) and the same kernel runs. Backward recomputes the
-// probabilities from the saved input and per-row statistics (see cpu/softmax.h).
+// probabilities from the saved input and per-row statistics (backend.h).
 #include "mixprec/ops/softmax.h"
 #include "op_checks.h"
 
 #include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
-#include "mixprec/cpu/softmax.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec {
 namespace {
@@ -29,19 +29,20 @@ Tensor dim_back(const Tensor& t, int64_t dim) {
 
 class SoftmaxBackward final : public Node {
  public:
-  SoftmaxBackward(Tensor x, cpu::SoftmaxStats stats, int64_t dim, bool log)
+  SoftmaxBackward(Tensor x, backend::SoftmaxStats stats, int64_t dim, bool log)
       : x_(std::move(x)), stats_(std::move(stats)), dim_(dim), log_(log) {}
   const char* name() const override { return log_ ? "LogSoftmaxBackward" : "SoftmaxBackward"; }
   void release_saved() override { x_ = stats_.max = stats_.log_sum = Tensor(); }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    const Tensor dx = cpu::softmax_lastdim_backward(x_, stats_, dim_last(grads[0], dim_), log_);
+    const Tensor dx =
+        backend::current().softmax_backward(x_, stats_, dim_last(grads[0], dim_), log_);
     return {dim_back(dx, dim_)};
   }
 
  private:
   Tensor x_;  // the input with dim moved last, contiguous (as the forward kernel saw it)
-  cpu::SoftmaxStats stats_;
+  backend::SoftmaxStats stats_;
   int64_t dim_;
   bool log_;
 };
@@ -62,8 +63,8 @@ Tensor softmax_impl(const Tensor& x, int64_t dim, bool log) {
   if (dim < 0) dim += nd;
   const Tensor xt = dim_last(x.detach(), dim);
   const bool grad = any_requires_grad({&x});
-  cpu::SoftmaxStats stats;
-  Tensor y = dim_back(cpu::softmax_lastdim(xt, log, grad ? &stats : nullptr), dim);
+  backend::SoftmaxStats stats;
+  Tensor y = dim_back(backend::current().softmax(xt, log, grad ? &stats : nullptr), dim);
   if (grad) {
     auto node = std::make_shared<SoftmaxBackward>(xt, std::move(stats), dim, log);
     connect(*node, {x});

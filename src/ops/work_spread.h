@@ -8,7 +8,7 @@ namespace mixprec::detail {
 
 struct WorkSpread {
   // Tasks holding at least half of all the work: run one at a time, each split over every
-  // thread as cpu::gemm splits a lone product (one thread alone would leave the rest idle).
+  // thread as the gemm splits a lone product (one thread alone would leave the rest idle).
   std::vector<std::size_t> shared;
   // The rest, heaviest first: each thread takes the next one whole when it is free (a static
   // longest-first plan, corrected for products whose time their multiply-adds misjudge).

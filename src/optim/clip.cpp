@@ -5,8 +5,8 @@
 #include <vector>
 
 #include "fused_update.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/core/parallel.h"
-#include "mixprec/cpu/grad_scan.h"
 
 namespace mixprec::optim {
 
@@ -56,7 +56,7 @@ double clip_grads_to_norm(const ParamList& params, double norm, double max_norm)
     if (!g.shares_storage_with(raw)) p->set_grad(g);
     grads.push_back(g);
   }
-  cpu::unscale_and_check(grads, coef);  // g *= coef, rounded once into g's dtype
+  backend::current().unscale_and_check(grads, coef);  // g *= coef, rounded once into g's dtype
   return norm;
 }
 

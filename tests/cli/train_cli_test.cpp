@@ -5,6 +5,7 @@
 #include <signal.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <map>
@@ -130,6 +131,53 @@ TEST(TrainCli, BadInputExitsNonZeroNamingTheKeyOrFile) {
   const testing::RunResult eval = run_cli({"eval", (dir / "nothing-here").string()});
   EXPECT_NE(eval.exit_code, 0);
   EXPECT_NE(eval.err.find("nothing-here"), std::string::npos) << eval.err;
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+// Sets an environment variable for the scope (children started meanwhile inherit it).
+class ScopedEnv {
+ public:
+  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
+  ~ScopedEnv() { unsetenv(name_); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+
+ private:
+  const char* name_;
+};
+
+// MIXPREC_BACKEND=reference trains on the reference kernels: the same run to within the
+// kernels' accumulation differences (f64 sums against f32 ones), and a backend that does
+// not exist is refused by name.
+TEST(TrainCli, ReferenceBackendTrainsTheSameRunAndAnUnknownOneIsRefused) {
+  TempDir fast, slow;
+  const auto three_steps = [](const TempDir& dir) {
+    std::vector<std::string> args = train_args(dir, {"--set", "checkpoint.enable=false"});
+    *(std::find(args.begin(), args.end(), "--steps") + 1) = "3";
+    return args;
+  };
+  const auto cpu = run_cli(three_steps(fast));
+  ASSERT_EQ(cpu.exit_code, 0) << describe(three_steps(fast), cpu);
+  {
+    const ScopedEnv env("MIXPREC_BACKEND", "reference");
+    const auto ref = run_cli(three_steps(slow));
+    ASSERT_EQ(ref.exit_code, 0) << describe(three_steps(slow), ref);
+  }
+  const auto a = losses(fast / "run" / "metrics.jsonl"), b = losses(slow / "run" / "metrics.jsonl");
+  ASSERT_EQ(a.size(), 3u);
+  ASSERT_EQ(b.size(), 3u);
+  for (const auto& [step, loss] : a) EXPECT_NEAR(b.at(step), loss, 1e-3 * loss) << step;
+
+  const ScopedEnv env("MIXPREC_BACKEND", "gpu");
+  const auto bad = run_cli(three_steps(fast));
+  EXPECT_NE(bad.exit_code, 0);
+  EXPECT_NE(bad.err.find("MIXPREC_BACKEND"), std::string::npos) << bad.err;
+  EXPECT_NE(bad.err.find("'gpu'"), std::string::npos) << bad.err;
 }
 
 }  // namespace

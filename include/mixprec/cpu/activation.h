@@ -19,13 +19,14 @@
 
 #include <array>
 #include <cstdint>
+#include "mixprec/backend/kernel_types.h"
 
 #include "mixprec/numerics/convert.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::cpu {
 
-enum class Activation : uint8_t { gelu, gelu_tanh, silu };
+using backend::Activation;
 
 // act(x) in x's dtype.
 Tensor activation_forward(Activation act, const Tensor& x, Isa isa = Isa::best);

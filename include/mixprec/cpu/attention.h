@@ -7,17 +7,14 @@
 #include <cstdint>
 #include <type_traits>
 #include <vector>
+#include "mixprec/backend/kernel_types.h"
 
 #include "mixprec/cpu/row_io.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::cpu {
 
-struct AttentionForward {
-  Tensor out;      // [B, H, T, Dh], dtype of q, laid out as q
-  Tensor lse;      // [B, H, T], log-sum-exp of each scaled score row: f32 (f64 for f64 inputs)
-  Tensor out_acc;  // [B, H, T, Dh] f32, the output before rounding (bf16/f16 q, when asked)
-};
+using backend::AttentionForward;
 
 // Where the rows of a [B, H, T, Dh] tensor are: element (b, h, r, c) of head i = b·H + h at
 // data + start(i) + r·row + c. The kernels read and write any such layout in place: a
@@ -32,7 +29,7 @@ struct HeadRows {
 
 // True when t ([B, H, T, Dh]) has adjacent Dh elements and rows at least Dh apart, so its
 // HeadRows describe a matrix per head the GEMM can read.
-bool rows_are_dense(const Tensor& t);
+using backend::rows_are_dense;
 HeadRows head_rows(const Tensor& t);  // requires rows_are_dense(t)
 // An uninitialised [B, H, T, Dh] tensor of `dtype` laid out as `like`: [B, T, H, Dh] memory
 // seen as [B, H, T, Dh] when like's rows are further apart than its heads, else contiguous.
@@ -47,9 +44,7 @@ Tensor empty_like_rows(const Tensor& like, DType dtype);
 AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                                    double scale, bool keep_acc_out = false);
 
-struct AttentionGrads {
-  Tensor dq, dk, dv;  // [B, H, T, Dh], dtype of q, laid out as q, k, v
-};
+using backend::AttentionGrads;
 
 // Recomputes the probabilities block by block from q, k and lse. `dout` [B, H, T, Dh] has
 // dense rows, of q's dtype or (for f32/bf16/f16 inputs) f32; `out` is the forward output

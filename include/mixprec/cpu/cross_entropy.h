@@ -3,17 +3,13 @@
 #pragma once
 
 #include <cstdint>
+#include "mixprec/backend/kernel_types.h"
 
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::cpu {
 
-struct CrossEntropyForward {
-  Tensor loss;      // [] f32 (f64 for f64 logits): mean over kept rows; NaN when none is kept
-  Tensor row_max;   // [N] f32/f64: max of each kept row (0 for ignored rows)
-  Tensor log_sum;   // [N] f32/f64: log(sum(exp(x - max))) of each kept row
-  int64_t n_valid;  // rows whose target is not ignore_index
-};
+using backend::CrossEntropyForward;
 
 // logits [N, V] contiguous (f64/f32/bf16/f16), targets [N] contiguous i32/i64. A target other
 // than ignore_index outside [0, V) is an Error naming the value and its row.

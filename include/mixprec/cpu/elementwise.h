@@ -11,6 +11,7 @@
 #include <initializer_list>
 #include <type_traits>
 #include <vector>
+#include "mixprec/backend/kernel_types.h"
 
 #include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
@@ -18,7 +19,7 @@
 
 namespace mixprec::cpu {
 
-enum class BinaryOp : uint8_t { add, sub, mul, div };
+using backend::BinaryOp;
 
 // out = a op b, both broadcast (NumPy rules) to `shape`, as a new contiguous tensor of
 // `out_dtype` (f64, f32, bf16 or f16). Throws when an operand does not broadcast to `shape`.
@@ -32,12 +33,9 @@ Tensor div_grad_b(const Tensor& g, const Tensor& a, const Tensor& b, DType out_d
 // x·s, with s rounded to f32 first (kept in f64 when x or the result is f64).
 Tensor scale(const Tensor& x, double s, DType out_dtype, Isa isa = Isa::best);
 
-// The dtype a kernel computes in for these operand/result dtypes: f64 if any is f64, else f32.
-DType compute_dtype(std::initializer_list<DType> dtypes);
-// Throws naming `op` unless t is a defined, non-meta tensor of a floating dtype.
-void check_floating(const char* op, const Tensor& t, const char* what);
-// Throws naming `op` unless kernels compute in `dtype` (f64, f32, bf16 or f16).
-void check_compute_dtype(const char* op, DType dtype);
+using backend::check_compute_dtype;
+using backend::check_floating;
+using backend::compute_dtype;
 // t detached and contiguous (copied only when needed): the form kernels read.
 Tensor kernel_input(const Tensor& t);
 

@@ -16,28 +16,14 @@
 #pragma once
 
 #include <cstdint>
+#include "mixprec/backend/kernel_types.h"
 
 #include "mixprec/numerics/dtype.h"
 
 namespace mixprec::cpu {
 
-struct GemmOperand {
-  DType dtype;
-  const void* data;
-  int64_t ld;                // elements between rows as stored
-  bool trans = false;        // stored as op(X)ᵀ
-  int64_t batch_stride = 0;  // elements between consecutive matrices of a batch
-};
-
-struct GemmOutput {
-  DType dtype;
-  void* data;
-  int64_t ld;
-  int64_t batch_stride = 0;
-  // Optional [n] vector of C's dtype added to every row of every matrix (C = ... + bias),
-  // inside the f32 accumulation: a linear layer's bias costs no extra pass or rounding.
-  const void* row_bias = nullptr;
-};
+using backend::GemmOperand;
+using backend::GemmOutput;
 
 // beta == 0 never reads C (NaN there is ignored).
 //   C[b] = alpha * op(A[b]) · op(B[b]) + beta * C[b] (+ row_bias)
@@ -50,6 +36,8 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a, co
 // shared operand is packed once instead of once per tile. On the AVX-512 and AMX paths a C
 // tile's bits do not depend on the tiling, so the results are the same as outside; on the
 // OpenBLAS path they are fixed too, but may differ from the tiled ones in the last bit.
+// The setting for the calling thread; returns the previous one.
+bool set_whole_products(bool whole);
 class WholeProductScope {
  public:
   WholeProductScope();

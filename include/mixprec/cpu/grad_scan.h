@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <span>
 #include <vector>
+#include "mixprec/backend/kernel_types.h"
 
 #include "mixprec/tensor/tensor.h"
 
@@ -21,24 +22,12 @@ int64_t unscale_and_check(std::span<const Tensor> gs, float inv_scale);
 // The test alone on g * inv_scale as an optimizer reads it (f32), writing nothing.
 int64_t first_nonfinite(std::span<const Tensor> gs, float inv_scale = 1.0f);
 
-struct GradNumerics {
-  int64_t numel = 0;
-  float amax = 0;          // max |g| over finite elements
-  int64_t nonfinite = 0;   // inf or NaN elements
-  int64_t underflow = 0;   // finite elements with |g * scale| < underflow_below
-  int64_t overflow = 0;    // finite elements with |g * scale| > overflow_above
-  double sum_squares = 0;  // of finite elements, f64 (the global norm's share)
-};
+using backend::GradNumerics;
 // Statistics of g as it is stored; `scale` is the loss scale the thresholds apply to.
 GradNumerics grad_numerics(const Tensor& g, double scale, double underflow_below,
                            double overflow_above);
 
-struct GradNumericsPass {
-  std::vector<GradNumerics> per_tensor;
-  // Every piece's sum of squares added in (tensor, piece) order: for finite f32, bf16 or f16
-  // gradients the bits of optim::grad_norm's sum, so a monitor's norm is the clipping norm.
-  double sum_squares = 0;
-};
+using backend::GradNumericsPass;
 // The statistics of many gradients in one parallel pass (map_pieces). Within a piece the
 // squares go into 8 running sums (element i into lane i % 8), as optim::grad_norm adds them.
 GradNumericsPass grad_numerics(std::span<const Tensor> gs, double scale, double underflow_below,

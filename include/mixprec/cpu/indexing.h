@@ -77,6 +77,14 @@ std::pair<Tensor, Tensor> topk(const Tensor& x, ReduceGeometry g, int64_t k, boo
 Tensor topk_backward(const Tensor& grad, const Tensor& indices, ReduceGeometry g, int64_t k,
                      DType dtype);
 
+// The backend's gather and scatter_add (backend.h) on these kernels: the index is checked,
+// read in place when it is broadcast over the trailing dims, and a scatter of whole rows into
+// a tensor without leading dims (the MoE combine) runs as index_add, whose one pass gives the
+// same bits.
+Tensor gather(const Tensor& x, int dim, const Tensor& index, const Shape& out_shape,
+              const char* op);
+Tensor scatter_add(const Tensor& x, int dim, const Tensor& index, const Tensor& src,
+                   const char* op);
 // Joins contiguous parts of one dtype along dim into a new tensor of out_shape.
 Tensor concat(const std::vector<Tensor>& parts, int dim, const Shape& out_shape);
 

@@ -3,15 +3,13 @@
 // fixed chunk order, so they never depend on the thread count.
 #pragma once
 
+#include "mixprec/backend/kernel_types.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::cpu {
 
 // Per-row statistics saved by the forward pass: [rows] f32 (f64 for f64).
-struct NormStats {
-  Tensor mean;  // undefined for RMSNorm (which does not centre)
-  Tensor rstd;  // 1 / sqrt(var + eps), var = mean(x²) for RMSNorm
-};
+using backend::NormStats;
 
 // x [..., D] contiguous; weight, bias [D] contiguous of x's dtype, or undefined.
 // center = true: LayerNorm, (x - mean) * rstd * w + b; false: RMSNorm, x * rstd * w (+ b).
@@ -19,11 +17,7 @@ struct NormStats {
 Tensor norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                     bool center, NormStats& stats);
 
-struct NormGrads {
-  Tensor dx;       // x's shape and dtype (undefined unless asked for)
-  Tensor dweight;  // [D], weight's dtype, rounded once from the f32 sum
-  Tensor dbias;    // [D], bias's dtype
-};
+using backend::NormGrads;
 // dy: x's shape, any floating dtype and layout. Computes the gradients asked for.
 NormGrads norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
                         const NormStats& stats, bool center, bool need_dx, bool need_dweight,

@@ -6,22 +6,21 @@
 
 #include <cstdint>
 #include <utility>
+#include "mixprec/backend/kernel_types.h"
 
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::cpu {
 
-struct ReduceGeometry {
-  int64_t outer = 1, n = 1, inner = 1;
-};
+using backend::ReduceGeometry;
 
 // The geometry of reducing `shape` over `dim` (already normalized; a 0-d shape reduces as [1]).
-ReduceGeometry reduce_geometry(const Shape& shape, int dim);
+using backend::reduce_geometry;
 
 // The dtype reductions accumulate in: f64 for f64, else f32.
-DType reduce_acc_dtype(DType dtype);
+using backend::reduce_acc_dtype;
 
-enum class ReduceOp { sum, mean, norm };  // sum; sum / n; sqrt(sum of squares)
+using backend::ReduceOp;  // sum; sum / n; sqrt(sum of squares)
 
 // x [outer, n, inner] (contiguous, f64/f32/bf16/f16) -> [outer, inner] in reduce_acc_dtype,
 // unrounded (callers round once into x's dtype).

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include "mixprec/backend/kernel_types.h"
 
 #include "mixprec/tensor/tensor.h"
 
@@ -11,10 +12,7 @@ namespace mixprec::cpu {
 // Per-row statistics the backward pass recomputes probabilities from: [rows] f32 (f64 for
 // f64). Saving these and the input, rather than the rounded output, makes a bf16 backward
 // exactly the f32 backward rounded once.
-struct SoftmaxStats {
-  Tensor max;      // row max
-  Tensor log_sum;  // log(sum(exp(x - max)))
-};
+using backend::SoftmaxStats;
 
 // x [..., D] contiguous (f64/f32/bf16/f16) -> new tensor of x's shape and dtype: softmax
 // (log = false) or log-softmax (log = true) of each row, the row max subtracted first.

@@ -9,6 +9,7 @@
 #include <memory>
 #include <vector>
 
+#include "mixprec/backend/kernel_types.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec {
@@ -40,15 +41,8 @@ RoutingPlan plan_routing(const Tensor& expert_ids, int64_t n_experts, double cap
 // Otherwise linear(xr, wr).
 Tensor router_logits(const Tensor& x, const Tensor& xr, const Tensor& wr);
 
-// Where each token's kept assignments went, in expert order: entries [start[t], start[t+1])
-// are token t's (expert, row in that expert's batch, slot n·k + j).
-struct TokenSlots {
-  struct Entry {
-    int64_t expert, row, slot;
-  };
-  std::vector<int64_t> start;  // [N + 1]
-  std::vector<Entry> entries;  // [kept assignments]
-};
+// Where each token's kept assignments went (backend/kernel_types.h).
+using TokenSlots = backend::TokenSlots;
 
 // Token t's kept assignments, from a routing plan over n tokens.
 TokenSlots token_slots(const RoutingPlan& plan, int64_t n);

@@ -12,6 +12,7 @@
 #include "mixprec/amp/autocast.h"
 #include "mixprec/models/transformer/gpt_block.h"
 #include "mixprec/ops.h"
+#include "support/op_registry.h"
 #include "support/op_testing.h"
 
 namespace mixprec::amp {
@@ -134,6 +135,73 @@ TEST(AutocastOps, EveryTableOpMatchesHandCastsUnderBf16AndF16) {
     for (const AutocastRule& rule : kAutocastTable)
       EXPECT_TRUE(covered.count(std::string(rule.op))) << rule.op << " has no test case";
   }
+}
+
+// The casts a table row asks for, written out: what `input` becomes under autocast dtype d.
+Tensor cast_for(CastCategory category, const Tensor& input, DType widest, DType d) {
+  const DType t = input.dtype();
+  if (!is_floating(t) || t == DType::f64) return input;
+  switch (category) {
+    case CastCategory::lower_precision:
+      return input.to(d);
+    case CastCategory::fp32:
+      return input.to(f32);
+    case CastCategory::promote:
+      return input.to(widest);
+    case CastCategory::as_given:
+      return input;
+  }
+  return input;
+}
+
+// Every case of the op registry (tests/support/op_registry.h) under bf16 and f16 autocast,
+// its first floating input f32 and the others d (so promote has something to widen), against
+// the same op run outside any guard on inputs cast as its table row says: the same bits,
+// forward and backward.
+TEST(AutocastOps, EveryRegistryCaseFollowsItsTableRow) {
+  std::set<std::string> covered;
+  for (DType d : {DType::bf16, DType::f16}) {
+    for (const auto& [name, op] : mixprec::testing::op_registry()) {
+      if (op.op.empty() || op.composite) continue;  // views (no row), several ops
+      covered.insert(op.op);
+      SCOPED_TRACE(name + " under " + dtype_name(d));
+      const int row = find_autocast_op(op.op);
+      ASSERT_GE(row, 0) << op.op << " is not in the autocast table";
+      const CastCategory category = kAutocastTable[static_cast<std::size_t>(row)].category;
+      auto inputs = [&] {
+        mixprec::testing::Tensors in = mixprec::testing::case_inputs(name, d);
+        for (auto& [n, t] : in)
+          if (is_floating(t.dtype())) {
+            t = t.detach().to(f32).set_requires_grad(true, f32);
+            break;
+          }
+        return in;
+      };
+      auto run = [&](mixprec::testing::Tensors in, bool autocast, DType widest) {
+        mixprec::testing::Tensors given = in;
+        if (!autocast)
+          for (auto& [n, t] : given) t = cast_for(category, t, widest, d);
+        mixprec::testing::Tensors out;
+        {
+          AutocastGuard guard(d, autocast);
+          out = op.run(given);
+        }
+        const Tensor& primary = out.at(mixprec::testing::primary_output(out));
+        if (primary.requires_grad()) mixprec::sum(primary).backward();
+        for (auto& [n, t] : in)
+          if (t.requires_grad()) out["grad_" + n] = t.grad();
+        return out;
+      };
+      const auto a = run(inputs(), true, f32);
+      const auto b = run(inputs(), false, f32);
+      for (const auto& [key, t] : a) {
+        ASSERT_TRUE(b.count(key)) << key;
+        EXPECT_TRUE(same_bits(t, b.at(key))) << key;
+      }
+    }
+  }
+  for (const AutocastRule& rule : kAutocastTable)
+    EXPECT_TRUE(covered.count(std::string(rule.op))) << rule.op << " has no registry case";
 }
 
 TEST(AutocastOps, AsGivenOpsMakeNoCasts) {

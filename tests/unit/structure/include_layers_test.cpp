@@ -19,8 +19,8 @@ namespace fs = std::filesystem;
 
 // Lowest first. A new folder must be placed here (IncludeLayers.EveryFolderHasALayer says so).
 const std::vector<std::string> kLayers = {
-    "core",   "numerics", "tensor", "cpu",  "autograd", "amp",    "ops",   "optim", "config",
-    "models", "io",       "dist",   "data", "infer",    "report", "train", "tools"};
+    "core",   "numerics", "tensor", "backend", "cpu",  "autograd", "amp",    "ops",   "optim",
+    "config", "models",   "io",     "dist",    "data", "infer",    "report", "train", "tools"};
 
 // Headers directly in include/mixprec/ front one layer's code; new ones must be classified.
 const std::map<std::string, std::string> kTopLevelHeaders = {{"ops.h", "ops"}};
@@ -185,6 +185,16 @@ TEST(IncludeLayers, EveryFolderHasALayer) {
                       "\" is not in the layer table");
     }
   }
+  EXPECT_TRUE(problems.empty()) << join({problems.begin(), problems.end()});
+}
+
+// Kernels are reached through the backend table (mixprec/backend/backend.h) only: no folder
+// but cpu itself includes a cpu kernel header, so no op, optimizer or scan calls one by name.
+TEST(IncludeLayers, OnlyTheBackendTableReachesTheCpuKernels) {
+  std::set<std::string> problems;
+  for (const auto& i : scan_tree(kRoot))
+    if (i.to == "cpu" && i.from != "cpu")
+      problems.insert(i.file + " includes " + i.line + " (use backend::current())");
   EXPECT_TRUE(problems.empty()) << join({problems.begin(), problems.end()});
 }
 
