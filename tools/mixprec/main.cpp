@@ -2,12 +2,14 @@
 #include <fmt/core.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "dtype_command.h"
 #include "memory_command.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/core/error.h"
 #include "mixprec/numerics/convert.h"
 #include "sample_command.h"
@@ -46,6 +48,12 @@ int main(int argc, char** argv) {
   mixprec::cli::add_memory_command(app, exit_code);
   try {
     std::vector<std::string> args = arguments_for_cli11(argc, argv);
+    // A bad MIXPREC_BACKEND is refused before any work (help and version still print).
+    const auto asks = [&](const char* flag) {
+      return std::find(args.begin(), args.end(), flag) != args.end();
+    };
+    if (!asks("--help") && !asks("-h") && !asks("--help-all") && !asks("--version"))
+      mixprec::backend::current();
     app.parse(args);
   } catch (const CLI::CallForHelp& e) {
     return app.exit(e);
