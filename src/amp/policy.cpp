@@ -238,7 +238,7 @@ MixedPrecisionPolicy parse_policy(std::string_view text) {
   try {
     d = parse_dtype(t);
   } catch (const Error&) {
-    throw Error(kWhere, "unknown policy '" + std::string(t) + "'; " + valid_spellings());
+    throw Error(kWhere, "unknown policy '" + quote_prefix(t) + "'; " + valid_spellings());
   }
   return parse_pairs("params=" + std::string(dtype_name(d)) + ",compute=" + dtype_name(d) +
                      ",reduce=" + dtype_name(d) + ",output=" + dtype_name(d));

@@ -4,7 +4,9 @@
 #include <cstdint>
 #include <fstream>
 #include <nlohmann/json.hpp>
+
 #include <vector>
+#include "text_bounds.h"
 
 namespace mixprec::io {
 namespace {
@@ -36,6 +38,7 @@ std::string diagnose_safetensors_layout(const std::string& path) {
     return "the header length " + std::to_string(header_len) + " is implausible";
   std::string text(header_len, '\0');
   in.read(text.data(), static_cast<std::streamsize>(header_len));
+  if (json_nesting_depth(text) > kMaxNesting) return "";  // the loader's message says it
   const nlohmann::json header = nlohmann::json::parse(text, nullptr, /*allow_exceptions=*/false);
   if (!header.is_object()) return "";
   const uint64_t data_size = file_size - 8 - header_len;

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "text_bounds.h"
+
 #include "mixprec/core/error.h"
 #include "mixprec/io/atomic_file.h"
 
@@ -34,7 +36,7 @@ const char* safetensors_dtype_name(DType dtype) {
 DType parse_safetensors_dtype(const std::string& name) {
   for (const DTypeName& d : kNames)
     if (name == d.name) return d.dtype;
-  throw Error("safetensors", "unsupported dtype '" + name + "'");
+  throw Error("safetensors", "unsupported dtype '" + quote_prefix(name) + "'");
 }
 
 const Tensor& SafetensorsFile::at(const std::string& name) const {

@@ -8,6 +8,7 @@
 
 #include "mixprec/core/error.h"
 #include "mixprec/io/safetensors.h"
+#include "text_bounds.h"
 
 namespace mixprec::io {
 namespace {
@@ -35,7 +36,7 @@ Shape parse_shape(const json& v, const std::string& source, const std::string& w
   shape.reserve(v.size());
   for (const json& d : v) {
     if (!is_count(d) || d.get<uint64_t>() > kInt64Max)
-      fail(source, where + "shape " + v.dump() + " must hold integers in [0, 2^63)");
+      fail(source, where + "shape " + quote_prefix(v.dump()) + " must hold integers in [0, 2^63)");
     shape.push_back(d.get<int64_t>());
   }
   return shape;
@@ -69,7 +70,8 @@ SafetensorsEntry parse_entry(const std::string& name, const json& entry, uint64_
   SafetensorsEntry e;
   e.name = name;
   const json& dtype = entry.at("dtype");
-  if (!dtype.is_string()) fail(source, where + "dtype must be a string, got " + dtype.dump());
+  if (!dtype.is_string())
+    fail(source, where + "dtype must be a string, got " + quote_prefix(dtype.dump()));
   try {
     e.dtype = parse_safetensors_dtype(dtype.get<std::string>());
   } catch (const Error& ex) {
@@ -78,8 +80,8 @@ SafetensorsEntry parse_entry(const std::string& name, const json& entry, uint64_
   e.shape = parse_shape(entry.at("shape"), source, where);
   const json& offsets = entry.at("data_offsets");
   if (!offsets.is_array() || offsets.size() != 2 || !is_count(offsets[0]) || !is_count(offsets[1]))
-    fail(source,
-         where + "data_offsets must be [begin, end], two integers >= 0, got " + offsets.dump());
+    fail(source, where + "data_offsets must be [begin, end], two integers >= 0, got " +
+                     quote_prefix(offsets.dump()));
   e.begin = offsets[0].get<uint64_t>();
   e.end = offsets[1].get<uint64_t>();
   if (e.begin > e.end || e.end > data_size)
@@ -104,6 +106,12 @@ json parse_json(const char* begin, const char* end, const std::string& source) {
       repeated = parsed.get<std::string>();
     return true;
   };
+  // Bounded first: printing (and, in older nlohmann versions, destroying) a value recurses
+  // once per level, so a header nested 80k deep would overflow the stack.
+  const int depth = json_nesting_depth(std::string_view(begin, static_cast<size_t>(end - begin)));
+  if (depth > kMaxNesting)
+    fail(source, "header nests " + std::to_string(depth) + " levels deep (at most " +
+                     std::to_string(kMaxNesting) + ")");
   json header;
   try {
     header = json::parse(begin, end, note_names);

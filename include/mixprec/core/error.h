@@ -2,10 +2,16 @@
 // Messages read "[where] what" so a user can find the file, key or value at fault.
 #pragma once
 
+#include <cstddef>
 #include <stdexcept>
 #include <string>
+#include <string_view>
 
 namespace mixprec {
+
+// `text` when short, else its first `keep` bytes and how many were left out: what a message
+// quotes of a value that may be megabytes long (a hostile file's or config's).
+std::string quote_prefix(std::string_view text, std::size_t keep = 80);
 
 class Error : public std::runtime_error {
  public:

@@ -168,6 +168,7 @@ std::size_t edit_distance(const std::string& a, const std::string& b) {
 std::string closest_key(const std::string& path) {
   const std::string name =
       path.substr(path.rfind('.') == std::string::npos ? 0 : path.rfind('.') + 1);
+  if (name.size() > 64) return "";  // no key is that long, and the distance is quadratic
   std::string best;
   std::size_t best_distance = std::string::npos;
   auto consider = [&](const std::string& key, std::size_t distance) {

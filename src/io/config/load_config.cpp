@@ -8,6 +8,7 @@
 #include <fstream>
 #include <sstream>
 
+#include "../text_bounds.h"
 #include "config_fields.h"
 #include "mixprec/config/train_config.h"
 #include "mixprec/core/error.h"
@@ -20,6 +21,9 @@ namespace {
 using detail::Field;
 using detail::Origins;
 using detail::ValueRef;
+
+// Far above any real config (about 2 KB), far below what could flood memory or messages.
+constexpr std::size_t kMaxConfigBytes = 1 << 20;
 
 const char* type_name(const ValueRef& ref) {
   switch (ref.index()) {
@@ -112,15 +116,16 @@ class TableReader {
   static std::string unknown_key_message(const std::string& section, const std::string& name,
                                          bool is_table) {
     const std::string path = section.empty() ? name : section + "." + name;
+    const std::string shown = quote_prefix(path);
     if (section.empty() && is_table) {
-      return "unknown section [" + path + "]; valid at the top level: " + detail::valid_keys("");
+      return "unknown section [" + shown + "]; valid at the top level: " + detail::valid_keys("");
     }
     if (detail::is_section(path)) {
-      return "'" + path + "' must be a table ([" + path + "])";
+      return "'" + shown + "' must be a table ([" + shown + "])";
     }
     const std::string in = section.empty() ? "at the top level" : "of [" + section + "]";
     const std::string near = detail::closest_key(path);
-    return "unknown key '" + path + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
+    return "unknown key '" + shown + "'" + (near.empty() ? "" : " (did you mean '" + near + "'?)") +
            "; valid keys " + in + ": " + detail::valid_keys(section);
   }
 };
@@ -135,7 +140,7 @@ std::string trim(std::string_view s) {
 // Applies "section.key=value"; the value is read as the key's type.
 void apply_override(TrainConfig& config, Origins& origins, const std::string& where,
                     const std::string& text) {
-  const std::string origin = "override '" + text + "'";
+  const std::string origin = "override '" + quote_prefix(text) + "'";
   const auto eq = text.find('=');
   MIXPREC_CHECK(eq != std::string::npos, where, origin + ": expected section.key=value");
   std::string key = trim(std::string_view(text).substr(0, eq));
@@ -154,7 +159,8 @@ void apply_override(TrainConfig& config, Origins& origins, const std::string& wh
                 origin + ": " + TableReader::unknown_key_message(section, name, false));
 
   const ValueRef ref = field->bind(config);
-  const std::string bad = origin + ": " + key + " = " + value + " must be " + type_name(ref);
+  const std::string bad =
+      origin + ": " + key + " = " + quote_prefix(value) + " must be " + type_name(ref);
   const char* first = value.data();
   const char* last = value.data() + value.size();
   if (auto b = std::get_if<bool*>(&ref)) {
@@ -184,6 +190,15 @@ void apply_override(TrainConfig& config, Origins& origins, const std::string& wh
 TrainConfig load_config_text(std::string_view toml_text, const std::string& source_name,
                              const std::vector<std::string>& overrides) {
   const std::string where = "config " + source_name;
+  // Bounded first: toml++ nests a table per dotted part, and tables are read and freed
+  // recursively, so a key 20k parts deep would overflow the stack.
+  MIXPREC_CHECK(toml_text.size() <= kMaxConfigBytes, where,
+                "is " + std::to_string(toml_text.size()) + " bytes (a config is at most " +
+                    std::to_string(kMaxConfigBytes) + ")");
+  int line = 0;
+  if (const int depth = io::toml_key_depth(toml_text, &line); depth > io::kMaxNesting)
+    throw Error(where, "line " + std::to_string(line) + ": a key of " + std::to_string(depth) +
+                           " dotted parts (at most " + std::to_string(io::kMaxNesting) + ")");
   toml::table table;
   try {
     table = toml::parse(toml_text, source_name);

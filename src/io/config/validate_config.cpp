@@ -5,6 +5,7 @@
 #include <cmath>
 #include <utility>
 
+#include "../text_bounds.h"
 #include "config_fields.h"
 #include "mixprec/core/error.h"
 
@@ -23,7 +24,7 @@ class Checker {
   }
   std::string value(const std::string& key) const {
     const Field* f = find_field(key);
-    return format_value(f->bind(config_));
+    return quote_prefix(format_value(f->bind(config_)));
   }
   std::string origin(const std::string& key) const {
     auto it = origins_.find(key);
