@@ -58,6 +58,11 @@ void check_world_size(const config::TrainConfig& c, const dist::Communicator& co
 // training.threads, or "every core" shared by the job's ranks on this machine (not every
 // core per rank) unless OMP_NUM_THREADS says otherwise.
 void set_threads(const config::TrainConfig& c, const dist::Communicator& comm) {
+  // More threads than cores only slows the run, and OpenMP crashes creating 100000 of them.
+  const int64_t cores = std::max(1u, std::thread::hardware_concurrency());
+  MIXPREC_CHECK(c.training.threads <= cores, "training.threads",
+                std::to_string(c.training.threads) + " exceeds this machine's " +
+                    std::to_string(cores) + " cores (0 uses all of them)");
   if (c.training.threads > 0) {
     set_num_threads(static_cast<int>(c.training.threads));
   } else if (comm.size() > 1 && !std::getenv("OMP_NUM_THREADS")) {

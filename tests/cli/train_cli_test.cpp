@@ -114,6 +114,8 @@ TEST(TrainCli, BadInputExitsNonZeroNamingTheKeyOrFile) {
            Case{{"--set", "model.d_modle=64"}, "did you mean 'model.d_model'"},
            Case{{"--set", "training.steps=-3"}, "training.steps"},
            Case{{"--set", "optimizer.lr=fast"}, "optimizer.lr"},
+           // OpenMP crashed creating them: refused against the machine's cores.
+           Case{{"--set", "training.threads=100000"}, "training.threads"},
            Case{{"--precision", "fp12"}, "fp12"},
            Case{{"--set", "training.data=/no/such/corpus"}, "/no/such/corpus"},
            // A run directory under a regular file: a message, not std::terminate.
