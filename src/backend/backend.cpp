@@ -1,6 +1,7 @@
 // Which backend CPU tensors run on.
 #include "mixprec/backend/backend.h"
 
+#include <array>
 #include <atomic>
 #include <cstdlib>
 #include <string>
@@ -10,13 +11,28 @@
 namespace mixprec::backend {
 namespace {
 
+std::array<const Backend*, 2> built_ins() {
+  return {&cpu_backend(), &reference_backend()};
+}
+
+const Backend* lookup(std::string_view name) {
+  for (const Backend* b : built_ins())
+    if (b->name == name) return b;
+  return nullptr;
+}
+
+std::string known_names() {
+  std::string known;
+  for (const Backend* b : built_ins()) known += (known.empty() ? "" : ", ") + std::string(b->name);
+  return known;
+}
+
 const Backend* from_environment() {
   const char* name = std::getenv("MIXPREC_BACKEND");
   if (name == nullptr || *name == '\0') return &cpu_backend();
-  for (std::string_view n : backend_names())
-    if (n == name) return &find_backend(n);
+  if (const Backend* b = lookup(name)) return b;
   throw Error("MIXPREC_BACKEND",
-              std::string("no backend named '") + name + "' (use cpu or reference)");
+              "no backend named '" + quote_prefix(name) + "' (known: " + known_names() + ")");
 }
 
 std::atomic<const Backend*>& selected() {
@@ -27,16 +43,15 @@ std::atomic<const Backend*>& selected() {
 }  // namespace
 
 std::vector<std::string_view> backend_names() {
-  return {cpu_backend().name, reference_backend().name};
+  std::vector<std::string_view> names;
+  for (const Backend* b : built_ins()) names.push_back(b->name);
+  return names;
 }
 
 const Backend& find_backend(std::string_view name) {
-  std::string known;
-  for (std::string_view n : backend_names()) {
-    if (n == name) return n == cpu_backend().name ? cpu_backend() : reference_backend();
-    known += (known.empty() ? "" : ", ") + std::string(n);
-  }
-  throw Error("backend", "no backend named '" + std::string(name) + "' (known: " + known + ")");
+  if (const Backend* b = lookup(name)) return *b;
+  throw Error("backend",
+              "no backend named '" + quote_prefix(name) + "' (known: " + known_names() + ")");
 }
 
 const Backend& current() {

@@ -293,7 +293,7 @@ void gemm_f64(const Problem& p, int64_t batch, const GemmGrid& grid) {
   }
 }
 
-thread_local bool t_whole_products = false;  // inside a WholeProductScope
+thread_local bool t_whole_products = false;  // set_whole_products
 
 }  // namespace
 
@@ -301,12 +301,6 @@ bool set_whole_products(bool whole) {
   const bool saved = t_whole_products;
   t_whole_products = whole;
   return saved;
-}
-
-WholeProductScope::WholeProductScope() : saved_(set_whole_products(true)) {}
-
-WholeProductScope::~WholeProductScope() {
-  set_whole_products(saved_);
 }
 
 GemmGrid gemm_grid(int64_t m, int64_t n, int64_t k, int64_t batch) {

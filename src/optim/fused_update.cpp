@@ -63,9 +63,11 @@ void fused_update(Parameter& param, const Tensor& grad, float inv_scale, std::sp
   if (param.has_working_copy()) pass.working = buffer(param.value());
   pass.stochastic =
       master.dtype() != DType::f32 && param.policy().master_update == amp::MasterUpdate::stochastic;
-  pass.seed = keys.seed;
-  for (std::size_t b = 0; b < pass.streams.size(); ++b)
-    pass.streams[b] = rounding_stream(keys, static_cast<int>(b));
+  if (pass.stochastic) {
+    pass.seed = keys.seed;
+    for (std::size_t b = 0; b < pass.streams.size(); ++b)
+      pass.streams[b] = rounding_stream(keys, static_cast<int>(b));
+  }
   // A shard piece counts from its offset in the whole parameter, so sharded and unsharded
   // runs round the same element alike.
   pass.index_base = static_cast<uint64_t>(param.element_offset());

@@ -14,6 +14,7 @@
 #include <thread>
 
 #include "cli_running.h"
+#include "support/scoped_env.h"
 #include "support/temp_files.h"
 
 namespace mixprec {
@@ -141,17 +142,7 @@ TEST(TrainCli, BadInputExitsNonZeroNamingTheKeyOrFile) {
 namespace mixprec {
 namespace {
 
-// Sets an environment variable for the scope (children started meanwhile inherit it).
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) { setenv(name, value, 1); }
-  ~ScopedEnv() { unsetenv(name_); }
-  ScopedEnv(const ScopedEnv&) = delete;
-  ScopedEnv& operator=(const ScopedEnv&) = delete;
-
- private:
-  const char* name_;
-};
+using testing::ScopedEnv;
 
 // MIXPREC_BACKEND=reference trains on the reference kernels: the same run to within the
 // kernels' accumulation differences (f64 sums against f32 ones), and a backend that does

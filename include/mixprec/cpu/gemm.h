@@ -30,24 +30,15 @@ using backend::GemmOutput;
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a, const GemmOperand& b,
           float beta, const GemmOutput& c, int64_t batch = 1);
 
-// Inside this scope gemm() runs each product whole on the calling thread (one piece instead
-// of the grid's C tiles; a K-split keeps its pieces, whose sums depend on them). For callers
+// While set (backend::WholeProductScope sets it), gemm() runs each product whole on the calling
+// thread (one piece instead of the grid's C tiles; a K-split keeps its pieces, whose sums
+// depend on them). For callers
 // that spread independent products over the threads themselves (grouped_linear): each
 // shared operand is packed once instead of once per tile. On the AVX-512 and AMX paths a C
 // tile's bits do not depend on the tiling, so the results are the same as outside; on the
 // OpenBLAS path they are fixed too, but may differ from the tiled ones in the last bit.
 // The setting for the calling thread; returns the previous one.
 bool set_whole_products(bool whole);
-class WholeProductScope {
- public:
-  WholeProductScope();
-  ~WholeProductScope();
-  WholeProductScope(const WholeProductScope&) = delete;
-  WholeProductScope& operator=(const WholeProductScope&) = delete;
-
- private:
-  bool saved_;
-};
 
 // How the work is split; exposed for tests and benchmarks.
 struct GemmGrid {

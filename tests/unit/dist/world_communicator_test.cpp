@@ -8,6 +8,7 @@
 #include "dist/mpi_launch.h"
 #include "mixprec/dist/communicator.h"
 #include "support/op_testing.h"
+#include "support/scoped_env.h"
 
 namespace mixprec::dist {
 namespace {
@@ -16,27 +17,7 @@ using detail::choose_world_backend;
 using detail::WorldBackend;
 using mixprec::testing::error_of;
 
-// Sets (or unsets) an environment variable for one scope.
-class ScopedEnv {
- public:
-  ScopedEnv(const char* name, const char* value) : name_(name) {
-    if (const char* old = std::getenv(name)) old_ = old;
-    if (value)
-      setenv(name, value, 1);
-    else
-      unsetenv(name);
-  }
-  ~ScopedEnv() {
-    if (old_)
-      setenv(name_, old_->c_str(), 1);
-    else
-      unsetenv(name_);
-  }
-
- private:
-  const char* name_;
-  std::optional<std::string> old_;
-};
+using mixprec::testing::ScopedEnv;
 
 struct NoLauncher {
   ScopedEnv a{"OMPI_COMM_WORLD_SIZE", nullptr}, b{"PMIX_RANK", nullptr}, c{"PMI_RANK", nullptr},
