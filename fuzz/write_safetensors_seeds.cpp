@@ -26,6 +26,11 @@ void write_bytes(const fs::path& path, const std::string& bytes) {
   std::ofstream(path, std::ios::binary) << bytes;
 }
 
+// `depth` JSON arrays, one inside the other.
+std::string nested(size_t depth) {
+  return std::string(depth, '[') + std::string(depth, ']');
+}
+
 // An 8-byte little-endian length (the header's own unless `claimed` says otherwise), the
 // header text, then the data.
 std::string raw(const std::string& header, const std::string& data = "",
@@ -106,6 +111,12 @@ void write_edge_cases(const fs::path& dir) {
        raw(R"({"\u00e9\u4e2d":{"dtype":"U8","shape":[1],"data_offsets":[0,1]}})", "\x07")},
       {"empty_name", raw(R"({"":{"dtype":"I64","shape":[],"data_offsets":[0,8]}})", eight)},
       {"deep_nesting", raw(std::string(5000, '[') + std::string(5000, ']'))},
+      // Values nested as deep as those that overflowed the stack before the depth bound
+      // (80k levels); scripts/fuzz.sh's input length reaches them.
+      {"deep_shape",
+       raw(R"({"a":{"dtype":"F32","shape":)" + nested(80'000) + R"(,"data_offsets":[0,4]}})",
+           "abcd")},
+      {"deep_metadata", raw(R"({"__metadata__":{"k":)" + nested(80'000) + "}}")},
   };
   for (const auto& c : cases) write_bytes(dir / c.name, c.bytes);
 }

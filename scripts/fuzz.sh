@@ -1,18 +1,28 @@
 #!/usr/bin/env bash
-# Fuzzes the safetensors reader with libFuzzer: scripts/fuzz.sh [SECONDS] (default 300).
-# Installs clang and the libFuzzer runtime, builds build-fuzz-clang (clang, ASan + UBSan,
-# -DMIXPREC_FUZZ=ON), fuzzes for SECONDS starting from the kept corpus plus fresh seeds, then
-# merges the corpus, the seeds and the new finds into a minimal tests/fuzz/safetensors
-# (-set_cover_merge=1, the set-cover variant of -merge=1). A crash leaves its input as
-# build-fuzz-clang/fuzz/crash-* and fails the script.
-# Environment: FUZZ_JOBS (parallel fuzzing processes, default 1), FUZZ_MAX_LEN (default 4096).
+# Fuzzes a reader with libFuzzer: scripts/fuzz.sh [TARGET] [SECONDS]. TARGET is safetensors (the
+# checkpoint reader, the default) or config (the TOML config loader and --set overrides);
+# SECONDS defaults to 300. Installs clang and the libFuzzer runtime, builds build-fuzz-clang
+# (clang, ASan + UBSan, -DMIXPREC_FUZZ=ON), fuzzes for SECONDS (or FUZZ_RUNS executions)
+# starting from the kept corpus plus fresh seeds, then merges the corpus, the seeds and the new
+# finds into a minimal tests/fuzz/TARGET (-set_cover_merge=1, the set-cover variant of
+# -merge=1). A crash leaves its input as build-fuzz-clang/fuzz/crash-* and fails the script.
+# Environment: FUZZ_JOBS (parallel fuzzing processes, default 1), FUZZ_RUNS (stop after this
+# many executions instead of SECONDS), FUZZ_MAX_LEN (default 8192; longer seeds are cut to it).
+# The deep seeds nest 40k-80k levels, as deep as the inputs that overflowed the stack before the
+# depth bound: FUZZ_MAX_LEN=262144 reaches them whole, at a tenth of the speed.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
-seconds=${1:-300}
+target=${1:-safetensors}
+seconds=${2:-300}
+case "$target" in
+  safetensors | config) ;;
+  *) echo "fuzz: unknown target '$target' (safetensors or config)" >&2; exit 2 ;;
+esac
 jobs=${FUZZ_JOBS:-1}
-max_len=${FUZZ_MAX_LEN:-4096}
-corpus=tests/fuzz/safetensors
+runs=${FUZZ_RUNS:--1}
+max_len=${FUZZ_MAX_LEN:-8192}
+corpus=tests/fuzz/$target
 build=build-fuzz-clang
 
 # ---- packages (as scripts/setup.sh does) ---------------------------------
@@ -35,20 +45,45 @@ fi
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DMIXPREC_FUZZ=ON \
   -DMIXPREC_BUILD_TESTS=OFF -DMIXPREC_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" --parallel "$(nproc)" --target safetensors_fuzz write_safetensors_seeds
+cmake --build "$build" --parallel "$(nproc)" --target "${target}_fuzz" write_safetensors_seeds
+
+# `count` copies of `unit`, on one line.
+repeat() { printf "$2%.0s" $(seq "$1"); }
+
+# The config seeds: the shipped configs, one with overrides after the "--" line, and keys,
+# tables, inline tables and arrays nested as deep as those that overflowed the stack before.
+write_config_seeds() {
+  local dir=$1
+  cp configs/*.toml "$dir"/
+  { cat configs/tiny.toml; printf '\n--\ntraining.lr=1e-2\nmodel.moe.top_k=1\nrun_dir=x\n'; } \
+    >"$dir/overrides"
+  { printf a; repeat 50000 .a; printf ' = 1\n'; } >"$dir/deep_dotted_key"
+  { printf '[t'; repeat 50000 .t; printf ']\nx = 1\n'; } >"$dir/deep_table_header"
+  { printf 'a = '; repeat 40000 '{b = '; printf 1; repeat 40000 '}'; printf '\n'; } \
+    >"$dir/deep_inline_tables"
+  { printf 'a = '; repeat 80000 '['; repeat 80000 ']'; printf '\n'; } >"$dir/deep_arrays"
+  { cat configs/tiny.toml; printf '\n--\ntraining'; repeat 50000 .a; printf '=1\n'; } \
+    >"$dir/deep_override"
+}
 
 # ---- fuzz: new finds go to a scratch folder, then everything is merged into a minimal corpus
 root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$corpus" "$work/new" "$work/seeds" "$work/merged"
-"$build/fuzz/write_safetensors_seeds" "$work/seeds"
-fuzzer=$root/$build/fuzz/safetensors_fuzz
-echo "fuzz: ${seconds}s, $jobs job(s), inputs up to $max_len bytes, corpus $corpus" \
+if [ "$target" = safetensors ]; then
+  "$build/fuzz/write_safetensors_seeds" "$work/seeds"
+else
+  write_config_seeds "$work/seeds"
+fi
+fuzzer=$root/$build/fuzz/${target}_fuzz
+echo "fuzz: $target, ${seconds}s or $runs runs, $jobs job(s), inputs up to $max_len bytes, corpus $corpus" \
   "($(find "$corpus" -type f | wc -l) files)"
 # Run from the build folder: crash inputs and the jobs' logs land there, not in the sources.
-(cd "$build/fuzz" && "$fuzzer" -max_total_time="$seconds" -max_len="$max_len" -timeout=10 \
-  -rss_limit_mb=2048 -dict="$root/fuzz/safetensors.dict" -jobs="$jobs" -workers="$jobs" \
+limit=(-max_total_time="$seconds")
+[ "$runs" != -1 ] && limit=(-runs="$runs")
+(cd "$build/fuzz" && "$fuzzer" "${limit[@]}" -max_len="$max_len" -timeout=10 \
+  -rss_limit_mb=2048 -dict="$root/fuzz/$target.dict" -jobs="$jobs" -workers="$jobs" \
   -print_final_stats=1 "$work/new" "$root/$corpus" "$work/seeds")
 # Rebuilt from scratch so the corpus stays a small set covering every edge seen so far: a set
 # cover (fewest inputs, not the first-found ones) of plain edges (not hit counts, which keep

@@ -3,11 +3,14 @@
 // matmul precision.
 #include "mixprec/amp/policy.h"
 
+#include "mixprec/core/spelling.h"
+
 #include <algorithm>
 #include <array>
 #include <atomic>
 #include <cctype>
 #include <optional>
+#include <vector>
 
 #include "mixprec/core/error.h"
 
@@ -84,11 +87,33 @@ std::string_view trim(std::string_view s) {
   return s;
 }
 
+// The dtypes a policy may name: those the kernels compute in (not f8, not integers).
+std::vector<std::string> policy_dtype_names() {
+  std::vector<std::string> names;
+  for (const DTypeInfo& row : kDTypeTable)
+    if (row.computable) names.emplace_back(row.name);
+  return names;
+}
+
+std::string joined(const std::vector<std::string>& names) {
+  std::string out;
+  for (const std::string& n : names) out += (out.empty() ? "" : ", ") + n;
+  return out;
+}
+
 std::string valid_spellings() {
   std::string aliases;
   for (const Alias& a : kAliases) aliases += (aliases.empty() ? "" : ", ") + std::string(a.name);
-  return "valid: a preset (" + preset_names() + "), " + aliases + ", a dtype (" + dtype_names() +
-         ") or key=value pairs with keys " + kValidKeys;
+  return "valid: a preset (" + preset_names() + "), " + aliases + ", a dtype (" +
+         joined(policy_dtype_names()) + ") or key=value pairs with keys " + kValidKeys;
+}
+
+// Every bare spelling parse_policy takes, for "did you mean".
+std::vector<std::string> bare_spellings() {
+  std::vector<std::string> names = policy_dtype_names();
+  for (const Preset& p : presets()) names.emplace_back(p.name);
+  for (const Alias& a : kAliases) names.emplace_back(a.name);
+  return names;
 }
 
 const Preset* find_preset(std::string_view name) {
@@ -107,8 +132,8 @@ DType policy_dtype(std::string_view token, std::string_view key) {
   try {
     d = parse_dtype(trim(token));
   } catch (const Error&) {
-    throw Error(kWhere, "unknown dtype '" + std::string(trim(token)) + "' for key '" +
-                            std::string(key) + "'; valid: " + dtype_names());
+    throw Error(kWhere, "unknown dtype '" + quote_prefix(trim(token)) + "' for key '" +
+                            std::string(key) + "'; valid: " + joined(policy_dtype_names()));
   }
   MIXPREC_CHECK(is_computable(d), kWhere,
                 "dtype '" + std::string(trim(token)) + "' for key '" + std::string(key) +
@@ -238,7 +263,10 @@ MixedPrecisionPolicy parse_policy(std::string_view text) {
   try {
     d = parse_dtype(t);
   } catch (const Error&) {
-    throw Error(kWhere, "unknown policy '" + quote_prefix(t) + "'; " + valid_spellings());
+    const std::string guess = closest_name(t, bare_spellings());
+    throw Error(kWhere, "unknown policy '" + quote_prefix(t) + "'" +
+                            (guess.empty() ? "" : " (did you mean '" + guess + "'?)") + "; " +
+                            valid_spellings());
   }
   return parse_pairs("params=" + std::string(dtype_name(d)) + ",compute=" + dtype_name(d) +
                      ",reduce=" + dtype_name(d) + ",output=" + dtype_name(d));

@@ -92,7 +92,7 @@ void run_backward(const Tensor& root, const Tensor& grad, bool retain_graph) {
     if (any) input_grads = node->apply(grads);
     if (anomaly_mode_enabled())
       for (size_t i = 0; i < input_grads.size(); ++i)
-        note_if_nonfinite(input_grads[i], node->name(), true, static_cast<int>(i));
+        note_if_nonfinite(input_grads[i], node->name(), true, static_cast<int>(i), node->module());
     grads.clear();
     if (!retain_graph && !node->reusable()) {
       node->release_saved();

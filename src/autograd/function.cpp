@@ -47,7 +47,10 @@ void set_history(Tensor& out, const std::shared_ptr<Node>& node, int output_nr) 
   meta->requires_grad = true;
   meta->grad_fn = node;
   meta->output_nr = output_nr;
-  if (anomaly_mode_enabled()) note_if_nonfinite(out, node->name(), false, output_nr);
+  if (anomaly_mode_enabled()) {
+    if (output_nr == 0) node->set_module(anomaly_module_path());
+    note_if_nonfinite(out, node->name(), false, output_nr, node->module());
+  }
 }
 
 Tensor sum_to_shape(const Tensor& grad, const Shape& shape) {

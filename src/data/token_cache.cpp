@@ -10,8 +10,8 @@
 #include <iterator>
 
 #include "mixprec/core/error.h"
+#include "mixprec/core/utf8.h"
 #include "mixprec/data/byte_tokenizer.h"
-#include "mixprec/data/utf8.h"
 #include "mixprec/io/atomic_file.h"
 
 namespace mixprec::data {

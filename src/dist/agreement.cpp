@@ -1,5 +1,7 @@
 #include "mixprec/dist/agreement.h"
 
+#include <cstring>
+
 namespace mixprec::dist {
 namespace {
 
@@ -36,6 +38,24 @@ bool same_on_every_rank(Communicator& comm, uint64_t value) {
   const auto v = static_cast<int64_t>(value >> 1);
   const Tensor both = reduced(comm, {v, -v}, ReduceOp::max);
   return both.data<int64_t>()[0] == -both.data<int64_t>()[1];
+}
+
+int first_rank_with(Communicator& comm, bool flag) {
+  if (comm.size() == 1) return flag ? 0 : -1;
+  const int64_t first =
+      reduced(comm, {flag ? comm.rank() : comm.size()}, ReduceOp::min).data<int64_t>()[0];
+  return first < comm.size() ? static_cast<int>(first) : -1;
+}
+
+std::string text_from(Communicator& comm, const std::string& text, int root) {
+  if (comm.size() == 1) return text;
+  Tensor size = Tensor::from_vector(std::vector<int64_t>{static_cast<int64_t>(text.size())});
+  comm.broadcast(size, root);
+  Tensor bytes = Tensor::empty({size.data<int64_t>()[0]}, DType::u8);
+  if (comm.rank() == root && !text.empty()) std::memcpy(bytes.raw_data(), text.data(), text.size());
+  comm.broadcast(bytes, root);
+  return std::string(static_cast<const char*>(bytes.raw_data()),
+                     static_cast<std::size_t>(bytes.numel()));
 }
 
 }  // namespace mixprec::dist

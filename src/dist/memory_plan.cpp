@@ -201,8 +201,15 @@ int optimizer_buffers_per_element(std::string_view optimizer, double momentum) {
   return optim::optimizer_kind(optimizer).buffers_per_element({.momentum = momentum});
 }
 
-MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
+void check_batch_splits(const config::TrainConfig& config, int world_size) {
   check_world_size(world_size);
+  MIXPREC_CHECK(config.training.batch_size % world_size == 0, "training.batch_size",
+                std::to_string(config.training.batch_size) + " does not split evenly over " +
+                    std::to_string(world_size) + " ranks");
+}
+
+MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
+  check_batch_splits(config, world_size);
   const std::unique_ptr<models::Model> model = models::make_model(config.model);
   const ShardLayout layout(*model, world_size);
   const Units u = units_of(layout);
@@ -214,8 +221,8 @@ MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
   const int64_t extra = per_block_values(layout, kind);
   const Bytes optimizer = optimizer_bytes(u.shard, p, buffers, extra);
 
-  // The global batch is split over the ranks; a rank holds at most ceil(B / W) sequences.
-  const int64_t sequences = (config.training.batch_size + world_size - 1) / world_size;
+  // The global batch is split evenly over the ranks.
+  const int64_t sequences = config.training.batch_size / world_size;
   const models::ActivationEstimate a =
       model->estimate_activations(p, sequences, config.training.seq_len);
 

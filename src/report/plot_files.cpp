@@ -63,6 +63,23 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
   MIXPREC_CHECK(out.good(), kWhere, "cannot write " + path.string());
 }
 
+// A skipped step or a non-finite loss has no point on the curve; it gets a mark instead, at
+// the height of the curve where it broke off (the last finite smoothed loss; 0 before any).
+bool marked(const TrainRecord& r) {
+  return r.skipped || !std::isfinite(r.loss);
+}
+
+std::vector<double> mark_heights(const std::vector<TrainRecord>& train,
+                                 const std::vector<double>& smoothed) {
+  std::vector<double> out;
+  double height = 0;
+  for (std::size_t i = 0; i < train.size(); ++i) {
+    if (std::isfinite(smoothed[i]) && std::isfinite(train[i].loss)) height = smoothed[i];
+    out.push_back(marked(train[i]) ? height : NAN);
+  }
+  return out;
+}
+
 template <class Pred>
 bool any_train(const RunMetrics& run, Pred pred) {
   return std::any_of(run.train.begin(), run.train.end(), pred);
@@ -97,11 +114,13 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunMetrics& run = runs[i];
     const std::vector<double> smoothed = trailing_mean(run.train, window);
-    std::string train = "# step loss smoothed_loss loss_scale grad_norm\n";
+    const std::vector<double> marks = mark_heights(run.train, smoothed);
+    std::string train =
+        "# step loss smoothed_loss loss_scale grad_norm skipped_or_nonfinite_mark\n";
     for (std::size_t j = 0; j < run.train.size(); ++j) {
       const TrainRecord& r = run.train[j];
       train += std::to_string(r.step) + " " + value(r.loss) + " " + value(smoothed[j]) + " " +
-               value(r.loss_scale) + " " + value(r.grad_norm) + "\n";
+               value(r.loss_scale) + " " + value(r.grad_norm) + " " + value(marks[j]) + "\n";
     }
     files.train_data.push_back(dir / ("run" + std::to_string(i) + "_train.dat"));
     write_text(files.train_data.back(), train);
@@ -142,6 +161,9 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
       loss.push_back(train + " using 1:2 with lines lw 1 lc rgb '#B0" + colour + "' notitle");
       loss.push_back(train + " using 1:3 with lines lw 2" + solid + " title " + quoted(name));
     }
+    if (any_train(run, marked))
+      loss.push_back(train + " using 1:6 with points pt 2 ps 1.2" + solid + " title " +
+                     quoted(name + ": skipped or non-finite steps"));
     if (!files.eval_data[i].empty())
       loss.push_back(quoted(files.eval_data[i].string()) + " using 1:2 with points pt 7 ps 1" +
                      solid + " notitle");

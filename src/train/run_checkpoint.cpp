@@ -2,12 +2,15 @@
 #include "mixprec/train/run_checkpoint.h"
 #include "mixprec/io/config_file.h"
 
+#include <fmt/core.h>
+
 #include <filesystem>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "mixprec/core/error.h"
+#include "mixprec/dist/machine_fit.h"
 
 namespace mixprec::train {
 namespace {
@@ -15,41 +18,14 @@ namespace {
 constexpr const char* kStepKey = "train.step";
 constexpr const char* kSeedKey = "train.seed";
 
-// "section.key" -> value text, in file order, from to_toml's output.
-std::vector<std::pair<std::string, std::string>> flat_entries(const std::string& toml) {
-  std::vector<std::pair<std::string, std::string>> out;
-  std::string section;
-  std::size_t pos = 0;
-  while (pos < toml.size()) {
-    std::size_t end = toml.find('\n', pos);
-    if (end == std::string::npos) end = toml.size();
-    const std::string line = toml.substr(pos, end - pos);
-    pos = end + 1;
-    if (line.empty() || line[0] == '#') continue;
-    if (line[0] == '[') {
-      section = line.substr(1, line.find(']') - 1);
-      continue;
-    }
-    const std::size_t eq = line.find(" = ");
-    if (eq == std::string::npos) continue;
-    out.emplace_back((section.empty() ? "" : section + ".") + line.substr(0, eq),
-                     line.substr(eq + 3));
-  }
-  return out;
-}
-
 // The first model.* key whose value differs, as "model.d_model = 128 in the checkpoint, 64 in
 // the config"; empty when the models match.
 std::string first_model_difference(const config::TrainConfig& saved,
                                    const config::TrainConfig& current) {
   if (saved.model == current.model) return "";
-  const auto a = flat_entries(config::to_toml(saved));
-  const auto b = flat_entries(config::to_toml(current));
-  for (std::size_t i = 0; i < a.size() && i < b.size(); ++i)
-    if (a[i].first.starts_with("model") && a[i] != b[i])
-      return a[i].first + " = " + a[i].second + " in the checkpoint, " + b[i].second +
-             " in the config";
-  return "the model sections differ";
+  const auto d = config::first_difference(saved, current, "model");
+  return d ? d->key + " = " + d->a + " in the checkpoint, " + d->b + " in the config"
+           : "the model sections differ";
 }
 
 int64_t scalar_i64(const io::Checkpoint& c, const char* key) {
@@ -154,12 +130,27 @@ LoadedModel load_model(const std::string& checkpoint_or_run_dir) {
   out.config = checkpoint_config(c);
   out.step = checkpoint_step(c);
   out.path = c.path;
+  // The stored config is as hostile as the file: its model must fit this machine, checked in
+  // milliseconds before any of it is described (restore_training_state then checks every
+  // tensor against it before changing anything).
+  const double parameters = dist::estimate_step(out.config, 1).parameters;
+  const double weight_bytes = parameters * 2 * sizeof(float);  // f32 masters and their casts
+  MIXPREC_CHECK(
+      weight_bytes <= static_cast<double>(dist::machine_memory_bytes()), "checkpoint",
+      fmt::format("{}: its stored config describes a model of {:.3g} parameters "
+                  "(model.n_layers = {}, model.d_model = {}), more than this "
+                  "machine's memory holds",
+                  c.path, parameters, out.config.model.n_layers, out.config.model.d_model));
   out.model = models::make_model(out.config.model);
   out.comm = dist::make_single_process_communicator();
   out.parallelism = dist::make_parallelism(*out.model, *out.comm, out.config.training.policy);
   out.parallelism->materialize(static_cast<uint64_t>(out.config.training.seed));
-  io::restore_training_state(out.parallelism->local_training_state(c.tensors),
-                             {out.parallelism->parameters(), nullptr, nullptr});
+  try {
+    io::restore_training_state(out.parallelism->local_training_state(c.tensors),
+                               {out.parallelism->parameters(), nullptr, nullptr});
+  } catch (const Error& e) {
+    throw Error("checkpoint", c.path + ": " + e.what());
+  }
   return out;
 }
 

@@ -6,12 +6,23 @@
 #include <vector>
 
 #include "mixprec/core/error.h"
+#include "mixprec/data/byte_tokenizer.h"
 #include "mixprec/data/corpus.h"
 
 namespace mixprec::train {
 
-// Every token id must index the embedding: the byte tokenizer's ids reach 255.
+// Every token id must index the embedding: the byte tokenizer's ids reach 255. A larger
+// vocabulary is a config meant for another tokenizer (GPT-2's 50257): rows no token reaches,
+// never trained; padding up to a multiple of 64 (nanoGPT's 50304) is the only slack allowed.
 void check_vocabulary(const data::TokenDataset& ds, int64_t vocab_size) {
+  constexpr int64_t kTokenizerVocab = data::ByteTokenizer::kVocabSize;
+  constexpr int64_t kPadded = (kTokenizerVocab + 63) / 64 * 64;
+  MIXPREC_CHECK(vocab_size <= kPadded, "model.vocab_size",
+                std::to_string(vocab_size) + " is larger than the data's vocabulary: the byte " +
+                    "tokenizer has " + std::to_string(kTokenizerVocab) + " token ids, so " +
+                    std::to_string(vocab_size - kTokenizerVocab) +
+                    " embedding rows would never be trained (use " +
+                    std::to_string(kTokenizerVocab) + ")");
   const data::TokenSplit all = ds.all();
   const auto it = std::max_element(all.tokens.begin(), all.tokens.end());
   if (it == all.tokens.end() || *it < vocab_size) return;

@@ -12,13 +12,18 @@
 
 #include <fmt/format.h>
 
+#include "mixprec/amp/autocast.h"
 #include "mixprec/amp/compute_scope.h"
 #include "mixprec/amp/grad_scaler.h"
 #include "mixprec/amp/numerics_monitor.h"
+#include "mixprec/autograd/anomaly.h"
+#include "mixprec/autograd/record_tensor_ops.h"
 #include "mixprec/core/error.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/data/batches.h"
 #include "mixprec/dist/agreement.h"
+#include "mixprec/dist/machine_fit.h"
+#include "mixprec/dist/memory_plan.h"
 #include "mixprec/dist/parallelism.h"
 #include "mixprec/io/checkpoint_export.h"
 #include "mixprec/optim/clip.h"
@@ -50,9 +55,7 @@ void check_world_size(const config::TrainConfig& c, const dist::Communicator& co
   MIXPREC_CHECK(degree == -1 || degree == w, "parallelism.data_parallel_shard_degree",
                 std::to_string(degree) + " does not match the job's " + std::to_string(w) +
                     " rank(s) (-1 shards over every rank; only pure sharding is implemented)");
-  MIXPREC_CHECK(c.training.batch_size % w == 0, "training.batch_size",
-                std::to_string(c.training.batch_size) + " does not split evenly over " +
-                    std::to_string(w) + " ranks");
+  dist::check_batch_splits(c, w);
 }
 
 // training.threads, or "every core" shared by the job's ranks on this machine (not every
@@ -101,6 +104,9 @@ struct Trainer::State {
   Clock::time_point started = Clock::now();
   std::optional<MetricsLog> log;  // rank 0, while run() runs
   TrainSummary summary;           // of the current run()
+  int64_t skipped_in_a_row = 0;   // the stop rule's count
+  bool checkpoint_owed = false;   // due at a skipped step
+  std::string first_nonfinite;    // of the newest skipped step: the first such parameter
 
   State(config::TrainConfig c, TrainerOptions o)
       : config(std::move(c)),
@@ -124,6 +130,10 @@ struct Trainer::State {
   void resume();
   std::optional<io::Checkpoint> resumable_checkpoint();
   StepMetrics step();
+  models::LossParts forward_backward(const data::Batch& batch, float loss_scale);
+  data::Batch local_batch(int64_t step);
+  void stop_if_diverged(const StepMetrics& m);
+  std::string nonfinite_origin(const StepMetrics& m);
   amp::StepReport apply_gradients(StepMetrics& m, amp::StepNumerics& numerics, float loss_scale);
   std::string save(int64_t step);
   std::string export_weights();
@@ -138,15 +148,24 @@ struct Trainer::State {
 // rank (ranks may not share a file system's timing).
 void Trainer::State::open_store() {
   const config::TrainConfig& c = config;
-  if (!c.checkpoint.enable) return;
-  store.emplace((fs::path(c.run_dir) / c.checkpoint.folder).string(),
-                static_cast<int>(c.checkpoint.keep_last),
-                [this](const std::string& w) { warn(w); });
-  const bool holds = !store->steps().empty();
-  MIXPREC_CHECK(options.resume || !dist::from_rank0(*comm, holds), "run_dir",
-                store->dir() + " already holds checkpoints (newest: step " +
-                    std::to_string(store->steps().back()) +
-                    "): pass --resume to continue that run, or choose another run_dir");
+  if (c.checkpoint.enable) {
+    store.emplace((fs::path(c.run_dir) / c.checkpoint.folder).string(),
+                  static_cast<int>(c.checkpoint.keep_last),
+                  [this](const std::string& w) { warn(w); });
+    const bool holds = !store->steps().empty();
+    MIXPREC_CHECK(options.resume || !dist::from_rank0(*comm, holds), "run_dir",
+                  store->dir() + " already holds checkpoints (newest: step " +
+                      std::to_string(store->steps().back()) +
+                      "): pass --resume to continue that run, or choose another run_dir");
+  }
+  // An earlier run's log is continued (--resume) or kept, never truncated.
+  std::error_code ec;
+  const fs::path log_path = fs::path(c.run_dir) / "metrics.jsonl";
+  const bool logged = c.metrics.jsonl && fs::file_size(log_path, ec) > 0 && !ec;
+  MIXPREC_CHECK(options.resume || !dist::from_rank0(*comm, logged), "run_dir",
+                log_path.string() +
+                    " holds an earlier run's metrics: pass --resume to continue that run, or "
+                    "choose another run_dir");
 }
 
 // Rank 0 tokenises the corpus into the cache first; the others then read that cache.
@@ -159,6 +178,11 @@ void Trainer::State::open_data() {
   if (leader()) dataset.emplace(open_run_data(c, c.run_dir, on_warning));
   comm->barrier();
   if (!leader()) dataset.emplace(open_run_data(c, c.run_dir, on_warning));
+  // Same path, same bytes: a rank on another machine may hold other files under it.
+  const uint64_t fingerprint = dataset->source_hash() ^ static_cast<uint64_t>(dataset->size());
+  MIXPREC_CHECK(dist::same_on_every_rank(*comm, fingerprint), "training.data",
+                "the ranks read different corpora under '" + c.training.data +
+                    "' (fingerprints differ): every rank must train on rank 0's data");
   check_vocabulary(*dataset, c.model.vocab_size);  // every rank, so all fail together
   train_batches.emplace(dataset->train(), c.training.batch_size, c.training.seq_len,
                         static_cast<uint64_t>(c.training.seed));
@@ -217,8 +241,43 @@ void Trainer::State::resume() {
   progress.message("resumed from " + latest->path + " (step " + std::to_string(next_step) + ")");
 }
 
+namespace {
+
+// Every rank must run rank 0's config: an MPMD launch (or a --set or file that differs per
+// rank) would otherwise train silently on mixed settings. Every rank learns the first
+// differing key of the lowest rank that differs, so all fail with the same message.
+void agree_with_rank0(const config::TrainConfig& c, dist::Communicator& comm) {
+  const std::string mine = config::to_toml(c);
+  const std::string rank0 = dist::text_from(comm, mine, 0);
+  const int first = dist::first_rank_with(comm, mine != rank0);
+  if (first < 0) return;
+  const std::string theirs = dist::text_from(comm, mine, first);
+  const auto d = config::first_difference(config::load_config_text(rank0, "rank 0's config"),
+                                          config::load_config_text(theirs, "a rank's config"));
+  throw Error("dist", fmt::format("rank {} runs another config than rank 0: {} (an MPMD launch, "
+                                  "or a config file or --set that differs per rank); every rank "
+                                  "must run rank 0's config",
+                                  first,
+                                  d ? fmt::format("{} = {} on rank 0, {} on rank {}", d->key, d->a,
+                                                  d->b, first)
+                                    : std::string("their TOML differs")));
+}
+
+// Refused before the model is described: 1e6 layers take a minute to describe, a batch of 1e9
+// sequences ends in std::bad_alloc.
+config::TrainConfig fitting_this_machine(config::TrainConfig c, const TrainerOptions& o) {
+  if (o.comm && o.comm->size() > 1) agree_with_rank0(c, *o.comm);
+  const int world_size = o.comm ? o.comm->size() : 1;
+  const int ranks_here = o.comm ? dist::ranks_on_this_machine(*o.comm) : 1;
+  dist::check_fits_machine(c, world_size, ranks_here, "memory");
+  return c;
+}
+
+}  // namespace
+
 Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
-    : state_(std::make_unique<State>(std::move(config), std::move(options))) {
+    : state_(std::make_unique<State>(fitting_this_machine(std::move(config), options),
+                                     std::move(options))) {
   State& s = *state_;
   check_world_size(s.config, *s.comm);
   set_threads(s.config, *s.comm);
@@ -265,28 +324,39 @@ amp::StepReport Trainer::State::apply_gradients(StepMetrics& m, amp::StepNumeric
   return report;
 }
 
+// The loss of `batch`, and its gradients at `loss_scale` (1 without loss scaling).
+models::LossParts Trainer::State::forward_backward(const data::Batch& batch, float loss_scale) {
+  models::LossParts loss;
+  parallelism->begin_step(true);
+  {
+    amp::ComputeScope compute(config.training.policy);
+    loss = model->loss(batch.inputs, batch.targets);
+  }
+  (scaler.enabled() ? scaled(loss.total, static_cast<double>(loss_scale)) : loss.total).backward();
+  parallelism->finish_backward();
+  return loss;
+}
+
+// This rank's rows of the global batch of step index `step` (0-based), so every world size
+// trains on the same samples.
+data::Batch Trainer::State::local_batch(int64_t step) {
+  const data::Batch global = train_batches->batch(static_cast<uint64_t>(step));
+  const auto [lo, hi] = parallelism->local_rows(global.inputs.size(0));
+  return {global.inputs.slice(0, lo, hi).contiguous(),
+          global.targets.slice(0, lo, hi).contiguous()};
+}
+
 StepMetrics Trainer::State::step() {
   const config::TrainConfig& c = config;
   Allocator& alloc = Allocator::instance();
   const auto t0 = Clock::now();
   alloc.reset_peak();
   const uint64_t comm_before = comm->stats().total();
-  // This rank's rows of the global batch, so every world size trains on the same samples.
-  const data::Batch global = train_batches->batch(static_cast<uint64_t>(next_step));
-  const auto [lo, hi] = parallelism->local_rows(global.inputs.size(0));
-  const data::Batch batch{global.inputs.slice(0, lo, hi).contiguous(),
-                          global.targets.slice(0, lo, hi).contiguous()};
+  const data::Batch batch = local_batch(next_step);
   schedule->apply(*optimizer, next_step);
 
-  models::LossParts loss;
-  parallelism->begin_step(true);
-  {
-    amp::ComputeScope compute(c.training.policy);
-    loss = model->loss(batch.inputs, batch.targets);
-  }
   const float loss_scale = scaler.get_scale();
-  scaler.scale(loss.total).backward();
-  parallelism->finish_backward();
+  models::LossParts loss = forward_backward(batch, loss_scale);
   // The values, then the graph goes (it would otherwise live through the next forward).
   std::vector<double> losses{loss.total.item(), loss.ce.item(), loss.aux.item(), loss.z.item()};
   loss = {};
@@ -307,6 +377,7 @@ StepMetrics Trainer::State::step() {
   m.lr = schedule->lr(next_step);
   m.loss_scale = loss_scale;
   m.skipped = !report.stepped;
+  if (m.skipped) first_nonfinite = report.first_nonfinite;
   m.skipped_total = scaler.state().steps_skipped;
   const int64_t tokens_per_step = c.training.batch_size * c.training.seq_len;
   m.tokens = m.step * tokens_per_step;
@@ -363,7 +434,7 @@ std::string Trainer::State::export_weights() {
 void Trainer::State::begin_run() {
   const config::TrainConfig& c = config;
   if (c.metrics.jsonl && leader()) {
-    log.emplace(fs::path(c.run_dir) / "metrics.jsonl", next_step > 0);
+    log.emplace(fs::path(c.run_dir) / "metrics.jsonl", options.resume || next_step > 0);
     log->write(run_json_line(run_name(c), amp::display_name(c.training.policy),
                              model->parameters().parameter_count(), next_step, config::to_toml(c)));
   }
@@ -371,6 +442,65 @@ void Trainer::State::begin_run() {
   summary.start_step = summary.end_step = next_step;
   summary.unigram_entropy = unigram_entropy;
   started = Clock::now();
+}
+
+// The stop rule: a run whose steps keep being skipped, or whose loss scale has fallen below
+// the floor, has diverged. It ends with an error naming the step, the loss-scale history and
+// where the first inf/NaN came from, before anything is saved over the last good checkpoint.
+void Trainer::State::stop_if_diverged(const StepMetrics& m) {
+  const config::TrainingConfig& t = config.training;
+  skipped_in_a_row = m.skipped ? skipped_in_a_row + 1 : 0;
+  std::string why;
+  if (t.max_skipped_steps > 0 && skipped_in_a_row >= t.max_skipped_steps)
+    why = fmt::format(
+        "{} steps in a row were skipped for non-finite gradients "
+        "(training.max_skipped_steps = {})",
+        skipped_in_a_row, t.max_skipped_steps);
+  else if (scaler.enabled() && t.min_loss_scale > 0 && scaler.get_scale() < t.min_loss_scale)
+    why = fmt::format("the loss scale fell to {:g}, below training.min_loss_scale = {:g}",
+                      scaler.get_scale(), t.min_loss_scale);
+  if (why.empty()) return;
+  std::string history;
+  const std::size_t n = summary.steps.size(), from = n > 24 ? n - 24 : 0;
+  for (std::size_t i = from; i < n; ++i)
+    history += fmt::format("{}{}:{:g}{}", i == from ? "" : " ", summary.steps[i].step,
+                           summary.steps[i].loss_scale, summary.steps[i].skipped ? "*" : "");
+  const std::string kept = !store ? "checkpoints are off (checkpoint.enable = false)"
+                           : summary.last_checkpoint.empty()
+                               ? "this run wrote no checkpoint"
+                               : "nothing was saved after " + summary.last_checkpoint;
+  progress.finish();
+  throw Error("training", fmt::format("diverged at step {}: {}. Loss scale by step (* = "
+                                      "skipped): {}. {}. The run stops; {}.",
+                                      m.step, why, history, nonfinite_origin(m), kept));
+}
+
+// Where step m's first inf/NaN came from: with detect_anomaly, its step re-run with per-op
+// checks (at the scale it was skipped at); otherwise the first parameter whose gradient held
+// one, which is only where it ended up.
+std::string Trainer::State::nonfinite_origin(const StepMetrics& m) {
+  if (!m.skipped) return "The last step was not skipped";
+  if (!options.detect_anomaly)
+    return "First non-finite gradient in parameter '" + first_nonfinite +
+           "'; run again with --detect-anomaly to find the op and module that produced it";
+  AnomalyRecord record;
+  {
+    AnomalyModeGuard guard(/*throw_on_first=*/false, &amp::module_path);
+    models::LossParts loss = forward_backward(local_batch(m.step - 1), m.loss_scale);
+    loss = {};
+    record = first_anomaly();
+  }
+  optimizer->zero_grad();
+  if (!record.found)
+    return fmt::format(
+        "Anomaly mode re-ran step {} and found no inf/NaN in any op's output "
+        "(it arose in the unscale or the gradient reduction)",
+        m.step);
+  return fmt::format(
+      "Anomaly mode re-ran step {}: the first inf/NaN came from the {} pass of "
+      "op {} in module {} ({})",
+      m.step, record.backward ? "backward" : "forward", record.op,
+      record.module.empty() ? "(top level)" : record.module, record.detail);
 }
 
 void Trainer::State::record(StepMetrics m) {
@@ -412,10 +542,19 @@ TrainSummary Trainer::run() {
                           : c.training.steps;
   s.begin_run();
   while (s.next_step < end) {
-    s.record(s.step());
+    StepMetrics m = s.step();
+    const StepMetrics kept = m;
+    s.record(std::move(m));
+    s.stop_if_diverged(kept);
     const int64_t done = s.next_step;
     if (s.val_batches && s.due(done, c.training.eval_every)) s.evaluate_at(done);
-    if (s.store && s.due(done, c.checkpoint.interval)) s.summary.last_checkpoint = s.save(done);
+    // A skipped step owes its checkpoint to the next step that is not skipped (or the last):
+    // saved in a streak of skips it would rotate out a good one while the run may be diverging.
+    s.checkpoint_owed = s.store && (s.checkpoint_owed || s.due(done, c.checkpoint.interval));
+    if (s.checkpoint_owed && (s.skipped_in_a_row == 0 || done == c.training.steps)) {
+      s.summary.last_checkpoint = s.save(done);
+      s.checkpoint_owed = false;
+    }
   }
   s.progress.finish();
 

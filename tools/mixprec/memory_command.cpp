@@ -123,7 +123,7 @@ void run_memory(const MemoryArgs& a) {
   if (!a.optimizer.empty()) sets.push_back("optimizer.name=" + a.optimizer);
   const config::TrainConfig c = load_config_with(a.config, a.precision, sets);
   const dist::MemoryPlan rank = dist::plan_memory(c, w), whole = dist::plan_memory(c, 1);
-  const int64_t per_rank = (c.training.batch_size + w - 1) / w;
+  const int64_t per_rank = c.training.batch_size / w;
   fmt::print("mixprec memory: {} ({} model, {} parameters), precision {}, optimizer {}\n", a.config,
              c.model.kind, format_count(rank.parameters), amp::display_name(c.training.policy),
              c.optimizer.name);

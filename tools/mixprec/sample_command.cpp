@@ -1,6 +1,7 @@
 // `mixprec sample`: generated text from a checkpoint.
 #include <fmt/core.h>
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include "mixprec/infer/sampler.h"
 #include "mixprec/train/run_checkpoint.h"
 #include "sample_command.h"
+#include "usage_error.h"
 
 namespace mixprec::cli {
 namespace {
@@ -22,6 +24,10 @@ struct SampleArgs {
 
 void run_sample(const SampleArgs& a) {
   train::LoadedModel loaded = train::load_model(a.checkpoint);
+  const int64_t vocab = loaded.config.model.vocab_size;
+  if (a.options.top_k > vocab)
+    throw UsageError(fmt::format("--top-k {} is more than the model's vocabulary ({} tokens)",
+                                 a.options.top_k, vocab));
   std::vector<int64_t> prompt;
   for (const unsigned char byte : a.prompt) prompt.push_back(byte);
   std::vector<int64_t> tokens;
@@ -43,11 +49,16 @@ void add_sample_command(CLI::App& app, int& exit_code) {
                   "a step-<N>.safetensors file, or a run directory (its newest checkpoint)")
       ->required();
   cmd->add_option("--prompt", args->prompt, "text to continue (default: a newline)");
+  // Checked here, so a bad value is reported by the flag the user typed.
   cmd->add_option("--tokens", args->options.max_new_tokens, "bytes to generate")
-      ->capture_default_str();
-  cmd->add_option("--temperature", args->options.temperature, "0 = greedy")->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--temperature", args->options.temperature, "0 = greedy")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, std::numeric_limits<double>::max()));
   cmd->add_option("--top-k", args->options.top_k, "sample among the k likeliest (0 = all)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--seed", args->options.seed, "same seed, same text")->capture_default_str();
   cmd->callback([args, &exit_code] {
     run_sample(*args);

@@ -3,13 +3,18 @@
 
 #include <fmt/core.h>
 
+#include <cmath>
 #include <filesystem>
+#include <limits>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "config_options.h"
+#include "mixprec/amp/policy.h"
 #include "mixprec/config/train_config.h"
+#include "mixprec/core/error.h"
 #include "mixprec/dist/communicator.h"
 #include "mixprec/io/config_file.h"
 #include "mixprec/train/evaluate.h"
@@ -26,18 +31,19 @@ struct TrainArgs {
   std::string precision;
   std::string data;
   std::string run_dir;
-  int64_t steps = -1;
+  std::optional<int64_t> steps;
   std::vector<std::string> set;
   bool resume = false;
   std::string progress = "auto";
   int64_t stop_at_step = -1;
+  bool detect_anomaly = false;
 };
 
 config::TrainConfig load(const TrainArgs& a) {
   std::vector<std::string> overrides = precision_overrides(a.precision);
   if (!a.data.empty()) overrides.push_back("training.data=" + a.data);
   if (!a.run_dir.empty()) overrides.push_back("run_dir=" + a.run_dir);
-  if (a.steps >= 0) overrides.push_back("training.steps=" + std::to_string(a.steps));
+  if (a.steps) overrides.push_back("training.steps=" + std::to_string(*a.steps));
   overrides.insert(overrides.end(), a.set.begin(), a.set.end());
   return config::load_config(a.config, overrides);
 }
@@ -47,6 +53,7 @@ void train_rank(const TrainArgs& a, dist::Communicator& comm) {
   options.resume = a.resume;
   options.progress = train::parse_progress_style(a.progress);
   options.stop_at_step = a.stop_at_step;
+  options.detect_anomaly = a.detect_anomaly;
   options.comm = &comm;
   train::Trainer trainer(load(a), options);
   const train::TrainSummary s = trainer.run();
@@ -105,6 +112,9 @@ void run_eval(const EvalArgs& a) {
                                                a.batches, c.training.policy, loaded.step);
   fmt::print("checkpoint {} (step {})\nvalidation loss {:.4f} | perplexity {:.3f} | {} tokens\n",
              loaded.path, loaded.step, m.val_loss, m.val_ppl, m.val_tokens);
+  MIXPREC_CHECK(std::isfinite(m.val_loss), "eval",
+                loaded.path + ": the validation loss is not finite (the weights or the " +
+                    amp::display_name(c.training.policy) + " forward pass overflow)");
 }
 
 }  // namespace
@@ -122,20 +132,29 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "  mpirun -np 2 mixprec train configs/moe_small.toml  # fully sharded over 2 ranks (FSDP)\n"
       "Writes <run_dir>/metrics.jsonl (one JSON object per step) and, with [checkpoint] enable,\n"
       "<run_dir>/checkpoint/step-<N>.safetensors.");
-  cmd->add_option("config,--config", args->config, "TOML config file")->required();
+  // The config is a positional; --config (torchtitan's spelling) is its hidden alias, so
+  // --help shows it once.
+  cmd->add_option("config", args->config, "TOML config file (required)");
+  cmd->add_option("--config", args->config, "TOML config file")->group("");
   cmd->add_option("--precision", args->precision,
                   "precision policy: fp32, tf32, bf16-mixed, fp16-mixed, bf16-pure, "
                   "bf16-pure-kahan, or key=value form (overrides the config)");
   cmd->add_option("--data", args->data, "a text file or folder to train on (training.data)");
   cmd->add_option("--run-dir", args->run_dir, "where metrics and checkpoints go (run_dir)");
-  cmd->add_option("--steps", args->steps, "training steps (training.steps)");
+  cmd->add_option("--steps", args->steps, "training steps, at least 1 (training.steps)")
+      ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--set", args->set, "override a config key: section.key=value (repeatable)");
   cmd->add_flag("--resume", args->resume, "continue from the newest valid checkpoint");
   cmd->add_option("--progress", args->progress, "auto (bar on a terminal), bar, lines, quiet")
       ->check(CLI::IsMember({"auto", "bar", "lines", "quiet"}));
+  cmd->add_flag("--detect-anomaly", args->detect_anomaly,
+                "when a diverged run is stopped, re-run its last step with per-op checks and "
+                "name the op and module that made the first inf/NaN");
   cmd->add_option("--stop-at-step", args->stop_at_step,
                   "stop once this many steps are done, as if interrupted (no final checkpoint)");
   cmd->callback([args, &exit_code] {
+    if (args->config.empty())
+      throw UsageError("train needs a config file: mixprec train CONFIG (e.g. configs/tiny.toml)");
     run_train(*args);
     exit_code = 0;
   });
@@ -149,7 +168,10 @@ void add_eval_command(CLI::App& app, int& exit_code) {
                   "a step-<N>.safetensors file, or a run directory (its newest checkpoint)")
       ->required();
   cmd->add_option("--data", args->data, "evaluate on this corpus instead of the run's");
-  cmd->add_option("--batches", args->batches, "validation batches (0 = all)");
+  cmd->add_option("--batches", args->batches,
+                  "validation batches to read; 0 (the default) reads the whole validation split, "
+                  "where training's evals read training.eval_batches")
+      ->check(CLI::NonNegativeNumber);
   cmd->callback([args, &exit_code] {
     run_eval(*args);
     exit_code = 0;

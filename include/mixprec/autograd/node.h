@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string>
 #include <vector>
 
 #include "mixprec/tensor/tensor.h"
@@ -39,6 +40,9 @@ class Node {
   void mark_released() { released_ = true; }
   // Reusable nodes (leaf accumulators) serve every graph their leaf takes part in.
   bool reusable() const { return reusable_; }
+  // The module the op ran in, kept only in anomaly mode (for its backward's record).
+  const std::string& module() const { return module_; }
+  void set_module(std::string module) { module_ = std::move(module); }
 
  protected:
   int num_outputs_ = 1;
@@ -48,6 +52,7 @@ class Node {
   std::vector<Edge> next_edges_;
   uint64_t sequence_nr_;  // creation order: later nodes run first in backward
   bool released_ = false;
+  std::string module_;
 };
 
 // Autograd state of one tensor.

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "mixprec/dist/communicator.h"
@@ -18,5 +19,9 @@ int64_t from_rank0(Communicator& comm, int64_t value);
 void sum_over_ranks(Communicator& comm, std::vector<double>& values);
 // Whether every rank passed the same `value`.
 bool same_on_every_rank(Communicator& comm, uint64_t value);
+// The lowest rank whose `flag` is true, on every rank; -1 when no rank's is.
+int first_rank_with(Communicator& comm, bool flag);
+// `root`'s `text`, on every rank.
+std::string text_from(Communicator& comm, const std::string& text, int root);
 
 }  // namespace mixprec::dist

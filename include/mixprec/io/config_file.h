@@ -4,6 +4,7 @@
 // accept are theirs.
 #pragma once
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -22,5 +23,14 @@ TrainConfig load_config_text(std::string_view toml_text, const std::string& sour
 
 // Every key, section by section; load_config_text(to_toml(c), ...) == c.
 std::string to_toml(const TrainConfig& config);
+
+// The first key (in to_toml's order) whose value differs, with both values as TOML text.
+struct KeyDifference {
+  std::string key;  // "optimizer.lr"
+  std::string a, b;
+};
+// nullopt when every key starting with `prefix` ("model", "" for all) is equal.
+std::optional<KeyDifference> first_difference(const TrainConfig& a, const TrainConfig& b,
+                                              std::string_view prefix = "");
 
 }  // namespace mixprec::config

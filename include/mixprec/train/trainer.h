@@ -47,6 +47,9 @@ struct TrainerOptions {
   // fully sharded over more; each rank trains on its rows of the global batch, and only
   // rank 0 prints, logs and writes.
   dist::Communicator* comm = nullptr;
+  // When the stop rule ends a diverged run, re-run its last step with per-op checks (autograd
+  // anomaly mode) and name the op, the module and the pass that made the first inf/NaN.
+  bool detect_anomaly = false;
 };
 
 struct TrainSummary {

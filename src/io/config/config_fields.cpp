@@ -1,6 +1,8 @@
 // The key table (see config_fields.h) and TOML formatting of single values.
 #include "config_fields.h"
 
+#include "mixprec/core/spelling.h"
+
 #include <algorithm>
 #include <charconv>
 #include <cstdio>
@@ -59,6 +61,8 @@ std::vector<Field> make_fields() {
       FIELD("training", training, eval_batches),
       FIELD("training", training, grad_clip),
       FIELD("training", training, threads),
+      FIELD("training", training, max_skipped_steps),
+      FIELD("training", training, min_loss_scale),
       FIELD("training", training, precision),
       FIELD("training", training, mixed_precision_param),
       FIELD("training", training, mixed_precision_reduce),
@@ -144,26 +148,6 @@ std::string valid_keys(const std::string& section) {
   }
   return out;
 }
-
-namespace {
-
-// Levenshtein distance (insert, delete, substitute: 1 each).
-std::size_t edit_distance(const std::string& a, const std::string& b) {
-  std::vector<std::size_t> row(b.size() + 1);
-  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
-  for (std::size_t i = 1; i <= a.size(); ++i) {
-    std::size_t diagonal = row[0];
-    row[0] = i;
-    for (std::size_t j = 1; j <= b.size(); ++j) {
-      const std::size_t up = row[j];
-      row[j] = std::min({row[j] + 1, row[j - 1] + 1, diagonal + (a[i - 1] == b[j - 1] ? 0 : 1)});
-      diagonal = up;
-    }
-  }
-  return row[b.size()];
-}
-
-}  // namespace
 
 std::string closest_key(const std::string& path) {
   const std::string name =

@@ -12,6 +12,7 @@
 #include "config_fields.h"
 #include "mixprec/config/train_config.h"
 #include "mixprec/core/error.h"
+#include "mixprec/core/utf8.h"
 #include "mixprec/io/config_file.h"
 #include "validate_config.h"
 
@@ -140,6 +141,10 @@ std::string trim(std::string_view s) {
 // Applies "section.key=value"; the value is read as the key's type.
 void apply_override(TrainConfig& config, Origins& origins, const std::string& where,
                     const std::string& text) {
+  // TOML is UTF-8: a value that is not could not be written back into a stored config.
+  MIXPREC_CHECK(
+      is_valid_utf8(text), where,
+      "an override is not valid UTF-8 (a config is UTF-8 text): '" + quote_prefix(text) + "'");
   const std::string origin = "override '" + quote_prefix(text) + "'";
   const auto eq = text.find('=');
   MIXPREC_CHECK(eq != std::string::npos, where, origin + ": expected section.key=value");

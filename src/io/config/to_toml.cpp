@@ -19,4 +19,16 @@ std::string to_toml(const TrainConfig& config) {
   return out;
 }
 
+std::optional<KeyDifference> first_difference(const TrainConfig& a, const TrainConfig& b,
+                                              std::string_view prefix) {
+  TrainConfig x = a, y = b;  // the key table binds non-const members
+  for (const detail::Field& f : detail::fields()) {
+    const std::string key = f.key();
+    if (!key.starts_with(prefix)) continue;
+    std::string va = detail::format_value(f.bind(x)), vb = detail::format_value(f.bind(y));
+    if (va != vb) return KeyDifference{key, std::move(va), std::move(vb)};
+  }
+  return std::nullopt;
+}
+
 }  // namespace mixprec::config

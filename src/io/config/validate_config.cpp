@@ -54,10 +54,25 @@ void check_choices(const TrainConfig& config, const Checker& c) {
   }
 }
 
+// Far above any model trained today (Llama 3 405B: d_ff 53248, vocab 128256, 126 layers), and
+// low enough that a weight's element count (expert x d_model x d_ff) stays inside int64; whether
+// a model fits this machine's memory is dist::check_fits_machine's question.
+constexpr int64_t kMaxWidth = int64_t{1} << 24;
+constexpr int64_t kMaxCount = int64_t{1} << 14;
+
+void check_bound(const Checker& c, const char* key, int64_t value, int64_t bound) {
+  c.require(value <= bound, key, "must be <= " + std::to_string(bound));
+}
+
 void check_model(const ModelConfig& m, const Checker& c) {
   c.require(m.vocab_size > 0, "model.vocab_size", "must be > 0");
   c.require(m.d_model > 0, "model.d_model", "must be > 0");
   c.require(m.n_layers > 0, "model.n_layers", "must be > 0");
+  check_bound(c, "model.vocab_size", m.vocab_size, kMaxWidth);
+  check_bound(c, "model.d_model", m.d_model, kMaxWidth);
+  check_bound(c, "model.d_ff", m.d_ff, kMaxWidth);
+  check_bound(c, "model.max_seq_len", m.max_seq_len, kMaxWidth);
+  check_bound(c, "model.moe.n_experts", m.moe.n_experts, kMaxCount);
   c.require(m.n_heads > 0, "model.n_heads", "must be > 0");
   c.require(m.d_model % m.n_heads == 0, "model.n_heads", "must divide " + c.show("model.d_model"));
   if (m.positions == "rope") {
@@ -82,6 +97,7 @@ void check_training(const TrainConfig& cfg, const Checker& c) {
   const TrainingConfig& t = cfg.training;
   c.require(t.steps > 0, "training.steps", "must be > 0");
   c.require(t.batch_size > 0, "training.batch_size", "must be > 0");
+  check_bound(c, "training.batch_size", t.batch_size, kMaxWidth);
   c.require(t.seq_len > 0, "training.seq_len", "must be > 0");
   c.require(t.seq_len <= cfg.model.max_seq_len, "training.seq_len",
             "must be <= " + c.show("model.max_seq_len"));
@@ -92,6 +108,9 @@ void check_training(const TrainConfig& cfg, const Checker& c) {
   c.require(t.eval_batches > 0, "training.eval_batches", "must be > 0");
   c.require(t.grad_clip >= 0, "training.grad_clip", "must be >= 0 (0 = off)");
   c.require(t.threads >= 0, "training.threads", "must be >= 0 (0 = all cores)");
+  c.require(t.max_skipped_steps >= 0, "training.max_skipped_steps", "must be >= 0 (0 = off)");
+  c.require(t.min_loss_scale >= 0 && std::isfinite(t.min_loss_scale), "training.min_loss_scale",
+            "must be finite and >= 0 (0 = off)");
 }
 
 void check_optimizer(const TrainConfig& cfg, const Checker& c) {

@@ -52,8 +52,8 @@ TEST(ConfigErrors, UnknownKeyListsValidKeys) {
   expect_message(load_error("[training]\nsteps = 3\nlearning_rate = 0.1\n"),
                  {"line 3: unknown key 'training.learning_rate'",
                   "valid keys of [training]: steps, batch_size, seq_len, seed, data, "
-                  "val_fraction, eval_every, eval_batches, grad_clip, threads, precision, "
-                  "mixed_precision_param, mixed_precision_reduce"});
+                  "val_fraction, eval_every, eval_batches, grad_clip, threads, max_skipped_steps, "
+                  "min_loss_scale, precision, mixed_precision_param, mixed_precision_reduce"});
   expect_message(load_error("[model.moe]\nexperts = 3\n"),
                  {"line 2: unknown key 'model.moe.experts'",
                   "valid keys of [model.moe]: n_experts, top_k, capacity_factor, "

@@ -119,7 +119,8 @@ TEST(MemoryPlanConfig, ActivationsScaleWithTheBatch) {
 
 TEST(MemoryPlanConfig, ShardedTermsFollowTheLayout) {
   const config::TrainConfig c = tiny();
-  const MemoryPlan w3 = plan_memory(c, 3);
+  // The weight terms do not depend on the batch (here one split over 3 ranks).
+  const MemoryPlan w3 = plan_memory(tiny({"training.batch_size=6"}), 3);
   // Units padded to a multiple of 3: root 16448 -> 5483 per rank, blocks 115072 -> 38358.
   const int64_t shard = 5483 + 2 * 38358;
   EXPECT_EQ(w3.shard_numel, shard);
@@ -137,6 +138,13 @@ TEST(MemoryPlanConfig, ShardedTermsFollowTheLayout) {
   EXPECT_EQ(w2.activations, half.activations);
   EXPECT_LT(w2.peak, plan_memory(c, 1).peak);
   EXPECT_THROW(plan_memory(c, 0), Error);
+  // A batch the trainer would refuse (4 over 3 ranks) is refused here too, naming the key.
+  try {
+    plan_memory(c, 3);
+    ADD_FAILURE() << "a batch of 4 over 3 ranks was planned";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("training.batch_size"), std::string::npos) << e.what();
+  }
 }
 
 TEST(MemoryPlanConfig, AdamMiniKeepsOneValuePerBlock) {

@@ -122,3 +122,21 @@ TEST(HostileText, DeeplyNestedConfigKeysAreRefusedNamingTheFileAndLine) {
 
 }  // namespace
 }  // namespace mixprec::io
+
+namespace mixprec::io {
+namespace {
+
+// Found by fuzzing: an override with invalid UTF-8 was accepted, and the config it made could
+// not be written back (a checkpoint's stored config would not load).
+TEST(HostileText, AnOverrideThatIsNotUtf8IsRefused) {
+  try {
+    config::load_config_text("", "cfg.toml", {"run_dir=\"uu\xc6\xc6uu\""});
+    ADD_FAILURE() << "accepted";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("not valid UTF-8"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("cfg.toml"), std::string::npos) << e.what();
+  }
+}
+
+}  // namespace
+}  // namespace mixprec::io

@@ -82,15 +82,16 @@ TEST_F(Plot, DataFilesHoldTheNumbers) {
   ASSERT_EQ(files.eval_data.size(), 2u);
   // smoothed = mean of the last 3: 5, 4.5, 5, 13/3, 11/3.
   const auto train = read_rows(files.train_data[0]);
-  const std::vector<std::vector<double>> expected = {{10, 5, 5, 65536, 2},
-                                                     {20, 4, 4.5, 65536, 1},
-                                                     {30, 6, 5, 32768, NAN},
-                                                     {40, 3, 13.0 / 3, 32768, 0.5},
-                                                     {50, 2, 11.0 / 3, 32768, 0.25}};
+  // The last column marks skipped or non-finite steps: none here.
+  const std::vector<std::vector<double>> expected = {{10, 5, 5, 65536, 2, NAN},
+                                                     {20, 4, 4.5, 65536, 1, NAN},
+                                                     {30, 6, 5, 32768, NAN, NAN},
+                                                     {40, 3, 13.0 / 3, 32768, 0.5, NAN},
+                                                     {50, 2, 11.0 / 3, 32768, 0.25, NAN}};
   ASSERT_EQ(train.size(), expected.size());
   for (std::size_t i = 0; i < train.size(); ++i) {
-    ASSERT_EQ(train[i].size(), 5u) << "row " << i;
-    for (std::size_t c = 0; c < 5; ++c) {
+    ASSERT_EQ(train[i].size(), 6u) << "row " << i;
+    for (std::size_t c = 0; c < 6; ++c) {
       if (std::isnan(expected[i][c]))
         EXPECT_TRUE(std::isnan(train[i][c])) << i << "," << c;
       else
@@ -111,6 +112,36 @@ TEST_F(Plot, DataFilesHoldTheNumbers) {
   EXPECT_NE(script.find("set output '" + (root_ / "loss.png").string() + "'"), std::string::npos);
   EXPECT_NE(script.find("set xrange [1:50]"), std::string::npos);
   EXPECT_NE(script.find("size 1200,900"), std::string::npos);
+}
+
+// A diverging fp16 run: skipped steps and non-finite losses are marked where the curve broke
+// off, not dropped.
+TEST_F(Plot, SkippedAndNonFiniteStepsAreMarked) {
+  const std::filesystem::path dir =
+      run_dir("diverged", train_line(1, 4.0) + train_line(2, 3.0) +
+                              R"({"type":"train","step":3,"loss":2.5,"skipped":true})"
+                              "\n"
+                              R"({"type":"train","step":4,"loss":null,"skipped":true})"
+                              "\n"
+                              R"({"type":"train","step":5,"loss":null})"
+                              "\n");
+  const auto out = root_ / "work";
+  std::filesystem::create_directories(out);
+  const PlotFiles files =
+      write_plot_files({read_run_metrics(dir)}, out, root_ / "loss.png", {.smoothing_window = 1});
+  const auto rows = read_rows(files.train_data[0]);
+  ASSERT_EQ(rows.size(), 5u);
+  const std::vector<double> marks = {NAN, NAN, 2.5, 2.5, 2.5};
+  for (std::size_t i = 0; i < rows.size(); ++i) {
+    ASSERT_EQ(rows[i].size(), 6u);
+    if (std::isnan(marks[i]))
+      EXPECT_TRUE(std::isnan(rows[i][5])) << "step " << i + 1 << " is not marked";
+    else
+      EXPECT_EQ(rows[i][5], marks[i]) << "step " << i + 1;
+  }
+  const std::string script = read_text(files.script);
+  EXPECT_NE(script.find("using 1:6 with points"), std::string::npos) << script;
+  EXPECT_NE(script.find("skipped or non-finite steps"), std::string::npos) << script;
 }
 
 TEST_F(Plot, ProducesAPngFromFixtureRuns) {

@@ -1,4 +1,4 @@
-#include "mixprec/data/utf8.h"
+#include "mixprec/core/utf8.h"
 
 #include <gtest/gtest.h>
 
@@ -7,7 +7,7 @@
 
 #include "mixprec/numerics/philox.h"
 
-namespace mixprec::data {
+namespace mixprec {
 namespace {
 
 std::string bytes(std::initializer_list<int> b) {
@@ -109,4 +109,4 @@ TEST(Utf8, MatchesReferenceOnFourByteSequences) {
 }
 
 }  // namespace
-}  // namespace mixprec::data
+}  // namespace mixprec

@@ -1,8 +1,8 @@
-#include "mixprec/data/utf8.h"
+#include "mixprec/core/utf8.h"
 
 #include <cstdint>
 
-namespace mixprec::data {
+namespace mixprec {
 
 std::optional<std::size_t> first_invalid_utf8(std::string_view bytes) {
   const auto* s = reinterpret_cast<const uint8_t*>(bytes.data());
@@ -41,4 +41,4 @@ std::optional<std::size_t> first_invalid_utf8(std::string_view bytes) {
   return std::nullopt;
 }
 
-}  // namespace mixprec::data
+}  // namespace mixprec

@@ -1,0 +1,190 @@
+// The traps a new user fell into (issue 17): each bad value is refused before any work, by the
+// flag or key the user typed, and nothing is silently ignored or overwritten.
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "cli_running.h"
+#include "support/temp_files.h"
+
+namespace mixprec {
+namespace {
+
+namespace fs = std::filesystem;
+using testing::describe;
+using testing::run_cli;
+using testing::RunResult;
+using testing::TempDir;
+
+const std::string kTiny = std::string(MIXPREC_SOURCE_DIR) + "/configs/tiny.toml";
+
+bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
+// tiny.toml for `steps` steps on a small corpus in `dir`, no checkpoints.
+std::vector<std::string> short_run(const TempDir& dir, const std::string& steps,
+                                   std::vector<std::string> extra = {}) {
+  const fs::path corpus = dir / "corpus.txt";
+  if (!fs::exists(corpus)) {
+    std::string text;
+    for (int i = 0; text.size() < 20000; ++i) text += "words " + std::to_string(i % 97) + ".\n";
+    testing::write_file(corpus, text);
+  }
+  std::vector<std::string> args = {
+      "train",   kTiny, "--data",     corpus.string(), "--run-dir", (dir / "run").string(),
+      "--steps", steps, "--progress", "quiet",         "--set",     "training.threads=1"};
+  args.insert(args.end(), extra.begin(), extra.end());
+  return args;
+}
+
+// Refused (a usage or config error, not a crash), with `message` on stderr.
+void expect_refused(const std::vector<std::string>& args, const std::string& message) {
+  const RunResult r = run_cli(args);
+  EXPECT_NE(r.exit_code, 0) << describe(args, r);
+  EXPECT_LT(r.exit_code, 128) << "a crash, not an error: " << describe(args, r);
+  EXPECT_TRUE(contains(r.err, message)) << "expected '" << message << "'\n" << describe(args, r);
+}
+
+TEST(CliTraps, StepsBelowOneAreRefusedNamingTheFlag) {
+  TempDir dir;
+  expect_refused(short_run(dir, "-1"), "--steps");  // was ignored: the config's 30 steps ran
+  expect_refused(short_run(dir, "0"), "--steps");
+  EXPECT_FALSE(fs::exists(dir / "run" / "metrics.jsonl"));
+}
+
+TEST(CliTraps, ARunDirectoryWithMetricsIsContinuedOrRefusedNeverOverwritten) {
+  TempDir dir;
+  const RunResult first = run_cli(short_run(dir, "2"));
+  ASSERT_EQ(first.exit_code, 0) << describe(short_run(dir, "2"), first);
+  const fs::path log = dir / "run" / "metrics.jsonl";
+  const std::string before = testing::read_file(log);
+  ASSERT_FALSE(before.empty());
+
+  expect_refused(short_run(dir, "2"), log.string());  // was silently truncated
+  EXPECT_EQ(testing::read_file(log), before);
+
+  const auto resumed = short_run(dir, "2", {"--resume"});
+  const RunResult again = run_cli(resumed);
+  ASSERT_EQ(again.exit_code, 0) << describe(resumed, again);
+  const std::string after = testing::read_file(log);
+  EXPECT_TRUE(after.starts_with(before)) << "the earlier run's lines must be kept";
+  EXPECT_GT(after.size(), before.size());
+}
+
+TEST(CliTraps, SampleFlagsAreCheckedByTheirOwnNames) {
+  // Refused before the checkpoint is even looked for.
+  expect_refused({"sample", "no-such-run", "--tokens", "-5"}, "--tokens");
+  expect_refused({"sample", "no-such-run", "--top-k", "-1"}, "--top-k");
+  expect_refused({"sample", "no-such-run", "--temperature", "-0.5"}, "--temperature");
+}
+
+TEST(CliTraps, PrecisionErrorsListOnlyWhatIsAcceptedAndSuggestTheSpellingMeant) {
+  TempDir dir;
+  expect_refused(short_run(dir, "1", {"--precision", "bf16_mixed"}), "did you mean 'bf16-mixed'");
+  const auto args = short_run(dir, "1", {"--precision", "fp12"});
+  const RunResult r = run_cli(args);
+  EXPECT_NE(r.exit_code, 0) << describe(args, r);
+  EXPECT_TRUE(contains(r.err, "a dtype (f64, f32, bf16, f16)")) << r.err;
+  for (const char* refused_anyway : {"f8_e4m3fn", "f8_e5m2", "i32", "i64", "u8", "bool"})
+    EXPECT_FALSE(contains(r.err, refused_anyway))
+        << refused_anyway << " listed as valid: " << r.err;
+}
+
+TEST(CliTraps, AVocabularyLargerThanTheDataIsRefused) {
+  TempDir dir;
+  expect_refused(short_run(dir, "1", {"--set", "model.vocab_size=50257"}), "model.vocab_size");
+}
+
+TEST(CliTraps, MemoryRefusesAWorldSizeTheTrainerWouldRefuse) {
+  const std::vector<std::string> args = {"memory", "--config", kTiny, "--world-size", "3"};
+  expect_refused(args, "training.batch_size");  // tiny's batch of 4 over 3 ranks
+}
+
+TEST(CliTraps, HelpShowsTheConfigOnceAndTheEvalDefault) {
+  const RunResult train = run_cli({"train", "--help"});
+  ASSERT_EQ(train.exit_code, 0) << train.err;
+  EXPECT_FALSE(contains(train.out, "--config TEXT")) << train.out;
+  const size_t first = train.out.find("TOML config file");
+  ASSERT_NE(first, std::string::npos) << train.out;
+  EXPECT_EQ(train.out.find("TOML config file", first + 1), std::string::npos) << train.out;
+  const RunResult eval = run_cli({"eval", "--help"});
+  ASSERT_EQ(eval.exit_code, 0) << eval.err;
+  EXPECT_TRUE(contains(eval.out, "the whole validation split")) << eval.out;
+  // --config still works (torchtitan's spelling), and no config at all is a usage error.
+  expect_refused({"train"}, "needs a config file");
+  TempDir dir;
+  std::vector<std::string> flag_form = short_run(dir, "0");
+  flag_form[1] = "--config=" + kTiny;
+  expect_refused(flag_form, "--steps");  // parsed as far as the bad step count
+}
+
+// Sizes no machine holds are refused before anything is built, in well under a second,
+// naming the keys: n_layers = 1e6 ran past a minute, batch_size = 1e6 ended in bad_alloc.
+TEST(CliTraps, ConfigsTooLargeForThisMachineAreRefusedAtOnce) {
+  TempDir dir;
+  for (const auto& [set, key] :
+       {std::pair<std::string, std::string>{"model.n_layers=1000000", "model.n_layers = 1000000"},
+        {"training.batch_size=1000000", "training.batch_size = 1000000"},
+        {"model.d_model=1048576", "model.d_model = 1048576"}}) {
+    const auto start = std::chrono::steady_clock::now();
+    expect_refused(short_run(dir, "1", {"--set", set}), key);
+    EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(10)) << set;
+  }
+  expect_refused(short_run(dir, "1", {"--set", "model.d_model=1099511627776"}), "model.d_model");
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+// A learning rate that blows up fp16 training: every step after the first overflows. The
+// stop rule ends it (it used to skip on with the scale falling to 2^-12 and exit 0), naming
+// the step, the scale history and, with --detect-anomaly, the op and module of the first
+// inf/NaN; the newest checkpoint is the last good one.
+TEST(DivergedRuns, AnFp16RunThatBlowsUpStopsNamingTheStepOpAndModule) {
+  TempDir dir;
+  const auto args = short_run(dir, "30",
+                              {"--precision", "fp16-mixed", "--set", "optimizer.lr=1000", "--set",
+                               "lr_scheduler.warmup_steps=0", "--set", "checkpoint.enable=true",
+                               "--set", "checkpoint.interval=1", "--detect-anomaly"});
+  const RunResult r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 1) << describe(args, r);
+  for (const char* part :
+       {"diverged at step 18", "training.min_loss_scale", "1:65536 2:65536* 3:32768*",
+        "forward pass of op Linear", "in module blocks.0.attn", "nothing was saved after"})
+    EXPECT_TRUE(contains(r.err, part)) << part << "\n" << describe(args, r);
+  // Skipped steps change no weights: the checkpoint of step 1 is the newest one.
+  EXPECT_TRUE(fs::exists(dir / "run/checkpoint/step-00000001.safetensors"));
+  EXPECT_FALSE(fs::exists(dir / "run/checkpoint/step-00000018.safetensors"));
+
+  // Without the flag: the parameter the inf/NaN ended up in, and how to find its origin.
+  TempDir again;
+  auto plain = short_run(again, "30",
+                         {"--precision", "fp16-mixed", "--set", "optimizer.lr=1000", "--set",
+                          "lr_scheduler.warmup_steps=0", "--set", "training.min_loss_scale=0",
+                          "--set", "training.max_skipped_steps=5"});
+  const RunResult p = run_cli(plain);
+  EXPECT_EQ(p.exit_code, 1) << describe(plain, p);
+  EXPECT_TRUE(contains(p.err, "5 steps in a row were skipped")) << p.err;
+  EXPECT_TRUE(contains(p.err, "training.max_skipped_steps = 5")) << p.err;
+  EXPECT_TRUE(contains(p.err, "--detect-anomaly")) << p.err;
+}
+
+// The default rule never stops a healthy fp16 start, whose first steps skip while 2^16 backs
+// off to a scale the gradients fit.
+TEST(DivergedRuns, AHealthyFp16RunIsNeverStopped) {
+  TempDir dir;
+  const auto args = short_run(dir, "30", {"--precision", "fp16-mixed"});
+  const RunResult r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 0) << describe(args, r);
+}
+
+}  // namespace
+}  // namespace mixprec
