@@ -9,6 +9,7 @@
 #include <fstream>
 #include <string>
 
+#include "mixprec/io/checkpoint_store.h"
 #include "mixprec/io/safetensors.h"
 
 namespace {
@@ -60,6 +61,13 @@ void write_valid(const fs::path& dir) {
   const std::string whole = read_bytes(dir / "valid_every_dtype");
   write_bytes(dir / "truncated_in_data", whole.substr(0, whole.size() - 5));
   write_bytes(dir / "truncated_in_header", whole.substr(0, 40));
+  // A checkpoint as the store writes it: metadata 'tensor_checksums' over its tensors.
+  const fs::path store_dir = dir / "store";
+  const std::string saved =
+      CheckpointStore(store_dir.string(), 0)
+          .save(1, TensorMap(every_dtype.begin(), every_dtype.end()), {{"format", "pt"}});
+  fs::rename(saved, dir / "valid_checksummed");
+  fs::remove_all(store_dir);
 }
 
 void write_edge_cases(const fs::path& dir) {

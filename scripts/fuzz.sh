@@ -7,7 +7,9 @@
 # finds into a minimal tests/fuzz/TARGET (-set_cover_merge=1, the set-cover variant of
 # -merge=1). A crash leaves its input as build-fuzz-clang/fuzz/crash-* and fails the script.
 # Environment: FUZZ_JOBS (parallel fuzzing processes, default 1), FUZZ_RUNS (stop after this
-# many executions instead of SECONDS), FUZZ_MAX_LEN (default 8192; longer seeds are cut to it).
+# many executions instead of SECONDS), FUZZ_MAX_LEN (default 8192; longer seeds are cut to it),
+# FUZZ_TIMEOUT (seconds one input may take, default 120: a niced fuzzer on a busy machine can
+# be starved for many seconds, which is not a hang of its own).
 # The deep seeds nest 40k-80k levels, as deep as the inputs that overflowed the stack before the
 # depth bound: FUZZ_MAX_LEN=262144 reaches them whole, at a tenth of the speed.
 set -euo pipefail
@@ -82,7 +84,7 @@ echo "fuzz: $target, ${seconds}s or $runs runs, $jobs job(s), inputs up to $max_
 # Run from the build folder: crash inputs and the jobs' logs land there, not in the sources.
 limit=(-max_total_time="$seconds")
 [ "$runs" != -1 ] && limit=(-runs="$runs")
-(cd "$build/fuzz" && "$fuzzer" "${limit[@]}" -max_len="$max_len" -timeout=10 \
+(cd "$build/fuzz" && "$fuzzer" "${limit[@]}" -max_len="$max_len" -timeout="${FUZZ_TIMEOUT:-120}" \
   -rss_limit_mb=2048 -dict="$root/fuzz/$target.dict" -jobs="$jobs" -workers="$jobs" \
   -print_final_stats=1 "$work/new" "$root/$corpus" "$work/seeds")
 # Rebuilt from scratch so the corpus stays a small set covering every edge seen so far: a set

@@ -1,5 +1,7 @@
 #include "mixprec/data/token_cache.h"
 
+#include "mixprec/core/checksum.h"
+
 #include <unistd.h>  // pwrite
 
 #include <cerrno>
@@ -47,7 +49,7 @@ TokenCacheHeader write_tokens(int fd, const fs::path& target, const std::vector<
   TokenCacheHeader header{};
   io::write_all(fd, &header, sizeof header,
                 "data cache " + target.string());  // placeholder until the counts are known
-  TokenChecksum checksum;
+  ByteChecksum checksum;
   for (const CorpusFile& f : files) {
     const std::string bytes = read_whole(f);
     if (const auto bad = first_invalid_utf8(bytes)) {
@@ -138,7 +140,7 @@ std::optional<TokenCache> open_token_cache(const fs::path& path, uint64_t source
                   " tokens, file holds " + std::to_string(payload));
   }
   // One pass over the tokens: cheap next to tokenising, and it catches silent corruption.
-  if (token_checksum(bytes.subspan(sizeof h)) != h.payload_checksum) {
+  if (byte_checksum(bytes.subspan(sizeof h)) != h.payload_checksum) {
     return reject("checksum mismatch");
   }
   return TokenCache{std::move(file), h};

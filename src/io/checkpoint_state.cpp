@@ -1,5 +1,7 @@
 #include "mixprec/io/checkpoint_state.h"
 
+#include "mixprec/backend/backend.h"
+
 #include <set>
 #include <vector>
 
@@ -75,6 +77,13 @@ void restore_training_state(const TensorMap& tensors, const TrainingState& state
   for (const auto& [key, t] : section(tensors, kModelPrefix))
     MIXPREC_CHECK(names.count(key), kWhere,
                   "entry '" + std::string(kModelPrefix) + key + "' matches no parameter");
+  // A diverged run's NaN (or a damaged file's inf) must not come back as weights.
+  std::vector<Tensor> scanned;
+  for (const Tensor* t : masters) scanned.push_back(t->contiguous());
+  if (const int64_t bad = backend::current().first_nonfinite(scanned, 1.0f); bad >= 0)
+    throw Error(kWhere, "entry '" + std::string(kModelPrefix) + state.params[bad]->name() +
+                            "' holds inf or NaN: the weights are damaged or come from a run that "
+                            "had diverged");
 
   // 2. The scaler's state, tried on a copy.
   const optim::StateDict scaler_state = section(tensors, kScalerPrefix);

@@ -1,11 +1,15 @@
 #include "mixprec/io/checkpoint_store.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
+#include <charconv>
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
 #include <system_error>
 
+#include "mixprec/core/checksum.h"
 #include "mixprec/core/error.h"
 #include "mixprec/io/checkpoint_layout.h"
 
@@ -23,15 +27,60 @@ std::string file_name(int64_t step) {
   return kPrefix + std::string(digits) + kSuffix;
 }
 
-// The message of an Error without its "[where] " prefix.
-std::string what_only(const Error& e) {
-  const std::string all = e.what();
-  const std::size_t skip = e.where().size() + 3;
-  return all.size() >= skip ? all.substr(skip) : all;
-}
-
 void warn_to_stderr(const std::string& line) {
   std::cerr << "mixprec: warning: " << line << '\n';
+}
+
+// One line per tensor, "<16 hex digits> <name>" (sha256sum's layout), in the metadata: a
+// reader that does not know the key (PyTorch's) still reads the file.
+constexpr const char* kChecksumKey = "tensor_checksums";
+
+uint64_t checksum_of(const Tensor& t) {
+  const Tensor c = t.contiguous();
+  return byte_checksum({static_cast<const uint8_t*>(c.raw_data()), c.nbytes()});
+}
+
+std::string checksum_lines(const TensorMap& tensors) {
+  std::string out;
+  for (const auto& [name, t] : tensors)  // a meta tensor has no bytes: save refuses it
+    if (!t.is_meta()) out += fmt::format("{:016x} {}\n", checksum_of(t), name);
+  return out;
+}
+
+// A flipped bit or a torn write that kept the layout valid: every tensor must match its line.
+// The key is then dropped: the metadata a caller reads is the metadata it saved.
+void verify_checksums(Checkpoint& c) {
+  const auto listed = c.metadata.find(kChecksumKey);
+  if (listed == c.metadata.end()) return;  // written before checksums, or by another program
+  const std::string where = "checkpoint " + c.path;
+  std::size_t count = 0;
+  std::string_view rest = listed->second;
+  while (!rest.empty()) {
+    const std::size_t end = std::min(rest.find('\n'), rest.size());
+    const std::string_view line = rest.substr(0, end);
+    rest.remove_prefix(std::min(end + 1, rest.size()));
+    uint64_t expected = 0;
+    const auto parsed = std::from_chars(
+        line.data(), line.data() + std::min<std::size_t>(16, line.size()), expected, 16);
+    MIXPREC_CHECK(line.size() > 17 && line[16] == ' ' && parsed.ec == std::errc() &&
+                      parsed.ptr == line.data() + 16,
+                  where,
+                  "metadata '" + std::string(kChecksumKey) + "' has a malformed line '" +
+                      quote_prefix(line) + "'");
+    const std::string name(line.substr(17));
+    const auto it = c.tensors.find(name);
+    MIXPREC_CHECK(it != c.tensors.end(), where,
+                  "metadata lists a checksum for '" + quote_prefix(name) + "', not in the file");
+    MIXPREC_CHECK(checksum_of(it->second) == expected, where,
+                  "tensor '" + name +
+                      "' does not match its checksum: the file is damaged (a flipped bit, or a "
+                      "write that did not finish)");
+    ++count;
+  }
+  MIXPREC_CHECK(count == c.tensors.size(), where,
+                "metadata lists checksums for " + std::to_string(count) + " of its " +
+                    std::to_string(c.tensors.size()) + " tensors");
+  c.metadata.erase(listed);
 }
 
 }  // namespace
@@ -43,13 +92,14 @@ Checkpoint load_checkpoint(const std::string& path) {
   } catch (const Error& e) {
     // Add the names of the entries involved when the file's layout is at fault.
     const std::string detail = diagnose_safetensors_layout(path);
-    throw Error("checkpoint " + path, what_only(e) + (detail.empty() ? "" : "; " + detail));
+    throw Error("checkpoint " + path, e.what_only() + (detail.empty() ? "" : "; " + detail));
   }
   Checkpoint out;
   out.path = path;
   out.step = CheckpointStore::step_of(fs::path(path).filename().string()).value_or(-1);
   out.tensors = std::move(file.tensors);
   out.metadata = std::move(file.metadata);
+  verify_checksums(out);
   return out;
 }
 
@@ -91,10 +141,12 @@ std::string CheckpointStore::save(int64_t step, const TensorMap& tensors,
   fs::create_directories(dir_, ec);
   MIXPREC_CHECK(!ec, "CheckpointStore " + dir_, "cannot create the directory: " + ec.message());
   const TensorList list(tensors.begin(), tensors.end());
+  Metadata with_checksums = metadata;
+  with_checksums[kChecksumKey] = checksum_lines(tensors);
   try {
-    save_safetensors(path, list, metadata);
+    save_safetensors(path, list, with_checksums);
   } catch (const Error& e) {
-    throw Error("checkpoint " + path, "save failed, earlier checkpoints kept: " + what_only(e));
+    throw Error("checkpoint " + path, "save failed, earlier checkpoints kept: " + e.what_only());
   }
   rotate(step);
   return path;

@@ -102,7 +102,7 @@ AdamMini::AdamMini(ParamList params, double lr, double weight_decay, AdamMiniOpt
     : AdamMini(std::vector<ParamGroup>{{std::move(params), lr, weight_decay}}, options) {}
 
 std::vector<BufferSpec> AdamMini::buffer_specs(const Parameter& param) const {
-  return {{"exp_avg", param.master().shape()}, {"vmean", {LocalBlocks(param).count}}};
+  return {{"exp_avg", param.master().shape()}, {"vmean", {LocalBlocks(param).count}, true}};
 }
 
 void AdamMini::update(Parameter& param, const ParamGroup& group, ParamState& state,

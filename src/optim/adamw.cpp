@@ -26,7 +26,7 @@ AdamW::AdamW(ParamList params, double lr, double weight_decay, AdamWOptions opti
     : AdamW(std::vector<ParamGroup>{{std::move(params), lr, weight_decay}}, options) {}
 
 std::vector<BufferSpec> AdamW::buffer_specs(const Parameter& param) const {
-  return {{"exp_avg", param.master().shape()}, {"exp_avg_sq", param.master().shape()}};
+  return {{"exp_avg", param.master().shape()}, {"exp_avg_sq", param.master().shape(), true}};
 }
 
 void AdamW::update(Parameter& param, const ParamGroup& group, ParamState& state, const Tensor& grad,

@@ -4,6 +4,7 @@
 #include <set>
 
 #include "fused_update.h"
+#include "mixprec/backend/backend.h"
 
 namespace mixprec::optim {
 namespace {
@@ -25,9 +26,31 @@ int64_t read_step(const StateDict& state, const std::string& key, const char* wh
   return static_cast<int64_t>(v);
 }
 
-// A private copy of entry `key`, which must have the given shape and dtype.
+// True when a value is below zero (-0 is not): the sign bit of a non-zero pattern.
+template <class Bits>
+bool any_negative(const Tensor& t) {
+  constexpr Bits sign = Bits{1} << (sizeof(Bits) * 8 - 1);
+  const Bits* v = static_cast<const Bits*>(t.raw_data());
+  for (int64_t i = 0; i < t.numel(); ++i)
+    if ((v[i] & sign) && (v[i] & ~sign)) return true;
+  return false;
+}
+
+bool has_negative(const Tensor& t) {
+  switch (dtype_size(t.dtype())) {
+    case 2:
+      return any_negative<uint16_t>(t);
+    case 4:
+      return any_negative<uint32_t>(t);
+    default:
+      return any_negative<uint64_t>(t);
+  }
+}
+
+// A private copy of entry `key`, which must have the given shape and dtype and hold finite
+// values (>= 0 for a second moment: its square root divides the update).
 Tensor read_buffer(const StateDict& state, const std::string& key, const Shape& shape, DType dtype,
-                   const char* where) {
+                   const char* where, bool nonnegative = false) {
   const auto it = state.find(key);
   MIXPREC_CHECK(it != state.end(), where, "state dict has no '" + key + "'");
   const Tensor& t = it->second;
@@ -36,7 +59,14 @@ Tensor read_buffer(const StateDict& state, const std::string& key, const Shape& 
                     (t.defined() ? std::string(", got ") + dtype_name(t.dtype()) + " " +
                                        shape_to_string(t.shape())
                                  : std::string(", got an undefined tensor")));
-  return t.contiguous().clone();
+  Tensor copy = t.contiguous().clone();
+  MIXPREC_CHECK(backend::current().first_nonfinite({&copy, 1}, 1.0f) < 0, where,
+                "'" + key +
+                    "' holds inf or NaN: the optimizer state is damaged or comes from a "
+                    "run that had diverged");
+  MIXPREC_CHECK(!nonnegative || !has_negative(copy), where,
+                "'" + key + "' holds negative values, which a second moment cannot");
+  return copy;
 }
 
 bool uses_kahan(const Parameter& p) {
@@ -139,7 +169,7 @@ void StatefulOptimizer::load_state_dict(const StateDict& state) {
     const DType dt = p->master().dtype();
     for (const BufferSpec& spec : buffer_specs(*p)) {
       const std::string key = p->name() + "." + spec.name;
-      s.buffers.push_back(read_buffer(state, key, spec.shape, dt, where_));
+      s.buffers.push_back(read_buffer(state, key, spec.shape, dt, where_, spec.nonnegative));
       used.insert(key);
     }
     if (uses_kahan(*p)) {

@@ -101,7 +101,7 @@ void restore_run_checkpoint(const io::Checkpoint& c, const io::TrainingState& st
   try {
     io::restore_training_state(c.tensors, state);  // validates everything before changing
   } catch (const Error& e) {
-    throw Error("checkpoint", c.path + " does not fit this run: " + e.what());
+    throw Error("checkpoint", c.path + " does not fit this run: " + e.what_only());
   }
 }
 
@@ -149,7 +149,7 @@ LoadedModel load_model(const std::string& checkpoint_or_run_dir) {
     io::restore_training_state(out.parallelism->local_training_state(c.tensors),
                                {out.parallelism->parameters(), nullptr, nullptr});
   } catch (const Error& e) {
-    throw Error("checkpoint", c.path + ": " + e.what());
+    throw Error("checkpoint", c.path + ": " + e.what_only());
   }
   return out;
 }

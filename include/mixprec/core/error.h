@@ -17,6 +17,9 @@ class Error : public std::runtime_error {
  public:
   Error(const std::string& where, const std::string& what);
   const std::string& where() const { return where_; }
+  // The message without its "[where] " prefix: for an error rethrown under a place the user
+  // knows (a file) instead of an internal one.
+  std::string what_only() const;
 
  private:
   std::string where_;

@@ -33,7 +33,7 @@ struct TokenCacheHeader {
   uint64_t vocab_size;        // 256
   uint64_t token_count;       // tokens after the header
   uint64_t source_hash;       // corpus_fingerprint() of the files it was built from
-  uint64_t payload_checksum;  // token_checksum() of the tokens
+  uint64_t payload_checksum;  // byte_checksum() of the tokens
   uint32_t file_count;        // corpus files listed
   uint32_t skipped_count;     // of which left out as not valid UTF-8
   uint64_t reserved;          // 0
@@ -41,22 +41,6 @@ struct TokenCacheHeader {
 static_assert(sizeof(TokenCacheHeader) == 64, "the on-disk header is 64 bytes");
 
 inline constexpr uint32_t kTokenCacheVersion = 1;
-
-// Word-at-a-time 64-bit checksum of a byte stream; the same bytes give the same value
-// however they are split across update() calls.
-class TokenChecksum {
- public:
-  void update(std::span<const uint8_t> bytes);
-  uint64_t finish() const;
-
- private:
-  uint64_t state_ = 0x6d69787072656321ull;
-  uint64_t length_ = 0;
-  uint64_t carry_ = 0;  // bytes of an unfinished word, low byte first
-  int carried_ = 0;
-};
-
-uint64_t token_checksum(std::span<const uint8_t> bytes);
 
 // "tokens-<16 hex digits>.bin"
 std::string token_cache_file_name(uint64_t source_hash);

@@ -34,6 +34,7 @@ namespace mixprec::optim {
 struct BufferSpec {
   std::string name;  // key suffix in the state dict
   Shape shape;
+  bool nonnegative = false;  // a second moment: a loaded value below 0 is damage
 };
 
 class StatefulOptimizer : public Optimizer {

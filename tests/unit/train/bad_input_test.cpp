@@ -15,15 +15,9 @@ namespace fs = std::filesystem;
 using mixprec::testing::error_of;
 using mixprec::testing::read_file;
 using mixprec::testing::write_file;
+using testing::quiet;
 using testing::TempDir;
 using testing::tiny_config;
-
-TrainerOptions quiet(bool resume = false) {
-  TrainerOptions o;
-  o.progress = ProgressStyle::quiet;
-  o.resume = resume;
-  return o;
-}
 
 std::string train_error(const config::TrainConfig& c, bool resume = false) {
   return error_of([&] { Trainer(c, quiet(resume)).run(); });

@@ -7,6 +7,7 @@
 
 #include "mixprec/config/train_config.h"
 #include "mixprec/io/config_file.h"
+#include "mixprec/train/trainer.h"
 #include "support/temp_files.h"
 
 namespace mixprec::train::testing {
@@ -64,6 +65,14 @@ inline config::TrainConfig tiny_config(const TempDir& dir,
   std::vector<std::string> all = tiny_overrides(dir / "run", corpus);
   all.insert(all.end(), overrides.begin(), overrides.end());
   return tiny_toml(all);
+}
+
+// No progress output; `resume` as --resume.
+inline TrainerOptions quiet(bool resume = false) {
+  TrainerOptions o;
+  o.progress = ProgressStyle::quiet;
+  o.resume = resume;
+  return o;
 }
 
 }  // namespace mixprec::train::testing

@@ -1,8 +1,8 @@
 #include <cstring>
 
-#include "mixprec/data/token_cache.h"
+#include "mixprec/core/checksum.h"
 
-namespace mixprec::data {
+namespace mixprec {
 namespace {
 
 constexpr uint64_t kMul = 0x9E3779B97F4A7C15ull;
@@ -14,7 +14,7 @@ uint64_t mix(uint64_t state, uint64_t word) {
 
 }  // namespace
 
-void TokenChecksum::update(std::span<const uint8_t> bytes) {
+void ByteChecksum::update(std::span<const uint8_t> bytes) {
   std::size_t i = 0;
   length_ += bytes.size();
   // Finish a word left over from the previous call, so chunking never changes the result.
@@ -34,15 +34,15 @@ void TokenChecksum::update(std::span<const uint8_t> bytes) {
   for (; i < bytes.size(); ++i) carry_ |= uint64_t{bytes[i]} << (8 * carried_++);
 }
 
-uint64_t TokenChecksum::finish() const {
+uint64_t ByteChecksum::finish() const {
   uint64_t h = carried_ > 0 ? mix(state_, carry_) : state_;
   return mix(h, length_);
 }
 
-uint64_t token_checksum(std::span<const uint8_t> bytes) {
-  TokenChecksum c;
+uint64_t byte_checksum(std::span<const uint8_t> bytes) {
+  ByteChecksum c;
   c.update(bytes);
   return c.finish();
 }
 
-}  // namespace mixprec::data
+}  // namespace mixprec
