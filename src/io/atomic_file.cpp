@@ -59,4 +59,22 @@ void write_file_atomically(const std::string& target_path, const std::function<v
   }
 }
 
+std::vector<std::string> remove_interrupted_temporaries(const std::string& dir) {
+  namespace fs = std::filesystem;
+  std::vector<std::string> removed;
+  std::error_code ec;
+  for (const auto& entry : fs::directory_iterator(dir, ec)) {
+    const std::string name = entry.path().filename().string();
+    // mkstemp's six characters after ".tmp."; a regular file, never a folder.
+    const std::size_t at = name.rfind(".tmp.");
+    std::error_code type_ec;
+    if (at == std::string::npos || at == 0 || name.size() != at + 11 ||
+        !entry.is_regular_file(type_ec))
+      continue;
+    std::error_code remove_ec;
+    if (fs::remove(entry.path(), remove_ec)) removed.push_back(entry.path().string());
+  }
+  return removed;
+}
+
 }  // namespace mixprec::io

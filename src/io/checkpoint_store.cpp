@@ -86,6 +86,14 @@ void verify_checksums(Checkpoint& c) {
 }  // namespace
 
 Checkpoint load_checkpoint(const std::string& path) {
+  // Opening a FIFO waits for a writer for ever (the layout diagnosis below opens it too).
+  std::error_code ec;
+  const fs::file_type type = fs::status(path, ec).type();
+  MIXPREC_CHECK(ec || type == fs::file_type::regular || type == fs::file_type::not_found,
+                "checkpoint " + path,
+                type == fs::file_type::directory
+                    ? "is a directory, not a file"
+                    : "is not a regular file (a FIFO, socket or device)");
   SafetensorsFile file;
   try {
     file = load_safetensors(path);

@@ -45,7 +45,12 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::s
 
 SafetensorsFile load_safetensors(const std::string& path) {
   std::error_code ec;  // the throwing overload would escape as std::filesystem_error
-  if (std::filesystem::is_directory(path, ec)) fail(path, "is a directory, not a file");
+  const auto type = std::filesystem::status(path, ec).type();
+  if (type == std::filesystem::file_type::directory) fail(path, "is a directory, not a file");
+  // Opening a FIFO would wait for a writer for ever; a device could be endless.
+  if (!ec && type != std::filesystem::file_type::regular &&
+      type != std::filesystem::file_type::not_found)
+    fail(path, "is not a regular file (a FIFO, socket or device)");
   std::ifstream in(path, std::ios::binary);
   if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
   in.seekg(0, std::ios::end);

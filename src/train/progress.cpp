@@ -99,6 +99,13 @@ void Progress::message(const std::string& line) {
   write_line(line, false);
 }
 
+void Progress::warning(const std::string& line) {
+  if (bar_drawn_) std::fputs("\r\033[K", out_);
+  std::fputs(("warning: " + line + "\n").c_str(), out_);
+  bar_drawn_ = false;
+  std::fflush(out_);
+}
+
 void Progress::finish() {
   if (bar_drawn_ && style_ != ProgressStyle::quiet) std::fputc('\n', out_);
   bar_drawn_ = false;

@@ -25,6 +25,7 @@
 #include "mixprec/dist/machine_fit.h"
 #include "mixprec/dist/memory_plan.h"
 #include "mixprec/dist/parallelism.h"
+#include "mixprec/io/atomic_file.h"
 #include "mixprec/io/checkpoint_export.h"
 #include "mixprec/optim/clip.h"
 #include "mixprec/report/plot.h"
@@ -35,6 +36,7 @@
 #include "mixprec/train/optimizer_factory.h"
 #include "mixprec/train/run_checkpoint.h"
 #include "mixprec/train/run_data.h"
+#include "mixprec/train/run_dir_lock.h"
 
 namespace mixprec::train {
 namespace fs = std::filesystem;
@@ -102,11 +104,12 @@ struct Trainer::State {
   int64_t next_step = 0;  // completed steps
   double unigram_entropy = 0;
   Clock::time_point started = Clock::now();
-  std::optional<MetricsLog> log;  // rank 0, while run() runs
-  TrainSummary summary;           // of the current run()
-  int64_t skipped_in_a_row = 0;   // the stop rule's count
-  bool checkpoint_owed = false;   // due at a skipped step
-  std::string first_nonfinite;    // of the newest skipped step: the first such parameter
+  std::optional<MetricsLog> log;       // rank 0, while run() runs
+  std::optional<RunDirLock> run_lock;  // rank 0, for the trainer's lifetime
+  TrainSummary summary;                // of the current run()
+  int64_t skipped_in_a_row = 0;        // the stop rule's count
+  bool checkpoint_owed = false;        // due at a skipped step
+  std::string first_nonfinite;         // of the newest skipped step: the first such parameter
 
   State(config::TrainConfig c, TrainerOptions o)
       : config(std::move(c)),
@@ -122,7 +125,7 @@ struct Trainer::State {
   io::TrainingState training_state() {
     return {parallelism->parameters(), optimizer.get(), &scaler};
   }
-  void warn(const std::string& w) { progress.message("warning: " + w); }
+  void warn(const std::string& w) { progress.warning(w); }
 
   void open_store();
   void open_data();
@@ -148,6 +151,21 @@ struct Trainer::State {
 // rank (ranks may not share a file system's timing).
 void Trainer::State::open_store() {
   const config::TrainConfig& c = config;
+  // Rank 0 takes the run directory's lock for the whole run; every rank fails if it cannot.
+  std::string why;
+  if (leader()) {
+    std::error_code ec;
+    fs::create_directories(c.run_dir, ec);
+    MIXPREC_CHECK(!ec, "run_dir", "cannot create '" + c.run_dir + "': " + ec.message());
+    run_lock = RunDirLock::try_lock(c.run_dir, &why);
+  }
+  MIXPREC_CHECK(dist::from_rank0(*comm, !leader() || run_lock.has_value()), "run_dir",
+                leader() ? why : "rank 0 cannot lock " + c.run_dir);
+  // Holding the lock, no other process writes here: a temporary is an interrupted save's.
+  if (leader())
+    for (const fs::path& dir : {fs::path(c.run_dir), fs::path(c.run_dir) / c.checkpoint.folder})
+      for (const std::string& t : io::remove_interrupted_temporaries(dir.string()))
+        warn("removed " + t + ", left by an interrupted save");
   if (c.checkpoint.enable) {
     store.emplace((fs::path(c.run_dir) / c.checkpoint.folder).string(),
                   static_cast<int>(c.checkpoint.keep_last),
@@ -530,7 +548,7 @@ void Trainer::State::plot() {
     report::plot_runs({config.run_dir}, png);
     progress.message("plot: " + png.string());
   } catch (const Error& e) {
-    progress.message(std::string("warning: no plot: ") + e.what());
+    progress.warning(std::string("no plot: ") + e.what());
   }
 }
 

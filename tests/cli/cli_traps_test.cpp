@@ -1,11 +1,15 @@
 // The traps a new user fell into (issue 17): each bad value is refused before any work, by the
 // flag or key the user typed, and nothing is silently ignored or overwritten.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "cli_running.h"
@@ -184,6 +188,91 @@ TEST(DivergedRuns, AHealthyFp16RunIsNeverStopped) {
   const auto args = short_run(dir, "30", {"--precision", "fp16-mixed"});
   const RunResult r = run_cli(args);
   EXPECT_EQ(r.exit_code, 0) << describe(args, r);
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+// Waits up to `limit` for `pid`; kills it (and fails) when it does not end in time.
+int wait_or_kill(pid_t pid, std::chrono::seconds limit, const std::string& what) {
+  const auto deadline = std::chrono::steady_clock::now() + limit;
+  int status = 0;
+  while (::waitpid(pid, &status, WNOHANG) == 0) {
+    if (std::chrono::steady_clock::now() > deadline) {
+      ::kill(pid, SIGKILL);
+      testing::wait_cli(pid);
+      ADD_FAILURE() << what << " did not end within " << limit.count() << " s";
+      return -1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+}
+
+// Two trainers in one run directory both ran to exit 0, tearing metrics.jsonl and replacing
+// each other's checkpoints: the second is refused, naming the first one's pid.
+TEST(SharedRunDirs, ASecondTrainerInTheSameRunDirectoryIsRefused) {
+  TempDir dir;
+  FILE* out = std::tmpfile();
+  FILE* err = std::tmpfile();
+  const pid_t first = testing::start_cli(short_run(dir, "100000"), out, err);
+  ASSERT_GT(first, 0);
+  const fs::path log = dir / "run" / "metrics.jsonl";
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(60);
+  while (!fs::exists(log) && std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  expect_refused(short_run(dir, "2", {"--resume"}),
+                 "is in use by another mixprec run (pid " + std::to_string(first) + ")");
+  ::kill(first, SIGKILL);
+  testing::wait_cli(first);
+  std::fclose(out);
+  std::fclose(err);
+  // The kernel dropped the killed run's lock: the directory can be continued.
+  const auto resumed = short_run(dir, "2", {"--resume"});
+  const RunResult r = run_cli(resumed);
+  EXPECT_EQ(r.exit_code, 0) << describe(resumed, r);
+}
+
+// eval on a FIFO waited for a writer for ever.
+TEST(SharedRunDirs, EvalOnAFifoFailsInsteadOfWaiting) {
+  TempDir dir;
+  const fs::path fifo = dir / "step-00000001.safetensors";
+  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
+  FILE* out = std::tmpfile();
+  FILE* err = std::tmpfile();
+  const pid_t pid = testing::start_cli({"eval", fifo.string()}, out, err);
+  ASSERT_GT(pid, 0);
+  const int code = wait_or_kill(pid, std::chrono::seconds(20), "eval on a FIFO");
+  EXPECT_NE(code, 0);
+  EXPECT_LT(code, 128);
+  EXPECT_TRUE(contains(testing::slurp(err), "not a regular file")) << testing::slurp(err);
+  std::fclose(out);
+  std::fclose(err);
+}
+
+// An interrupted save's temporary is removed when the run continues, and the warnings (that,
+// and a torn newest checkpoint skipped) reach stderr even with --progress quiet.
+TEST(SharedRunDirs, InterruptedSavesAreCleanedUpAndWarningsAlwaysReachStderr) {
+  TempDir dir;
+  const std::vector<std::string> ckpt = {"--set", "checkpoint.enable=true", "--set",
+                                         "checkpoint.interval=2"};
+  const auto first = short_run(dir, "4", ckpt);
+  ASSERT_EQ(run_cli(first).exit_code, 0);
+  const fs::path folder = dir / "run" / "checkpoint";
+  const fs::path temporary = folder / "step-00000006.safetensors.tmp.Ab3xYz";
+  testing::write_file(temporary, "half a checkpoint");
+  fs::resize_file(folder / "step-00000004.safetensors", 100);  // torn
+  auto more = short_run(dir, "6", ckpt);
+  more.push_back("--resume");
+  const RunResult r = run_cli(more);
+  ASSERT_EQ(r.exit_code, 0) << describe(more, r);
+  EXPECT_FALSE(fs::exists(temporary));
+  EXPECT_TRUE(contains(r.err, "warning: removed " + temporary.string())) << r.err;
+  EXPECT_TRUE(contains(r.err, "warning: skipped checkpoints that fail validation")) << r.err;
+  EXPECT_TRUE(contains(r.err, "step-00000004.safetensors")) << r.err;
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <cstddef>
 #include <functional>
 #include <string>
+#include <vector>
 
 namespace mixprec::io {
 
@@ -14,6 +15,11 @@ namespace mixprec::io {
 // and whatever `write` throws, propagate as mixprec::Error("<where>", ...).
 void write_file_atomically(const std::string& target, const std::function<void(int fd)>& write,
                            const std::string& where);
+
+// Removes the temporaries an interrupted write_file_atomically left in `dir` (a process killed
+// between mkstemp and rename): files named "<target>.tmp.XXXXXX". Only for a directory no other
+// process writes to (the trainer holds the run directory's lock). Returns what it removed.
+std::vector<std::string> remove_interrupted_temporaries(const std::string& dir);
 
 // All n bytes to fd (retrying short writes and EINTR); Error(where, ...) on failure.
 void write_all(int fd, const void* data, std::size_t n, const std::string& where);

@@ -32,6 +32,8 @@ class Progress {
   // A line of its own (checkpoint saved, warnings): the bar is cleared first and redrawn by
   // the next step.
   void message(const std::string& line);
+  // "warning: <line>", shown in every style, quiet too.
+  void warning(const std::string& line);
   // Ends the bar's line.
   void finish();
 
