@@ -5,7 +5,7 @@
 # (clang, ASan + UBSan, -DMIXPREC_FUZZ=ON), fuzzes for SECONDS (or FUZZ_RUNS executions)
 # starting from the kept corpus plus fresh seeds, then merges the corpus, the seeds and the new
 # finds into a minimal tests/fuzz/TARGET (-set_cover_merge=1, the set-cover variant of
-# -merge=1). A crash leaves its input as build-fuzz-clang/fuzz/crash-* and fails the script.
+# -merge=1). A crash leaves its input as build-fuzz-clang/fuzz/TARGET/crash-* and fails the script.
 # Environment: FUZZ_JOBS (parallel fuzzing processes, default 1), FUZZ_RUNS (stop after this
 # many executions instead of SECONDS), FUZZ_MAX_LEN (default 8192; longer seeds are cut to it),
 # FUZZ_TIMEOUT (seconds one input may take, default 120: a niced fuzzer on a busy machine can
@@ -81,10 +81,12 @@ fi
 fuzzer=$root/$build/fuzz/${target}_fuzz
 echo "fuzz: $target, ${seconds}s or $runs runs, $jobs job(s), inputs up to $max_len bytes, corpus $corpus" \
   "($(find "$corpus" -type f | wc -l) files)"
-# Run from the build folder: crash inputs and the jobs' logs land there, not in the sources.
+# Run from a folder of the target's own under the build: crash inputs and the jobs' logs
+# (fuzz-N.log) land there, not in the sources, and two targets fuzzed at once keep apart.
 limit=(-max_total_time="$seconds")
 [ "$runs" != -1 ] && limit=(-runs="$runs")
-(cd "$build/fuzz" && "$fuzzer" "${limit[@]}" -max_len="$max_len" -timeout="${FUZZ_TIMEOUT:-120}" \
+mkdir -p "$build/fuzz/$target"
+(cd "$build/fuzz/$target" && "$fuzzer" "${limit[@]}" -max_len="$max_len" -timeout="${FUZZ_TIMEOUT:-120}" \
   -rss_limit_mb=2048 -dict="$root/fuzz/$target.dict" -jobs="$jobs" -workers="$jobs" \
   -print_final_stats=1 "$work/new" "$root/$corpus" "$work/seeds")
 # Rebuilt from scratch so the corpus stays a small set covering every edge seen so far: a set

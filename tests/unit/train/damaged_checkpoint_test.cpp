@@ -4,6 +4,7 @@
 // --resume both refuse; a resume falls back past a damaged newest file to the older one.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <limits>
 
 #include "mixprec/io/checkpoint_store.h"
+#include "mixprec/io/config_file.h"
 #include "mixprec/io/safetensors.h"
 #include "mixprec/train/run_checkpoint.h"
 #include "mixprec/train/trainer.h"
@@ -86,6 +88,24 @@ TEST(DamagedCheckpoint, NonFiniteOrNegativeOptimizerStateIsRefused) {
     EXPECT_NE(r.find(ckpt.string()), std::string::npos) << r;
     EXPECT_NE(r.find(c.message), std::string::npos) << c.suffix << ": " << r;
   }
+}
+
+// A stored config that claims an enormous model was described and materialised before its
+// tensors were checked: refused at once, naming the file and the keys.
+TEST(DamagedCheckpoint, AStoredConfigTooLargeForTheMachineIsRefusedBeforeBuilding) {
+  TempDir dir;
+  const fs::path ckpt = trained(dir);
+  io::Checkpoint c = io::load_checkpoint(ckpt.string());
+  config::TrainConfig claimed = checkpoint_config(c);
+  claimed.model.n_layers = 1'000'000;
+  c.metadata["config"] = config::to_toml(claimed);
+  io::CheckpointStore(ckpt.parent_path().string(), 0).save(4, c.tensors, c.metadata);
+  const auto start = std::chrono::steady_clock::now();
+  const std::string e = load_error(ckpt);
+  EXPECT_LT(std::chrono::steady_clock::now() - start, std::chrono::seconds(5));
+  EXPECT_NE(e.find(ckpt.string()), std::string::npos) << e;
+  EXPECT_NE(e.find("model.n_layers = 1000000"), std::string::npos) << e;
+  EXPECT_NE(e.find("more than this machine's memory"), std::string::npos) << e;
 }
 
 TEST(DamagedCheckpoint, AFlippedBitIsFoundByTheChecksumAndResumeFallsBack) {
