@@ -1,6 +1,9 @@
 #include "mixprec/dist/agreement.h"
 
 #include <cstring>
+#include <exception>
+
+#include "mixprec/core/error.h"
 
 namespace mixprec::dist {
 namespace {
@@ -56,6 +59,28 @@ std::string text_from(Communicator& comm, const std::string& text, int root) {
   comm.broadcast(bytes, root);
   return std::string(static_cast<const char*>(bytes.raw_data()),
                      static_cast<std::size_t>(bytes.numel()));
+}
+
+void all_or_none(Communicator& comm, const std::function<void()>& step) {
+  if (comm.size() == 1) return step();
+  std::string where, what;
+  bool failed = false;
+  try {
+    step();
+  } catch (const Error& e) {
+    failed = true;
+    where = e.where();
+    what = e.what_only();
+  } catch (const std::exception& e) {  // a library's (file system, allocation)
+    failed = true;
+    where = "rank " + std::to_string(comm.rank());
+    what = e.what();
+  }
+  const int first = first_rank_with(comm, failed);
+  if (first < 0) return;
+  where = text_from(comm, where, first);
+  what = text_from(comm, what, first);
+  throw Error(where, what);
 }
 
 }  // namespace mixprec::dist

@@ -63,16 +63,20 @@ std::vector<std::string> remove_interrupted_temporaries(const std::string& dir) 
   namespace fs = std::filesystem;
   std::vector<std::string> removed;
   std::error_code ec;
-  for (const auto& entry : fs::directory_iterator(dir, ec)) {
-    const std::string name = entry.path().filename().string();
-    // mkstemp's six characters after ".tmp."; a regular file, never a folder.
+  for (auto it = fs::directory_iterator(dir, ec); !ec && it != fs::directory_iterator();
+       it.increment(ec)) {
+    const std::string name = it->path().filename().string();
+    // "<target>.tmp." and mkstemp's six characters, for the targets mixprec writes this way
+    // (checkpoints, exported weights, the token cache): never a user's file of another name.
     const std::size_t at = name.rfind(".tmp.");
-    std::error_code type_ec;
-    if (at == std::string::npos || at == 0 || name.size() != at + 11 ||
-        !entry.is_regular_file(type_ec))
+    if (at == std::string::npos || name.size() != at + 11) continue;
+    const std::string target = name.substr(0, at);
+    if (!target.ends_with(".safetensors") &&
+        !(target.starts_with("tokens-") && target.ends_with(".bin")))
       continue;
-    std::error_code remove_ec;
-    if (fs::remove(entry.path(), remove_ec)) removed.push_back(entry.path().string());
+    std::error_code type_ec, remove_ec;
+    if (it->is_regular_file(type_ec) && fs::remove(it->path(), remove_ec))
+      removed.push_back(it->path().string());
   }
   return removed;
 }

@@ -7,6 +7,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <set>
 #include <system_error>
 
 #include "mixprec/core/checksum.h"
@@ -53,7 +54,7 @@ void verify_checksums(Checkpoint& c) {
   const auto listed = c.metadata.find(kChecksumKey);
   if (listed == c.metadata.end()) return;  // written before checksums, or by another program
   const std::string where = "checkpoint " + c.path;
-  std::size_t count = 0;
+  std::set<std::string> checked;
   std::string_view rest = listed->second;
   while (!rest.empty()) {
     const std::size_t end = std::min(rest.find('\n'), rest.size());
@@ -71,14 +72,15 @@ void verify_checksums(Checkpoint& c) {
     const auto it = c.tensors.find(name);
     MIXPREC_CHECK(it != c.tensors.end(), where,
                   "metadata lists a checksum for '" + quote_prefix(name) + "', not in the file");
+    MIXPREC_CHECK(checked.insert(name).second, where,
+                  "metadata lists the checksum of '" + quote_prefix(name) + "' twice");
     MIXPREC_CHECK(checksum_of(it->second) == expected, where,
                   "tensor '" + name +
                       "' does not match its checksum: the file is damaged (a flipped bit, or a "
                       "write that did not finish)");
-    ++count;
   }
-  MIXPREC_CHECK(count == c.tensors.size(), where,
-                "metadata lists checksums for " + std::to_string(count) + " of its " +
+  MIXPREC_CHECK(checked.size() == c.tensors.size(), where,
+                "metadata lists checksums for " + std::to_string(checked.size()) + " of its " +
                     std::to_string(c.tensors.size()) + " tensors");
   c.metadata.erase(listed);
 }

@@ -138,9 +138,12 @@ LoadedModel load_model(const std::string& checkpoint_or_run_dir) {
   MIXPREC_CHECK(
       weight_bytes <= static_cast<double>(dist::machine_memory_bytes()), "checkpoint",
       fmt::format("{}: its stored config describes a model of {:.3g} parameters "
-                  "(model.n_layers = {}, model.d_model = {}), more than this "
-                  "machine's memory holds",
-                  c.path, parameters, out.config.model.n_layers, out.config.model.d_model));
+                  "(model.n_layers = {}, model.d_model = {}, model.d_ff = {}, "
+                  "model.vocab_size = {}, model.moe.n_experts = {}), more than this machine's "
+                  "memory holds",
+                  c.path, parameters, out.config.model.n_layers, out.config.model.d_model,
+                  out.config.model.d_ff, out.config.model.vocab_size,
+                  out.config.model.moe.n_experts));
   out.model = models::make_model(out.config.model);
   out.comm = dist::make_single_process_communicator();
   out.parallelism = dist::make_parallelism(*out.model, *out.comm, out.config.training.policy);

@@ -125,7 +125,10 @@ struct Trainer::State {
   io::TrainingState training_state() {
     return {parallelism->parameters(), optimizer.get(), &scaler};
   }
-  void warn(const std::string& w) { progress.warning(w); }
+  // Rank 0's: the other ranks see the same files and would repeat it once each.
+  void warn(const std::string& w) {
+    if (leader()) progress.warning(w);
+  }
 
   void open_store();
   void open_data();
@@ -152,20 +155,19 @@ struct Trainer::State {
 void Trainer::State::open_store() {
   const config::TrainConfig& c = config;
   // Rank 0 takes the run directory's lock for the whole run; every rank fails if it cannot.
-  std::string why;
-  if (leader()) {
+  dist::all_or_none(*comm, [&] {
+    if (!leader()) return;
     std::error_code ec;
     fs::create_directories(c.run_dir, ec);
     MIXPREC_CHECK(!ec, "run_dir", "cannot create '" + c.run_dir + "': " + ec.message());
+    std::string why;
     run_lock = RunDirLock::try_lock(c.run_dir, &why);
-  }
-  MIXPREC_CHECK(dist::from_rank0(*comm, !leader() || run_lock.has_value()), "run_dir",
-                leader() ? why : "rank 0 cannot lock " + c.run_dir);
-  // Holding the lock, no other process writes here: a temporary is an interrupted save's.
-  if (leader())
+    MIXPREC_CHECK(run_lock.has_value(), "run_dir", why);
+    // Holding the lock, no other process writes here: a temporary is an interrupted save's.
     for (const fs::path& dir : {fs::path(c.run_dir), fs::path(c.run_dir) / c.checkpoint.folder})
       for (const std::string& t : io::remove_interrupted_temporaries(dir.string()))
         warn("removed " + t + ", left by an interrupted save");
+  });
   if (c.checkpoint.enable) {
     store.emplace((fs::path(c.run_dir) / c.checkpoint.folder).string(),
                   static_cast<int>(c.checkpoint.keep_last),
@@ -196,8 +198,8 @@ void Trainer::State::open_data() {
   if (leader()) dataset.emplace(open_run_data(c, c.run_dir, on_warning));
   comm->barrier();
   if (!leader()) dataset.emplace(open_run_data(c, c.run_dir, on_warning));
-  // Same path, same bytes: a rank on another machine may hold other files under it.
-  const uint64_t fingerprint = dataset->source_hash() ^ static_cast<uint64_t>(dataset->size());
+  // The same tokens: a rank on another machine may hold other files under the same path.
+  const uint64_t fingerprint = dataset->payload_checksum() ^ static_cast<uint64_t>(dataset->size());
   MIXPREC_CHECK(dist::same_on_every_rank(*comm, fingerprint), "training.data",
                 "the ranks read different corpora under '" + c.training.data +
                     "' (fingerprints differ): every rank must train on rank 0's data");
@@ -254,7 +256,8 @@ void Trainer::State::resume() {
     return;
   }
   latest->tensors = parallelism->local_training_state(latest->tensors);
-  restore_run_checkpoint(*latest, training_state(), config);
+  // Each rank checks its own shard (a NaN may sit in one): all fail, or none.
+  dist::all_or_none(*comm, [&] { restore_run_checkpoint(*latest, training_state(), config); });
   next_step = checkpoint_step(*latest);
   progress.message("resumed from " + latest->path + " (step " + std::to_string(next_step) + ")");
 }
@@ -264,7 +267,16 @@ namespace {
 // Every rank must run rank 0's config: an MPMD launch (or a --set or file that differs per
 // rank) would otherwise train silently on mixed settings. Every rank learns the first
 // differing key of the lowest rank that differs, so all fail with the same message.
-void agree_with_rank0(const config::TrainConfig& c, dist::Communicator& comm) {
+void agree_with_rank0(const config::TrainConfig& c, const TrainerOptions& o) {
+  dist::Communicator& comm = *o.comm;
+  if (comm.size() == 1) return;
+  // The flags that are not config keys, too: a rank that re-ran a step for --detect-anomaly
+  // alone would wait in its collectives for ever.
+  const uint64_t flags = (o.resume ? 1u : 0u) | (o.detect_anomaly ? 2u : 0u) |
+                         (static_cast<uint64_t>(o.stop_at_step + 1) << 2);
+  MIXPREC_CHECK(dist::same_on_every_rank(comm, flags << 1), "dist",
+                "the ranks were started with different --resume, --detect-anomaly or "
+                "--stop-at-step flags; every rank must run rank 0's command");
   const std::string mine = config::to_toml(c);
   const std::string rank0 = dist::text_from(comm, mine, 0);
   const int first = dist::first_rank_with(comm, mine != rank0);
@@ -284,10 +296,15 @@ void agree_with_rank0(const config::TrainConfig& c, dist::Communicator& comm) {
 // Refused before the model is described: 1e6 layers take a minute to describe, a batch of 1e9
 // sequences ends in std::bad_alloc.
 config::TrainConfig fitting_this_machine(config::TrainConfig c, const TrainerOptions& o) {
-  if (o.comm && o.comm->size() > 1) agree_with_rank0(c, *o.comm);
-  const int world_size = o.comm ? o.comm->size() : 1;
-  const int ranks_here = o.comm ? dist::ranks_on_this_machine(*o.comm) : 1;
-  dist::check_fits_machine(c, world_size, ranks_here, "memory");
+  if (!o.comm) {
+    dist::check_fits_machine(c, 1, 1, "memory");
+    return c;
+  }
+  agree_with_rank0(c, o);
+  // Machines differ in memory and in ranks: each checks its own, all fail together.
+  dist::all_or_none(*o.comm, [&] {
+    dist::check_fits_machine(c, o.comm->size(), dist::ranks_on_this_machine(*o.comm), "memory");
+  });
   return c;
 }
 
@@ -297,8 +314,10 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
     : state_(std::make_unique<State>(fitting_this_machine(std::move(config), options),
                                      std::move(options))) {
   State& s = *state_;
-  check_world_size(s.config, *s.comm);
-  set_threads(s.config, *s.comm);
+  dist::all_or_none(*s.comm, [&] {
+    check_world_size(s.config, *s.comm);
+    set_threads(s.config, *s.comm);  // this machine's cores
+  });
   s.open_store();
   s.open_data();  // a missing corpus fails before anything is allocated
   s.build_model();
@@ -509,16 +528,22 @@ std::string Trainer::State::nonfinite_origin(const StepMetrics& m) {
     record = first_anomaly();
   }
   optimizer->zero_grad();
-  if (!record.found)
+  // Each rank re-ran its own rows: the lowest rank that found one speaks for all.
+  const std::string mine =
+      record.found ? fmt::format(
+                         "Anomaly mode re-ran step {}: the first inf/NaN came from the {} pass of "
+                         "op {} in module {} ({}{})",
+                         m.step, record.backward ? "backward" : "forward", record.op,
+                         record.module.empty() ? "(top level)" : record.module, record.detail,
+                         comm->size() > 1 ? fmt::format(", rank {}'s rows", comm->rank()) : "")
+                   : "";
+  const int first = dist::first_rank_with(*comm, record.found);
+  if (first < 0)
     return fmt::format(
         "Anomaly mode re-ran step {} and found no inf/NaN in any op's output "
         "(it arose in the unscale or the gradient reduction)",
         m.step);
-  return fmt::format(
-      "Anomaly mode re-ran step {}: the first inf/NaN came from the {} pass of "
-      "op {} in module {} ({})",
-      m.step, record.backward ? "backward" : "forward", record.op,
-      record.module.empty() ? "(top level)" : record.module, record.detail);
+  return dist::text_from(*comm, mine, first);
 }
 
 void Trainer::State::record(StepMetrics m) {
@@ -569,7 +594,7 @@ TrainSummary Trainer::run() {
     // A skipped step owes its checkpoint to the next step that is not skipped (or the last):
     // saved in a streak of skips it would rotate out a good one while the run may be diverging.
     s.checkpoint_owed = s.store && (s.checkpoint_owed || s.due(done, c.checkpoint.interval));
-    if (s.checkpoint_owed && (s.skipped_in_a_row == 0 || done == c.training.steps)) {
+    if (s.checkpoint_owed && (s.skipped_in_a_row == 0 || done == end)) {
       s.summary.last_checkpoint = s.save(done);
       s.checkpoint_owed = false;
     }

@@ -1,7 +1,8 @@
 // `mixprec sample`: generated text from a checkpoint.
 #include <fmt/core.h>
 
-#include <limits>
+#include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -55,7 +56,13 @@ void add_sample_command(CLI::App& app, int& exit_code) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--temperature", args->options.temperature, "0 = greedy")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, std::numeric_limits<double>::max()));
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            const double t = std::strtod(text.c_str(), nullptr);
+            return std::isfinite(t) && t >= 0 ? std::string()
+                                              : "must be a finite number >= 0, got " + text;
+          },
+          "FLOAT>=0"));
   cmd->add_option("--top-k", args->options.top_k, "sample among the k likeliest (0 = all)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);

@@ -53,7 +53,7 @@ struct TrainingConfig {
   std::int64_t threads = 0;  // 0 = all cores
   // The stop rule for a diverged run: it ends with an error after this many consecutive
   // skipped (non-finite) steps, or once the loss scale falls below min_loss_scale; 0 = off.
-  // A healthy fp16 start skips ~8-16 steps while 2^16 backs off to a scale that fits.
+  // A run that recovers skips a step or two while the scale backs off.
   std::int64_t max_skipped_steps = 50;
   double min_loss_scale = 1.0;  // DeepSpeed's default floor
   // Either `precision` (any amp::parse_policy spelling) or torchtitan's pair below; all empty

@@ -51,6 +51,7 @@ class TokenDataset {
 
   const std::filesystem::path& cache_path() const { return cache_.file->path(); }
   uint64_t source_hash() const { return cache_.header.source_hash; }
+  uint64_t payload_checksum() const { return cache_.header.payload_checksum; }  // of the tokens
   // True when open() wrote the cache file, false when it reused a valid one.
   bool rebuilt() const { return rebuilt_; }
   int64_t num_files() const { return cache_.header.file_count; }

@@ -3,6 +3,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -23,5 +24,9 @@ bool same_on_every_rank(Communicator& comm, uint64_t value);
 int first_rank_with(Communicator& comm, bool flag);
 // `root`'s `text`, on every rank.
 std::string text_from(Communicator& comm, const std::string& text, int root);
+// Runs `step` on every rank. When it throws on any rank, every rank throws the error of the
+// lowest such rank: a rank that failed alone (a check of its own machine or shard) would leave
+// the others waiting in their next collective for ever. At world size 1, just `step()`.
+void all_or_none(Communicator& comm, const std::function<void()>& step);
 
 }  // namespace mixprec::dist

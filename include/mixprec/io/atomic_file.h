@@ -17,8 +17,9 @@ void write_file_atomically(const std::string& target, const std::function<void(i
                            const std::string& where);
 
 // Removes the temporaries an interrupted write_file_atomically left in `dir` (a process killed
-// between mkstemp and rename): files named "<target>.tmp.XXXXXX". Only for a directory no other
-// process writes to (the trainer holds the run directory's lock). Returns what it removed.
+// between mkstemp and rename): files named "<target>.tmp.XXXXXX" whose target is a
+// *.safetensors file or a tokens-*.bin cache. Only for a directory no other process writes to
+// (the trainer holds the run directory's lock). Returns what it removed; never throws.
 std::vector<std::string> remove_interrupted_temporaries(const std::string& dir);
 
 // All n bytes to fd (retrying short writes and EINTR); Error(where, ...) on failure.

@@ -59,6 +59,7 @@ void check_choices(const TrainConfig& config, const Checker& c) {
 // a model fits this machine's memory is dist::check_fits_machine's question.
 constexpr int64_t kMaxWidth = int64_t{1} << 24;
 constexpr int64_t kMaxCount = int64_t{1} << 14;
+constexpr double kMaxProduct = 0x1p40;
 
 void check_bound(const Checker& c, const char* key, int64_t value, int64_t bound) {
   c.require(value <= bound, key, "must be <= " + std::to_string(bound));
@@ -73,6 +74,15 @@ void check_model(const ModelConfig& m, const Checker& c) {
   check_bound(c, "model.d_ff", m.d_ff, kMaxWidth);
   check_bound(c, "model.max_seq_len", m.max_seq_len, kMaxWidth);
   check_bound(c, "model.moe.n_experts", m.moe.n_experts, kMaxCount);
+  // Products too: the memory planner counts a layer's weights and an attention's scores in
+  // int64 bytes. 2^40 weights in one layer is a thousand times today's largest.
+  const double experts = m.kind == "moe" ? static_cast<double>(m.moe.n_experts) : 1.0;
+  c.require(experts * static_cast<double>(m.d_model) * static_cast<double>(m.d_ff) <= kMaxProduct,
+            "model.d_ff",
+            "times model.d_model" + std::string(m.kind == "moe" ? " and model.moe.n_experts" : "") +
+                " must be <= 2^40 (the weights of one layer)");
+  c.require(static_cast<double>(m.vocab_size) * static_cast<double>(m.d_model) <= kMaxProduct,
+            "model.vocab_size", "times model.d_model must be <= 2^40 (the embedding's weights)");
   c.require(m.n_heads > 0, "model.n_heads", "must be > 0");
   c.require(m.d_model % m.n_heads == 0, "model.n_heads", "must divide " + c.show("model.d_model"));
   if (m.positions == "rope") {
@@ -98,6 +108,9 @@ void check_training(const TrainConfig& cfg, const Checker& c) {
   c.require(t.steps > 0, "training.steps", "must be > 0");
   c.require(t.batch_size > 0, "training.batch_size", "must be > 0");
   check_bound(c, "training.batch_size", t.batch_size, kMaxWidth);
+  const double seq = static_cast<double>(t.seq_len);
+  c.require(static_cast<double>(cfg.model.n_heads) * seq * seq <= 0x1p44, "training.seq_len",
+            "squared times model.n_heads must be <= 2^44 (one sequence's attention scores)");
   c.require(t.seq_len > 0, "training.seq_len", "must be > 0");
   c.require(t.seq_len <= cfg.model.max_seq_len, "training.seq_len",
             "must be <= " + c.show("model.max_seq_len"));
