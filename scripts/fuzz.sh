@@ -5,7 +5,8 @@
 # (clang, ASan + UBSan, -DMIXPREC_FUZZ=ON), fuzzes for SECONDS (or FUZZ_RUNS executions)
 # starting from the kept corpus plus fresh seeds, then merges the corpus, the seeds and the new
 # finds into a minimal tests/fuzz/TARGET (-set_cover_merge=1, the set-cover variant of
-# -merge=1). A crash leaves its input as build-fuzz-clang/fuzz/TARGET/crash-* and fails the script.
+# -merge=1). A crash leaves its input as build-fuzz-clang/fuzz/TARGET/crash-* and fails the
+# script.
 # Environment: FUZZ_JOBS (parallel fuzzing processes, default 1), FUZZ_RUNS (stop after this
 # many executions instead of SECONDS), FUZZ_MAX_LEN (default 8192; longer seeds are cut to it),
 # FUZZ_TIMEOUT (seconds one input may take, default 120: a niced fuzzer on a busy machine can

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "cli_running.h"
+#include "mixprec/io/checkpoint_store.h"
 #include "support/temp_files.h"
 
 namespace mixprec {
@@ -288,6 +289,29 @@ TEST(SharedRunDirs, InterruptedSavesAreCleanedUpAndWarningsAlwaysReachStderr) {
   EXPECT_TRUE(contains(r.err, "warning: removed " + temporary.string())) << r.err;
   EXPECT_TRUE(contains(r.err, "warning: skipped checkpoints that fail validation")) << r.err;
   EXPECT_TRUE(contains(r.err, "step-00000004.safetensors")) << r.err;
+}
+
+}  // namespace
+}  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+// eval printed "validation loss -nan" and exited 0. Weights that are finite but overflow f16
+// (1e30, past 65504) make an fp16-mixed forward pass non-finite: eval names the file, exit 1.
+TEST(DivergedRuns, EvalOfANonFiniteLossExitsNonZero) {
+  TempDir dir;
+  const auto args =
+      short_run(dir, "2", {"--precision", "fp16-mixed", "--set", "checkpoint.enable=true"});
+  ASSERT_EQ(run_cli(args).exit_code, 0);
+  const fs::path ckpt = dir / "run/checkpoint/step-00000002.safetensors";
+  io::Checkpoint c = io::load_checkpoint(ckpt.string());
+  const Tensor& emb = c.tensors.at("model.tok_emb.weight");
+  c.tensors["model.tok_emb.weight"] = Tensor::full(emb.shape(), 1e30, emb.dtype());
+  io::CheckpointStore(ckpt.parent_path().string(), 0).save(2, c.tensors, c.metadata);
+  const std::vector<std::string> eval = {"eval", (dir / "run").string(), "--batches", "1"};
+  expect_refused(eval, "the validation loss is not finite");
+  expect_refused(eval, ckpt.string());
 }
 
 }  // namespace
