@@ -62,8 +62,8 @@ Progress::Progress(ProgressStyle style, int64_t total_steps, int64_t log_every, 
     style_ = isatty(fileno(out_)) ? ProgressStyle::bar : ProgressStyle::lines;
 }
 
-void Progress::write_line(const std::string& text, bool in_place) {
-  if (style_ == ProgressStyle::quiet) return;
+void Progress::write_line(const std::string& text, bool in_place, bool even_quiet) {
+  if (style_ == ProgressStyle::quiet && !even_quiet) return;
   if (bar_drawn_) std::fputs("\r\033[K", out_);  // clear the bar's line
   std::fputs(text.c_str(), out_);
   if (!in_place) std::fputc('\n', out_);
@@ -100,10 +100,7 @@ void Progress::message(const std::string& line) {
 }
 
 void Progress::warning(const std::string& line) {
-  if (bar_drawn_) std::fputs("\r\033[K", out_);
-  std::fputs(("warning: " + line + "\n").c_str(), out_);
-  bar_drawn_ = false;
-  std::fflush(out_);
+  write_line("warning: " + line, false, /*even_quiet=*/true);
 }
 
 void Progress::finish() {

@@ -585,10 +585,8 @@ TrainSummary Trainer::run() {
                           : c.training.steps;
   s.begin_run();
   while (s.next_step < end) {
-    StepMetrics m = s.step();
-    const StepMetrics kept = m;
-    s.record(std::move(m));
-    s.stop_if_diverged(kept);
+    s.record(s.step());
+    s.stop_if_diverged(s.summary.steps.back());  // the step just recorded
     const int64_t done = s.next_step;
     if (s.val_batches && s.due(done, c.training.eval_every)) s.evaluate_at(done);
     // A skipped step owes its checkpoint to the next step that is not skipped (or the last):

@@ -40,7 +40,7 @@ class Progress {
   ProgressStyle style() const { return style_; }
 
  private:
-  void write_line(const std::string& text, bool in_place);
+  void write_line(const std::string& text, bool in_place, bool even_quiet = false);
 
   ProgressStyle style_;
   int64_t total_steps_, log_every_;
