@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdio>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "mixprec/autograd/record_tensor_ops.h"
@@ -61,8 +62,9 @@ ScalerOptions ScalerOptions::for_policy(const MixedPrecisionPolicy& policy) {
   return policy.loss_scaling ? dynamic_defaults() : none();
 }
 
-GradScaler::GradScaler(ScalerOptions options) : options_(options) {
-  const ScalerOptions& o = options_;
+namespace {
+
+void check_options(const ScalerOptions& o) {
   MIXPREC_CHECK(
       o.init_scale > 0 && std::isfinite(static_cast<float>(o.init_scale)), kWhere,
       "init_scale must be positive and finite in f32, got " + std::to_string(o.init_scale));
@@ -77,11 +79,18 @@ GradScaler::GradScaler(ScalerOptions options) : options_(options) {
   MIXPREC_CHECK(o.min_scale >= 0 && o.min_scale <= o.max_scale, kWhere,
                 "need 0 <= min_scale <= max_scale, got " + std::to_string(o.min_scale) + " and " +
                     std::to_string(o.max_scale));
+}
+
+}  // namespace
+
+GradScaler::GradScaler(ScalerOptions options) : options_(options) {
+  check_options(options_);
   MIXPREC_CHECK(
-      o.init_scale >= o.min_scale && o.init_scale <= o.max_scale, kWhere,
-      "init_scale " + std::to_string(o.init_scale) + " is outside [min_scale, max_scale]");
-  state_.scale = static_cast<float>(o.init_scale);
-  state_.hysteresis_left = o.hysteresis;
+      options_.init_scale >= options_.min_scale && options_.init_scale <= options_.max_scale,
+      kWhere,
+      "init_scale " + std::to_string(options_.init_scale) + " is outside [min_scale, max_scale]");
+  state_.scale = static_cast<float>(options_.init_scale);
+  state_.hysteresis_left = options_.hysteresis;
 }
 
 float GradScaler::inv_scale() const {
@@ -138,11 +147,9 @@ void GradScaler::unscale(GradientStep& opt) {
                   "unscale() has already been called on this optimizer since the last update()");
     MIXPREC_CHECK(!it->second.stepped, kWhere, "unscale() is being called after step()");
   }
-  if (!enabled()) {  // 1/scale is 1: nothing to write, and step() tests (or has proof)
-    this_iteration_[&opt].unscaled = true;
-    return;
-  }
-  check(opt, /*write=*/true).unscaled = true;
+  // A disabled scaler's 1/scale is 1: nothing to write, but the test is what unscale() is
+  // called for (clipping comes next).
+  check(opt, /*write=*/enabled()).unscaled = true;
 }
 
 StepReport GradScaler::step(GradientStep& opt, float grad_factor, std::optional<double> grad_norm) {
@@ -152,8 +159,7 @@ StepReport GradScaler::step(GradientStep& opt, float grad_factor, std::optional<
   MIXPREC_CHECK(it == this_iteration_.end() || !it->second.stepped, kWhere,
                 "step() has already been called on this optimizer since the last update()");
   const bool unscaled = it != this_iteration_.end() && it->second.unscaled;
-  // An enabled scaler's unscale() has tested the gradients; a disabled one's left it to here.
-  PerOptimizer* st = unscaled && enabled() ? &it->second : nullptr;
+  PerOptimizer* st = unscaled ? &it->second : nullptr;  // unscale() has tested the gradients
   // A finite f64 sum of squares has no inf or NaN in it; multiplying by 1/scale <= 1 (none
   // left when unscaled) makes none either.
   if (!st && grad_norm && std::isfinite(*grad_norm) && !reduce_ &&
@@ -221,22 +227,78 @@ void GradScaler::load_state(const ScalerState& state) {
   this_iteration_.clear();
 }
 
+void GradScaler::update(double new_scale) {
+  this_iteration_.clear();
+  if (!enabled()) return;
+  MIXPREC_CHECK(new_scale > 0 && std::isfinite(static_cast<float>(new_scale)), kWhere,
+                "update(new_scale): the scale must be positive and finite in f32, got " +
+                    std::to_string(new_scale));
+  state_.scale = static_cast<float>(new_scale);
+}
+
 TensorMap GradScaler::state_dict() const {
+  if (!enabled()) return {};
+  const auto f64 = [](double v) { return Tensor::from_vector(std::vector<double>{v}); };
   return {{"scale", Tensor::from_vector(std::vector<float>{state_.scale})},
-          {"growth_tracker", scalar_tensor(state_.growth_tracker)},
+          {"growth_factor", f64(options_.growth_factor)},
+          {"backoff_factor", f64(options_.backoff_factor)},
+          {"growth_interval", scalar_tensor(options_.growth_interval)},
+          {"_growth_tracker", scalar_tensor(state_.growth_tracker)},
+          {"hysteresis", scalar_tensor(options_.hysteresis)},
           {"hysteresis_left", scalar_tensor(state_.hysteresis_left)},
-          {"steps_skipped", scalar_tensor(state_.steps_skipped)},
-          {"steps_taken", scalar_tensor(state_.steps_taken)}};
+          {"min_scale", f64(options_.min_scale)},
+          {"max_scale", f64(options_.max_scale)}};
 }
 
 void GradScaler::load_state_dict(const TensorMap& dict) {
-  ScalerState s;
+  if (!enabled()) return;
+  MIXPREC_CHECK(!dict.empty(), kWhere,
+                "the state dict is empty: it was saved by a disabled GradScaler, and this one "
+                "is enabled");
+  ScalerOptions o = options_;
+  ScalerState s = state_;
   s.scale = entry(dict, "scale", DType::f32).data<float>()[0];
-  s.growth_tracker = entry(dict, "growth_tracker", DType::i64).data<int64_t>()[0];
+  const bool legacy = !dict.count("_growth_tracker") && dict.count("growth_tracker");
+  s.growth_tracker =
+      entry(dict, legacy ? "growth_tracker" : "_growth_tracker", DType::i64).data<int64_t>()[0];
   s.hysteresis_left = entry(dict, "hysteresis_left", DType::i64).data<int64_t>()[0];
-  s.steps_skipped = entry(dict, "steps_skipped", DType::i64).data<int64_t>()[0];
-  s.steps_taken = entry(dict, "steps_taken", DType::i64).data<int64_t>()[0];
-  load_state(s);
+  if (!legacy) {
+    o.growth_factor = entry(dict, "growth_factor", DType::f64).data<double>()[0];
+    o.backoff_factor = entry(dict, "backoff_factor", DType::f64).data<double>()[0];
+    o.growth_interval = entry(dict, "growth_interval", DType::i64).data<int64_t>()[0];
+    o.hysteresis = entry(dict, "hysteresis", DType::i64).data<int64_t>()[0];
+    o.min_scale = entry(dict, "min_scale", DType::f64).data<double>()[0];
+    o.max_scale = entry(dict, "max_scale", DType::f64).data<double>()[0];
+    check_options(o);
+  }
+  const ScalerOptions saved = options_;
+  options_ = o;  // load_state checks hysteresis_left against the loaded hysteresis
+  try {
+    load_state(s);
+  } catch (...) {
+    options_ = saved;
+    throw;
+  }
+}
+
+TensorMap GradScaler::checkpoint_dict() const {
+  TensorMap out = state_dict();
+  out.emplace("steps_skipped", scalar_tensor(state_.steps_skipped));
+  out.emplace("steps_taken", scalar_tensor(state_.steps_taken));
+  return out;
+}
+
+void GradScaler::load_checkpoint_dict(const TensorMap& dict) {
+  GradScaler trial = *this;
+  TensorMap scaler_state = dict;
+  const std::pair<const char*, int64_t ScalerState::*> counters[] = {
+      {"steps_skipped", &ScalerState::steps_skipped}, {"steps_taken", &ScalerState::steps_taken}};
+  for (const auto& [key, field] : counters)
+    if (scaler_state.erase(key))
+      trial.state_.*field = entry(dict, key, DType::i64).data<int64_t>()[0];
+  trial.load_state_dict(scaler_state);
+  trial.load_state(trial.state_);  // checks the counters
+  *this = std::move(trial);
 }
 
 }  // namespace mixprec::amp

@@ -92,6 +92,7 @@ std::vector<std::string> policy_dtype_names() {
   std::vector<std::string> names;
   for (const DTypeInfo& row : kDTypeTable)
     if (row.computable) names.emplace_back(row.name);
+  names.insert(names.end(), {"full", "half"});  // jmp's names for f32 and f16
   return names;
 }
 
@@ -125,12 +126,18 @@ const Preset* find_preset(std::string_view name) {
   return nullptr;
 }
 
+// parse_dtype, plus jmp's "full" (f32). jmp's "half" is f16 off TPUs (bf16 on them), which is
+// parse_dtype's "half" (torch.half) too.
+DType jmp_or_parse_dtype(std::string_view token) {
+  return lower(trim(token)) == "full" ? DType::f32 : parse_dtype(trim(token));
+}
+
 // A policy dtype: any parse_dtype spelling of f64, f32, bf16 or f16 (the dtypes ops compute
-// in; fp8 is a storage format for scaled GEMMs, not a policy dtype).
+// in; fp8 is a storage format for scaled GEMMs, not a policy dtype), or jmp's full / half.
 DType policy_dtype(std::string_view token, std::string_view key) {
   DType d;
   try {
-    d = parse_dtype(trim(token));
+    d = jmp_or_parse_dtype(token);
   } catch (const Error&) {
     throw Error(kWhere, "unknown dtype '" + quote_prefix(trim(token)) + "' for key '" +
                             std::string(key) + "'; valid: " + joined(policy_dtype_names()));
@@ -164,7 +171,8 @@ DType wider_than_f32(DType d) {
   return accumulate_dtype(d);
 }
 
-// "key=value,key=value": unspecified dtypes are f32; reduce and the master default to the
+// "key=value,key=value", with jmp's defaults (jmp.get_policy): params f32, compute follows
+// params, output follows compute. mixprec's own keys: reduce and the master default to the
 // wider of f32 and params (so params=f64 trains in f64 throughout).
 MixedPrecisionPolicy parse_pairs(std::string_view text) {
   std::optional<DType> param, compute, reduce, output, master;
@@ -212,9 +220,9 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   }
   MixedPrecisionPolicy p;
   p.param_dtype = param.value_or(DType::f32);
-  p.compute_dtype = compute.value_or(DType::f32);
+  p.compute_dtype = compute.value_or(p.param_dtype);
   p.reduce_dtype = reduce.value_or(wider_than_f32(p.param_dtype));
-  p.output_dtype = output.value_or(DType::f32);
+  p.output_dtype = output.value_or(p.compute_dtype);
   const DType m = master.value_or(wider_than_f32(p.param_dtype));
   MIXPREC_CHECK(m == DType::f32 || m == p.param_dtype, kWhere,
                 std::string("master ") + dtype_name(m) + " must be f32 or the params dtype (" +
@@ -261,7 +269,7 @@ MixedPrecisionPolicy parse_policy(std::string_view text) {
   // explicitly, together with their update rule.
   DType d;
   try {
-    d = parse_dtype(t);
+    d = jmp_or_parse_dtype(t);
   } catch (const Error&) {
     const std::string guess = closest_name(t, bare_spellings());
     throw Error(kWhere, "unknown policy '" + quote_prefix(t) + "'" +

@@ -98,6 +98,7 @@ Backend make_cpu_backend() {
     return cpu::unscale_and_check(gs, inv_scale);
   };
   b.first_nonfinite = cpu::first_nonfinite;
+  b.clamp_in_place = cpu::clamp_in_place;
   b.grad_numerics = [](std::span<const Tensor> gs, double scale, double under, double over) {
     return cpu::grad_numerics(gs, scale, under, over);
   };

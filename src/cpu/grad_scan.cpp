@@ -165,6 +165,29 @@ int64_t first_nonfinite(std::span<const Tensor> gs, float inv_scale) {
   return scan_all(gs, inv_scale, false, "first_nonfinite");
 }
 
+void clamp_in_place(std::span<const Tensor> gs, double lo, double hi) {
+  std::vector<int64_t> sizes;
+  for (const Tensor& g : gs) {
+    check_grad(g, "clamp_in_place");
+    sizes.push_back(g.numel());
+  }
+  map_pieces<int>(sizes, kChunk, [&](std::size_t t, int64_t b, int64_t e) {
+    return dispatch_scan(gs[t],
+                         [&](auto* p) {
+                           using T = std::remove_pointer_t<decltype(p)>;
+                           for (int64_t i = b; i < e; ++i) {
+                             const auto v =
+                                 static_cast<double>(p[i]);  // NaN fails both tests and stays
+                             if (v < lo) p[i] = T(lo);
+                             if (v > hi) p[i] = T(hi);
+                           }
+                           return false;
+                         })
+               ? 1
+               : 0;
+  });
+}
+
 GradNumerics grad_numerics(const Tensor& g, double scale, double underflow_below,
                            double overflow_above) {
   return grad_numerics({&g, 1}, scale, underflow_below, overflow_above).per_tensor[0];

@@ -129,7 +129,7 @@ io::TensorMap gather_training_state(const ShardedModel& model, const optim::Opti
   }
   if (optimizer) out[std::string(kOptimPrefix) + "step"] = state.at("step").clone();
   if (scaler)
-    for (const auto& [key, value] : scaler->state_dict()) out[io::kScalerPrefix + key] = value;
+    for (const auto& [key, value] : scaler->checkpoint_dict()) out[io::kScalerPrefix + key] = value;
   return out;
 }
 

@@ -50,7 +50,7 @@ TensorMap flatten_training_state(const TrainingState& state) {
     for (const auto& [key, t] : state.optimizer->state_dict())
       out.emplace(kOptimPrefix + key, t.clone());
   if (state.scaler)
-    for (const auto& [key, t] : state.scaler->state_dict()) out.emplace(kScalerPrefix + key, t);
+    for (const auto& [key, t] : state.scaler->checkpoint_dict()) out.emplace(kScalerPrefix + key, t);
   return out;
 }
 
@@ -90,7 +90,7 @@ void restore_training_state(const TensorMap& tensors, const TrainingState& state
   if (state.scaler) {
     amp::GradScaler trial = *state.scaler;
     try {
-      trial.load_state_dict(scaler_state);
+      trial.load_checkpoint_dict(scaler_state);
     } catch (const Error& e) {
       rethrow_in(e, kScalerPrefix);
     }
@@ -105,7 +105,7 @@ void restore_training_state(const TensorMap& tensors, const TrainingState& state
     }
   }
   // 4. What remains cannot fail: it was all checked above.
-  if (state.scaler) state.scaler->load_state_dict(scaler_state);
+  if (state.scaler) state.scaler->load_checkpoint_dict(scaler_state);
   NoGradGuard no_grad;
   for (std::size_t i = 0; i < state.params.size(); ++i) {
     state.params[i]->master().copy_from(*masters[i]);

@@ -326,10 +326,18 @@ std::size_t f16_fast(const float* src, uint16_t* dst, std::size_t n) {
   return done;
 }
 
+// The vector encoders implement the satfinite convention; the ml_dtypes one differs only
+// under saturate or toward-zero rounding, which the scalar kernel then does whole.
+bool vector_encoders_apply(const ConvertOptions& o) {
+  return o.overflow == OverflowConvention::satfinite ||
+         (!o.saturate && o.rounding != Rounding::toward_zero);
+}
+
 }  // namespace
 
 std::size_t avx2_narrow_f32(const FloatFormat& f, const float* src, void* dst, std::size_t n,
                             const ConvertOptions& o, uint64_t index0) {
+  if (!vector_encoders_apply(o)) return 0;
   if (&f == &kFormatBF16 && !o.saturate) {
     auto* d = static_cast<uint16_t*>(dst);
     switch (o.rounding) {
@@ -354,6 +362,7 @@ std::size_t avx2_narrow_f32(const FloatFormat& f, const float* src, void* dst, s
 
 std::size_t avx2_tf32(const float* src, float* dst, std::size_t n, const ConvertOptions& o,
                       uint64_t index0) {
+  if (!vector_encoders_apply(o)) return 0;
   return generic_dispatch(kFormatTF32, src, dst, n, o, index0, true);
 }
 

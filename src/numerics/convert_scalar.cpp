@@ -59,7 +59,7 @@ template <const FloatFormat& F, Rounding kMode>
 void narrow_f32_mode(const float* src, void* dst, std::size_t n, const ConvertOptions& o,
                      uint64_t index0) {
   for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
-    store(F, dst, i, encode_f32(F, src[i], kMode, o.saturate, random));
+    store(F, dst, i, encode_f32(F, src[i], kMode, o.saturate, random, o.overflow));
   });
 }
 
@@ -85,14 +85,14 @@ void scalar_narrow_f32(const FloatFormat& f, const float* src, void* dst, std::s
   if (&f == &kFormatE4M3FN) return narrow_f32<kFormatE4M3FN>(src, dst, n, o, index0);
   if (&f == &kFormatE5M2) return narrow_f32<kFormatE5M2>(src, dst, n, o, index0);
   for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
-    store(f, dst, i, encode_f32(f, src[i], o.rounding, o.saturate, random));
+    store(f, dst, i, encode_f32(f, src[i], o.rounding, o.saturate, random, o.overflow));
   });
 }
 
 void scalar_narrow_f64(const FloatFormat& f, const double* src, void* dst, std::size_t n,
                        const ConvertOptions& o, uint64_t index0) {
   for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
-    const uint32_t bits = encode_f64(f, src[i], o.rounding, o.saturate, random);
+    const uint32_t bits = encode_f64(f, src[i], o.rounding, o.saturate, random, o.overflow);
     // tf32 results are stored as f32 with the low 13 bits clear.
     store(f, dst, i, &f == &kFormatTF32 ? bits << 13 : bits);
   });
@@ -118,7 +118,8 @@ void scalar_tf32(const float* src, float* dst, std::size_t n, const ConvertOptio
                  uint64_t index0) {
   for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
     // kFormatTF32 is a constant here, so the encoder specialises as in narrow_f32.
-    const uint32_t bits = encode_f32(kFormatTF32, src[i], o.rounding, o.saturate, random);
+    const uint32_t bits =
+        encode_f32(kFormatTF32, src[i], o.rounding, o.saturate, random, o.overflow);
     dst[i] = std::bit_cast<float>(bits << 13);
   });
 }

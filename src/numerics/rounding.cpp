@@ -29,4 +29,17 @@ const char* rounding_name(Rounding r) {
   return "?";
 }
 
+OverflowConvention parse_overflow_convention(std::string_view text) {
+  std::string name(text);
+  for (char& c : name) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
+  if (name == "satfinite") return OverflowConvention::satfinite;
+  if (name == "ml_dtypes") return OverflowConvention::ml_dtypes;
+  throw Error("overflow convention", "unknown overflow convention '" + std::string(text) +
+                                         "'; valid: satfinite, ml_dtypes");
+}
+
+const char* overflow_convention_name(OverflowConvention c) {
+  return c == OverflowConvention::ml_dtypes ? "ml_dtypes" : "satfinite";
+}
+
 }  // namespace mixprec

@@ -12,6 +12,23 @@ namespace mixprec::optim {
 
 using detail::kChunk;
 
+namespace {
+
+// The parameters' gradients, each made contiguous (and stored back so) for an in-place pass.
+std::vector<Tensor> contiguous_grads(const ParamList& params) {
+  std::vector<Tensor> grads;
+  for (const auto& p : params) {
+    const Tensor raw = p->grad();
+    if (!raw.defined()) continue;
+    Tensor g = raw.contiguous();
+    if (!g.shares_storage_with(raw)) p->set_grad(g);
+    grads.push_back(g);
+  }
+  return grads;
+}
+
+}  // namespace
+
 double grad_norm(const ParamList& params, float inv_scale) {
   std::vector<Tensor> grads;
   std::vector<int64_t> sizes;
@@ -48,16 +65,16 @@ double clip_grads_to_norm(const ParamList& params, double norm, double max_norm)
   if (!std::isfinite(norm)) return norm;
   const float coef = clip_coefficient(norm, max_norm);
   if (coef == 1.0f) return norm;
-  std::vector<Tensor> grads;
-  for (const auto& p : params) {
-    const Tensor raw = p->grad();
-    if (!raw.defined()) continue;
-    Tensor g = raw.contiguous();
-    if (!g.shares_storage_with(raw)) p->set_grad(g);
-    grads.push_back(g);
-  }
+  const std::vector<Tensor> grads = contiguous_grads(params);
   backend::current().unscale_and_check(grads, coef);  // g *= coef, rounded once into g's dtype
   return norm;
+}
+
+void clip_grad_value(const ParamList& params, double clip_value) {
+  MIXPREC_CHECK(clip_value > 0 && std::isfinite(clip_value), "clip_grad_value",
+                "clip_value must be finite and > 0, got " + std::to_string(clip_value));
+  const std::vector<Tensor> grads = contiguous_grads(params);
+  backend::current().clamp_in_place(grads, -clip_value, clip_value);
 }
 
 }  // namespace mixprec::optim

@@ -79,4 +79,14 @@ void Parameter::refresh() {
   working_.copy_from(master_);
 }
 
+TensorMap parameter_values(const ParamList& params) {
+  TensorMap out;
+  for (const auto& p : params) {
+    MIXPREC_CHECK(p != nullptr, "parameter_values", "a parameter is null");
+    MIXPREC_CHECK(out.emplace(p->name(), p->value()).second, "parameter_values",
+                  "parameter name '" + p->name() + "' appears twice");
+  }
+  return out;
+}
+
 }  // namespace mixprec::optim

@@ -346,7 +346,9 @@ StepMetrics Trainer::step() {
 // finite norm spares the scaler its own non-finite pass.
 amp::StepReport Trainer::State::apply_gradients(StepMetrics& m, amp::StepNumerics& numerics,
                                                 float loss_scale) {
-  scaler.unscale(*optimizer);
+  // unscale() writes 1/scale into the gradients; a disabled scaler has nothing to write, and
+  // its non-finite test is step()'s (spared by a finite norm).
+  if (scaler.enabled()) scaler.unscale(*optimizer);
   const bool detail = m.step % std::max<int64_t>(config.metrics.log_every, 1) == 0;
   numerics =
       (detail ? monitor_detail : monitor_totals).observe(m.step, *optimizer, loss_scale, true);
@@ -354,6 +356,9 @@ amp::StepReport Trainer::State::apply_gradients(StepMetrics& m, amp::StepNumeric
   const float clip = config.training.grad_clip > 0 && std::isfinite(m.grad_norm)
                          ? optim::clip_coefficient(m.grad_norm, config.training.grad_clip)
                          : 1.0f;
+  // By value: only when every gradient is finite (a clamped inf would be a finite step).
+  if (config.training.grad_clip_value > 0 && std::isfinite(m.grad_norm))
+    optim::clip_grad_value(parallelism->parameters(), config.training.grad_clip_value);
   const amp::StepReport report = scaler.step(*optimizer, clip, m.grad_norm);
   amp::NumericsMonitor::add_step_report(numerics, report);
   scaler.update();

@@ -94,7 +94,7 @@ TEST(CliTraps, PrecisionErrorsListOnlyWhatIsAcceptedAndSuggestTheSpellingMeant) 
   const auto args = short_run(dir, "1", {"--precision", "fp12"});
   const RunResult r = run_cli(args);
   EXPECT_NE(r.exit_code, 0) << describe(args, r);
-  EXPECT_TRUE(contains(r.err, "a dtype (f64, f32, bf16, f16)")) << r.err;
+  EXPECT_TRUE(contains(r.err, "a dtype (f64, f32, bf16, f16, full, half)")) << r.err;
   for (const char* refused_anyway : {"f8_e4m3fn", "f8_e5m2", "i32", "i64", "u8", "bool"})
     EXPECT_FALSE(contains(r.err, refused_anyway))
         << refused_anyway << " listed as valid: " << r.err;
@@ -192,6 +192,27 @@ TEST(DivergedRuns, AnFp16RunThatBlowsUpStopsNamingTheStepOpAndModule) {
 
 // The default rule never stops a run that recovers: at lr 0.1 tiny overflows once in fp16, the
 // scale backs off, and training goes on to the end.
+// Clipping by value (training.grad_clip_value, Keras's clipvalue) clamps unscaled gradients
+// only on finite steps: an overflow is still a skipped step, never a clamped update.
+TEST(DivergedRuns, ClippingByValueStillSkipsNonFiniteSteps) {
+  TempDir dir;
+  const auto args = short_run(
+      dir, "30",
+      {"--precision", "fp16-mixed", "--set", "optimizer.lr=1000", "--set",
+       "lr_scheduler.warmup_steps=0", "--set", "training.grad_clip=0", "--set",
+       "training.grad_clip_value=0.5", "--set", "training.min_loss_scale=0", "--set",
+       "training.max_skipped_steps=5"});
+  const RunResult r = run_cli(args);
+  EXPECT_EQ(r.exit_code, 1) << describe(args, r);
+  EXPECT_TRUE(contains(r.err, "5 steps in a row were skipped")) << describe(args, r);
+  TempDir calm;
+  const auto ok = short_run(calm, "4",
+                            {"--precision", "bf16-mixed", "--set", "training.grad_clip=0", "--set",
+                             "training.grad_clip_value=0.01"});
+  const RunResult c = run_cli(ok);
+  EXPECT_EQ(c.exit_code, 0) << describe(ok, c);
+}
+
 TEST(DivergedRuns, ARunThatSkipsAStepAndRecoversIsNeverStopped) {
   TempDir dir;
   const auto args = short_run(dir, "60",

@@ -154,9 +154,17 @@ int run_cast(const CastOptions& o) {
   } catch (const Error&) {
     throw UsageError("--rounding: unknown mode '" + o.rounding + "'; valid: rne, rtz, stochastic");
   }
+  OverflowConvention convention;
+  try {
+    convention = parse_overflow_convention(o.overflow);
+  } catch (const Error&) {
+    throw UsageError("--overflow: unknown convention '" + o.overflow +
+                     "'; valid: satfinite, ml_dtypes");
+  }
 
-  fmt::print("rounding {}{}{}\n", rounding_name(mode), o.saturate ? ", saturating" : "",
-             mode == Rounding::stochastic ? fmt::format(", seed {}", o.seed) : "");
+  fmt::print("rounding {}{}{}{}\n", rounding_name(mode), o.saturate ? ", saturating" : "",
+             mode == Rounding::stochastic ? fmt::format(", seed {}", o.seed) : "",
+             convention == OverflowConvention::satfinite ? "" : ", ml_dtypes overflow");
   for (std::size_t i = 0; i < values.size(); ++i) {
     const ParsedValue& v = values[i];
     const std::string& shown = o.values[i][0] == ' ' ? o.values[i].substr(1) : o.values[i];
@@ -166,9 +174,10 @@ int run_cast(const CastOptions& o) {
     // Input i draws Philox word i of stream 0 under the seed (as a bulk conversion would).
     const uint32_t random = philox_u32(o.seed, 0, i);
     for (const CastTarget& t : targets) {
-      uint32_t bits = v.from_f32_bits
-                          ? encode_bits<uint32_t>(*t.format, v.f32_bits, mode, o.saturate, random)
-                          : encode_f64(*t.format, v.value, mode, o.saturate, random);
+      uint32_t bits =
+          v.from_f32_bits
+              ? encode_bits<uint32_t>(*t.format, v.f32_bits, mode, o.saturate, random, convention)
+              : encode_f64(*t.format, v.value, mode, o.saturate, random, convention);
       const double decoded = decode_f64(*t.format, bits);
       const int hex_digits = t.format->total_bits() <= 8 ? 2 : t.format->total_bits() <= 16 ? 4 : 8;
       if (t.format == &kFormatTF32) bits <<= 13;  // shown as the f32 word it is stored in
@@ -217,7 +226,13 @@ void add_dtype_command(CLI::App& app, int& exit_code) {
   cast_cmd->add_option("--rounding", cast->rounding, "rne | rtz | stochastic")->default_str("rne");
   cast_cmd->add_option("--seed", cast->seed, "Seed for stochastic rounding")->default_str("0");
   cast_cmd->add_flag("--saturate", cast->saturate,
-                     "Overflow (and inf) to +-max finite instead of inf/NaN");
+                     "Overflow (and, under satfinite, inf) to +-max finite instead of inf/NaN");
+  cast_cmd
+      ->add_option("--overflow", cast->overflow,
+                   "satfinite: --saturate and rtz give +-max finite, inf included (CUDA "
+                   "satfinite, torchao, IEEE); ml_dtypes: --saturate keeps +-inf, rtz overflows "
+                   "to inf/NaN")
+      ->default_str("satfinite");
   cast_cmd->callback([cast, &exit_code] { exit_code = run_cast(*cast); });
 }
 

@@ -13,6 +13,7 @@ struct CastOptions {
   std::string rounding = "rne";
   uint64_t seed = 0;
   bool saturate = false;
+  std::string overflow = "satfinite";  // the OverflowConvention
 };
 
 // Registers `dtype info` and `dtype cast`; the chosen command's status goes to exit_code.

@@ -77,7 +77,8 @@ class GradScaler {
   // for an optimizer, or after its step, before update(). Unscaling f16 gradients in place
   // loses what falls below f16's range after the division (PyTorch refuses f16 here); skip
   // unscale() (step() then folds 1/scale into the optimizer's f32 math) unless you clip.
-  // A disabled scaler has nothing to multiply: it leaves the inf/NaN test to step().
+  // A disabled scaler has nothing to multiply but still tests, so that clipping by value after
+  // unscale() cannot turn an inf into a finite gradient that step() would take.
   void unscale(GradientStep& opt);
   // Steps the optimizer unless a gradient is non-finite (checked here when unscale() was not
   // called, with 1/scale folded into the optimizer's own pass). Error if called twice before
@@ -95,16 +96,31 @@ class GradScaler {
   // Adjusts the scale from this iteration's non-finite flags (all optimizers) and starts the
   // next iteration. Error when no optimizer was unscaled or stepped since the last update().
   void update();
+  // Sets the scale to `new_scale` (positive, finite in f32) and starts the next iteration,
+  // whether or not anything was checked (torch.amp.GradScaler.update(new_scale)); the growth
+  // tracker and hysteresis are left as they are. A disabled scaler only starts the iteration.
+  void update(double new_scale);
 
   float get_scale() const { return enabled() ? state_.scale : 1.0f; }
   bool enabled() const { return options_.enabled; }
   const ScalerOptions& options() const { return options_; }
   const ScalerState& state() const { return state_; }
   void load_state(const ScalerState& state);
-  // As named 0-d tensors ("scale", "growth_tracker", ...) for checkpoints; load throws
-  // naming a missing entry.
+  // As torch.amp.GradScaler.state_dict(): one-element tensors "scale" (f32), "growth_factor",
+  // "backoff_factor" (f64), "growth_interval", "_growth_tracker" (i64), plus what continues
+  // mixprec's options: "hysteresis", "hysteresis_left" (i64), "min_scale", "max_scale" (f64).
+  // A disabled scaler's state is empty.
   TensorMap state_dict() const;
+  // Restores the scale, the tracker and the factors, interval and bounds (options() changes).
+  // A disabled scaler ignores the dict, as PyTorch's does; an enabled one refuses an empty
+  // dict (saved by a disabled scaler) and names a missing or malformed entry. Dicts written
+  // before the factors were saved ("growth_tracker", no "_growth_tracker") keep options().
   void load_state_dict(const TensorMap& dict);
+  // What a checkpoint keeps: state_dict() plus the counters "steps_skipped" and "steps_taken"
+  // (i64), which a disabled scaler keeps too (a bf16 run's skipped steps). Loading checks
+  // everything before changing anything; absent counters stay as they are.
+  TensorMap checkpoint_dict() const;
+  void load_checkpoint_dict(const TensorMap& dict);
   const StepReport& last_report() const { return last_report_; }
 
   // Under data parallelism every rank must take the same decision: `reduce` maps this rank's

@@ -152,6 +152,9 @@ struct Backend {
   int64_t (*unscale_and_check)(std::span<const Tensor> gs, float inv_scale);
   // The test alone on g·inv_scale as an optimizer reads it (f32), writing nothing.
   int64_t (*first_nonfinite)(std::span<const Tensor> gs, float inv_scale);
+  // g = min(max(g, lo), hi) in place, compared in f64 and rounded once into g's dtype; NaN
+  // stays NaN, ±inf become the bounds (torch.clamp). Tensors contiguous.
+  void (*clamp_in_place)(std::span<const Tensor> gs, double lo, double hi);
   GradNumericsPass (*grad_numerics)(std::span<const Tensor> gs, double scale,
                                     double underflow_below, double overflow_above);
   // f64 sum of (g[i]·inv_scale)² over [begin, end) of a contiguous f32/bf16/f16 gradient,

@@ -49,7 +49,10 @@ struct TrainingConfig {
   double val_fraction = 0.1;
   std::int64_t eval_every = 100;  // 0 = never
   std::int64_t eval_batches = 8;
-  double grad_clip = 1.0;    // max global norm; 0 = off
+  double grad_clip = 1.0;  // max global norm; 0 = off
+  // Clamp each unscaled gradient element to [-v, v] (Keras clipvalue); 0 = off. At most one
+  // of grad_clip and grad_clip_value is set, as Keras allows one of clipnorm and clipvalue.
+  double grad_clip_value = 0.0;
   std::int64_t threads = 0;  // 0 = all cores
   // The stop rule for a diverged run: it ends with an error after this many consecutive
   // skipped (non-finite) steps, or once the loss scale falls below min_loss_scale; 0 = off.

@@ -21,6 +21,8 @@ bool unscale_and_check(Tensor& g, float inv_scale);
 int64_t unscale_and_check(std::span<const Tensor> gs, float inv_scale);
 // The test alone on g * inv_scale as an optimizer reads it (f32), writing nothing.
 int64_t first_nonfinite(std::span<const Tensor> gs, float inv_scale = 1.0f);
+// g = min(max(g, lo), hi) in place (backend.h: clamp_in_place), in one parallel pass.
+void clamp_in_place(std::span<const Tensor> gs, double lo, double hi);
 
 using backend::GradNumerics;
 // Statistics of g as it is stored; `scale` is the loss scale the thresholds apply to.

@@ -3,7 +3,7 @@
 //   model.<parameter name>   each Parameter's master (f32, or the narrow master of the pure
 //                            modes), as stored: a round trip is bit-exact
 //   optim.<key>              the optimizer's StateDict ("optim.step", "optim.fc.w.exp_avg", ...)
-//   scaler.<key>             GradScaler::state_dict() ("scaler.scale", ...)
+//   scaler.<key>             GradScaler::checkpoint_dict() ("scaler.scale", ...)
 //
 // Working copies are not saved: they are the masters rounded, and restore refreshes them.
 // Restoring validates every entry first (missing, unknown, mis-shaped or mis-typed) and only

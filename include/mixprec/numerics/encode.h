@@ -8,7 +8,8 @@
 //   whenever at most 32 bits are discarded (always so for f32 -> bf16 / f16 normals), and is
 //   that fraction truncated to 32 bits otherwise;
 // - overflow: inf where the format has one, NaN for e4m3fn; toward-zero and `saturate` give
-//   +-max finite instead; `saturate` also maps +-inf inputs to +-max finite;
+//   +-max finite instead; `saturate` also maps +-inf inputs to +-max finite (the satfinite
+//   convention; under ml_dtypes' only `saturate` clamps, and only finite values: rounding.h);
 // - NaN stays NaN with its sign: quiet bit + top payload bits for bf16/f16/tf32/f32, the
 //   all-ones pattern for the fp8 formats; +-0 keep their sign.
 #pragma once
@@ -41,7 +42,9 @@ struct Source<uint64_t> {
 // Encodes the value whose f32 (UInt=uint32_t) or f64 (uint64_t) bits are `bits`.
 template <class UInt>
 constexpr uint32_t encode_bits(const FloatFormat& f, UInt bits, Rounding mode, bool saturate,
-                               uint32_t random) {
+                               uint32_t random,
+                               OverflowConvention convention = OverflowConvention::satfinite) {
+  const bool satfinite = convention == OverflowConvention::satfinite;
   using S = encode_detail::Source<UInt>;
   constexpr int kTotal = 1 + S::kExpBits + S::kMant;
   constexpr UInt kAbsMask = (UInt{1} << (kTotal - 1)) - 1;
@@ -59,7 +62,7 @@ constexpr uint32_t encode_bits(const FloatFormat& f, UInt bits, Rounding mode, b
               : 0;
       return sign | static_cast<uint32_t>(f.nan_bits() | payload);
     }
-    if (saturate) return sign | static_cast<uint32_t>(f.max_finite_bits());
+    if (saturate && satfinite) return sign | static_cast<uint32_t>(f.max_finite_bits());
     return sign | static_cast<uint32_t>(f.has_inf ? f.inf_bits() : f.nan_bits());
   }
   if (a == 0) return sign;
@@ -98,7 +101,7 @@ constexpr uint32_t encode_bits(const FloatFormat& f, UInt bits, Rounding mode, b
   const uint64_t enc =
       (static_cast<uint64_t>(e_target + f.bias - 1) << f.mant_bits) + static_cast<uint64_t>(r) + up;
   if (enc > f.max_finite_bits()) {
-    if (saturate || mode == Rounding::toward_zero)
+    if (saturate || (mode == Rounding::toward_zero && satfinite))
       return sign | static_cast<uint32_t>(f.max_finite_bits());
     return sign | static_cast<uint32_t>(f.has_inf ? f.inf_bits() : f.nan_bits());
   }
@@ -106,12 +109,14 @@ constexpr uint32_t encode_bits(const FloatFormat& f, UInt bits, Rounding mode, b
 }
 
 inline uint32_t encode_f32(const FloatFormat& f, float x, Rounding mode = Rounding::nearest_even,
-                           bool saturate = false, uint32_t random = 0) {
-  return encode_bits<uint32_t>(f, std::bit_cast<uint32_t>(x), mode, saturate, random);
+                           bool saturate = false, uint32_t random = 0,
+                           OverflowConvention convention = OverflowConvention::satfinite) {
+  return encode_bits<uint32_t>(f, std::bit_cast<uint32_t>(x), mode, saturate, random, convention);
 }
 inline uint32_t encode_f64(const FloatFormat& f, double x, Rounding mode = Rounding::nearest_even,
-                           bool saturate = false, uint32_t random = 0) {
-  return encode_bits<uint64_t>(f, std::bit_cast<uint64_t>(x), mode, saturate, random);
+                           bool saturate = false, uint32_t random = 0,
+                           OverflowConvention convention = OverflowConvention::satfinite) {
+  return encode_bits<uint64_t>(f, std::bit_cast<uint64_t>(x), mode, saturate, random, convention);
 }
 
 // Exact widening to f64 (NaN payload kept: quiet bit + payload for IEEE formats).

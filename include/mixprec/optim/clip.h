@@ -1,6 +1,7 @@
-// Global-norm gradient clipping (torch.nn.utils.clip_grad_norm_ semantics, L2 only). The norm
-// of all gradients together is accumulated in f64 over fixed chunks added in a fixed order, so
-// it does not depend on the thread count; gradients may be f32, bf16 or f16.
+// Gradient clipping: by global norm (torch.nn.utils.clip_grad_norm_ semantics, L2 only) and by
+// value (torch.nn.utils.clip_grad_value_, Keras's clipvalue, tf.clip_by_value). The norm of all
+// gradients together is accumulated in f64 over fixed chunks added in a fixed order, so it does
+// not depend on the thread count; gradients may be f32, bf16 or f16.
 #pragma once
 
 #include "mixprec/optim/parameter.h"
@@ -24,5 +25,12 @@ double clip_grad_norm(const ParamList& params, double max_norm);
 // The scaling half of clip_grad_norm, for a caller that already has the gradients' global norm
 // (the trainer's numerics monitor reads every gradient anyway): one pass fewer. Returns `norm`.
 double clip_grads_to_norm(const ParamList& params, double norm, double max_norm);
+
+// Clamps every gradient element into [-clip_value, clip_value] in place (the bound rounded
+// once into the gradient's dtype). As torch.clamp, NaN stays NaN but ±inf become ±clip_value:
+// clip unscaled gradients after the non-finite test (GradScaler::unscale() records it, and
+// step() then skips), never before, or an overflow turns into a finite step. clip_value must
+// be finite and > 0.
+void clip_grad_value(const ParamList& params, double clip_value);
 
 }  // namespace mixprec::optim

@@ -11,6 +11,7 @@
 
 #include "mixprec/amp/policy.h"
 #include "mixprec/tensor/tensor.h"
+#include "mixprec/tensor/tensor_map.h"
 
 namespace mixprec::optim {
 
@@ -74,5 +75,9 @@ class Parameter {
 };
 
 using ParamList = std::vector<std::shared_ptr<Parameter>>;
+
+// Each parameter's working copy (value()) under its name: the parameter set as named tensors,
+// for amp::cast_to_compute and the like.
+TensorMap parameter_values(const ParamList& params);
 
 }  // namespace mixprec::optim

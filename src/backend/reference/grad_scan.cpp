@@ -59,6 +59,14 @@ int64_t first_nonfinite(std::span<const Tensor> gs, float inv_scale) {
   return -1;
 }
 
+void clamp_in_place(std::span<const Tensor> gs, double lo, double hi) {
+  for (const Tensor& g : gs) {
+    std::vector<double> v = values(g);
+    for (double& e : v) e = std::isnan(e) ? e : std::min(std::max(e, lo), hi);
+    store_into(g, make(v, g.shape(), g.dtype()));
+  }
+}
+
 GradNumericsPass grad_numerics(std::span<const Tensor> gs, double scale, double underflow_below,
                                double overflow_above) {
   GradNumericsPass pass;

@@ -51,6 +51,7 @@ Backend make_reference_backend() {
   b.add_same_shape = r::add_same_shape;
   b.unscale_and_check = r::unscale_and_check;
   b.first_nonfinite = r::first_nonfinite;
+  b.clamp_in_place = r::clamp_in_place;
   b.grad_numerics = r::grad_numerics;
   b.square_sum = r::square_sum;
   b.update = r::update;

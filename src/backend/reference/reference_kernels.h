@@ -98,6 +98,7 @@ void accumulate_into(const Tensor& dst, const Tensor& src);
 Tensor add_same_shape(const Tensor& a, const Tensor& b);
 int64_t unscale_and_check(std::span<const Tensor> gs, float inv_scale);
 int64_t first_nonfinite(std::span<const Tensor> gs, float inv_scale);
+void clamp_in_place(std::span<const Tensor> gs, double lo, double hi);
 GradNumericsPass grad_numerics(std::span<const Tensor> gs, double scale, double underflow_below,
                                double overflow_above);
 double square_sum(const Tensor& grad, int64_t begin, int64_t end, float inv_scale);

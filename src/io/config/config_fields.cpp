@@ -60,6 +60,7 @@ std::vector<Field> make_fields() {
       FIELD("training", training, eval_every),
       FIELD("training", training, eval_batches),
       FIELD("training", training, grad_clip),
+      FIELD("training", training, grad_clip_value),
       FIELD("training", training, threads),
       FIELD("training", training, max_skipped_steps),
       FIELD("training", training, min_loss_scale),

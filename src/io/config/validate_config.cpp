@@ -120,6 +120,10 @@ void check_training(const TrainConfig& cfg, const Checker& c) {
   c.require(t.eval_every >= 0, "training.eval_every", "must be >= 0 (0 = never)");
   c.require(t.eval_batches > 0, "training.eval_batches", "must be > 0");
   c.require(t.grad_clip >= 0, "training.grad_clip", "must be >= 0 (0 = off)");
+  c.require(t.grad_clip_value >= 0 && std::isfinite(t.grad_clip_value), "training.grad_clip_value",
+            "must be finite and >= 0 (0 = off)");
+  c.require(t.grad_clip == 0 || t.grad_clip_value == 0, "training.grad_clip_value",
+            "clips by value, and training.grad_clip by norm: set one of them to 0");
   c.require(t.threads >= 0, "training.threads", "must be >= 0 (0 = all cores)");
   c.require(t.max_skipped_steps >= 0, "training.max_skipped_steps", "must be >= 0 (0 = off)");
   c.require(t.min_loss_scale >= 0 && std::isfinite(t.min_loss_scale), "training.min_loss_scale",
@@ -191,7 +195,9 @@ void resolve_policy(TrainConfig& config, const Origins& origins, const std::stri
     }
     c.require(is_computable(d), key, "must be one of f64, f32, bf16, f16");
   }
-  t.policy = amp::parse_policy("params=" + param + ",compute=" + param + ",reduce=" + reduce);
+  // Outputs in f32, as the presets (FSDP2 leaves them in the compute dtype; no op reads them).
+  t.policy = amp::parse_policy("params=" + param + ",compute=" + param + ",reduce=" + reduce +
+                               ",output=f32");
 }
 
 void validate(const TrainConfig& config, const Origins& origins, const std::string& where) {

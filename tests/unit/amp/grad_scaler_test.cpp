@@ -386,8 +386,10 @@ TEST(GradScaler, AFiniteGradNormStandsInForTheNonFiniteTest) {
   for (const bool call_unscale : {true, false}) {
     GradScaler off(ScalerOptions::none());
     RecordingSgd opt({param("w", 4, DType::bf16, NAN)});
-    if (call_unscale) off.unscale(opt);  // disabled: nothing to multiply, no test yet
-    EXPECT_TRUE(off.step(opt, 1.0f, 2.0).stepped) << call_unscale;
+    // A disabled scaler's unscale() has nothing to multiply but tests (clipping may follow):
+    // its finding beats the norm.
+    if (call_unscale) off.unscale(opt);
+    EXPECT_EQ(off.step(opt, 1.0f, 2.0).stepped, !call_unscale);
     off.update();
     if (call_unscale) off.unscale(opt);
     const StepReport r = off.step(opt, 1.0f, INFINITY);  // the true norm: step() tests
@@ -397,7 +399,7 @@ TEST(GradScaler, AFiniteGradNormStandsInForTheNonFiniteTest) {
     if (call_unscale) off.unscale(opt);
     EXPECT_FALSE(off.step(opt).stepped);  // no norm: step() tests
     off.update();
-    EXPECT_EQ(opt.calls, 1);
+    EXPECT_EQ(opt.calls, call_unscale ? 0 : 1);
   }
   // A scale >= 1 folded into the step (no unscale()) cannot overflow a finite gradient...
   GradScaler dynamic(ScalerOptions::dynamic_defaults());
@@ -463,7 +465,7 @@ TEST(GradScaler, StateRoundTripsExactlyAndContinuesTheSameTrajectory) {
   RecordingSgd opt({param("w", 2, DType::f32, 1.0)});
   for (bool f : {true, false, true, true}) iterate(a, opt, f);
   GradScaler b(o);
-  b.load_state_dict(a.state_dict());
+  b.load_checkpoint_dict(a.checkpoint_dict());  // state_dict() and the step counters
   EXPECT_EQ(b.state(), a.state());
   for (bool f : {true, true, false, false, true, true, true}) {
     iterate(a, opt, f);
@@ -471,7 +473,7 @@ TEST(GradScaler, StateRoundTripsExactlyAndContinuesTheSameTrajectory) {
     EXPECT_EQ(a.state(), b.state());
   }
   optim::StateDict broken = a.state_dict();
-  broken.erase("growth_tracker");
+  broken.erase("_growth_tracker");
   EXPECT_THROW(b.load_state_dict(broken), Error);
 }
 
@@ -494,6 +496,142 @@ TEST(GradScaler, AFailedStepLeavesNoRecordAndTheScaleNeverReachesZero) {
   ScalerState bad = GradScaler().state();
   bad.hysteresis_left = 4;
   EXPECT_THROW(GradScaler().load_state(bad), Error);
+}
+
+double value_of(const TensorMap& dict, const std::string& key) {
+  return dict.at(key).to_doubles().at(0);
+}
+
+// torch.amp.GradScaler.state_dict(): scale, growth_factor, backoff_factor, growth_interval and
+// _growth_tracker; load_state_dict() restores the factors and interval with the scale.
+TEST(GradScaler, StateDictCarriesPyTorchsKeysAndLoadingRestoresTheFactors) {
+  ScalerOptions o;
+  o.init_scale = 256;
+  o.growth_factor = 4.0;
+  o.backoff_factor = 0.25;
+  o.growth_interval = 3;
+  GradScaler a(o);
+  RecordingSgd opt({param("w", 2, DType::f32, 1.0)});
+  iterate(a, opt, true);
+  const TensorMap dict = a.state_dict();
+  for (const char* key :
+       {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker",
+        "hysteresis", "hysteresis_left", "min_scale", "max_scale"})
+    EXPECT_TRUE(dict.count(key)) << key;
+  EXPECT_EQ(dict.size(), 9u);
+  EXPECT_EQ(value_of(dict, "scale"), 256.0);
+  EXPECT_EQ(value_of(dict, "growth_factor"), 4.0);
+  EXPECT_EQ(value_of(dict, "backoff_factor"), 0.25);
+  EXPECT_EQ(value_of(dict, "growth_interval"), 3.0);
+  EXPECT_EQ(value_of(dict, "_growth_tracker"), 1.0);
+
+  GradScaler b;  // PyTorch's defaults until the load
+  b.load_state_dict(dict);
+  EXPECT_EQ(b.options().growth_factor, 4.0);
+  EXPECT_EQ(b.options().backoff_factor, 0.25);
+  EXPECT_EQ(b.options().growth_interval, 3);
+  EXPECT_EQ(b.state().growth_tracker, 1);
+  for (bool f : {true, true, false, true, true, true}) {  // the same trajectory from here on
+    iterate(a, opt, f);
+    iterate(b, opt, f);
+    EXPECT_EQ(a.get_scale(), b.get_scale());
+  }
+  EXPECT_EQ(b.get_scale(), 256.0f * 4 * 0.25f * 4);
+
+  TensorMap bad = dict;
+  bad["growth_factor"] = Tensor::from_vector(std::vector<double>{0.5});
+  GradScaler c;
+  EXPECT_THROW(c.load_state_dict(bad), Error);
+  EXPECT_EQ(c.options().growth_factor, 2.0);  // a refused load changes nothing
+  bad = dict;
+  bad.erase("backoff_factor");
+  EXPECT_NE(testing::error_of([&] { c.load_state_dict(bad); }).find("'backoff_factor'"),
+            std::string::npos);
+}
+
+// PyTorch: a disabled scaler's state_dict() is {}, its load_state_dict() ignores the dict, and
+// an enabled one loading {} raises "The source state dict is empty, possibly because it was
+// saved from a disabled instance of GradScaler."
+TEST(GradScaler, ADisabledScalersStateIsEmptyAndAnEnabledOneRefusesIt) {
+  GradScaler off(ScalerOptions::none());
+  EXPECT_TRUE(off.state_dict().empty());
+  off.load_state_dict(GradScaler().state_dict());  // ignored
+  EXPECT_EQ(off.get_scale(), 1.0f);
+  GradScaler on;
+  const std::string m = testing::error_of([&] { on.load_state_dict(off.state_dict()); });
+  EXPECT_NE(m.find("empty"), std::string::npos) << m;
+  EXPECT_NE(m.find("disabled"), std::string::npos) << m;
+  EXPECT_EQ(on.get_scale(), 65536.0f);
+}
+
+// The checkpoint's entries add the step counters, which a disabled scaler keeps too.
+TEST(GradScaler, CheckpointEntriesKeepTheCountersOfADisabledScaler) {
+  GradScaler off(ScalerOptions::none());
+  RecordingSgd opt({param("w", 2, DType::f32, 1.0)});
+  for (bool f : {true, false, false, true}) iterate(off, opt, f);
+  const TensorMap entries = off.checkpoint_dict();
+  EXPECT_EQ(entries.size(), 2u);
+  GradScaler restored(ScalerOptions::none());
+  restored.load_checkpoint_dict(entries);
+  EXPECT_EQ(restored.state().steps_skipped, 2);
+  EXPECT_EQ(restored.state().steps_taken, 2);
+  // An fp16 run's scaler cannot resume from a bf16 run's entries: they hold no scale.
+  GradScaler on;
+  EXPECT_THROW(on.load_checkpoint_dict(entries), Error);
+  EXPECT_EQ(on.state().steps_skipped, 0);  // nothing changed
+  // Entries written before the factors were saved ("growth_tracker") keep the options.
+  TensorMap legacy = GradScaler().checkpoint_dict();
+  for (const char* key : {"growth_factor", "backoff_factor", "growth_interval", "hysteresis",
+                          "min_scale", "max_scale"})
+    legacy.erase(key);
+  legacy["growth_tracker"] = legacy.at("_growth_tracker");
+  legacy.erase("_growth_tracker");
+  ScalerOptions o;
+  o.growth_interval = 7;
+  GradScaler old_run(o);
+  old_run.load_checkpoint_dict(legacy);
+  EXPECT_EQ(old_run.options().growth_interval, 7);
+}
+
+// torch.amp.GradScaler.update(new_scale): the scale is set directly, no inf check has to have
+// been recorded, and the growth tracker is left alone.
+TEST(GradScaler, UpdateWithANewScaleSetsItDirectly) {
+  ScalerOptions o;
+  o.growth_interval = 3;
+  GradScaler scaler(o);
+  RecordingSgd opt({param("w", 2, DType::f32, 1.0)});
+  iterate(scaler, opt, true);
+  iterate(scaler, opt, true);
+  scaler.update(1024.0);  // nothing was stepped since the last update(): still fine
+  EXPECT_EQ(scaler.get_scale(), 1024.0f);
+  EXPECT_EQ(scaler.state().growth_tracker, 2);
+  iterate(scaler, opt, true);  // the third finite step in a row grows it
+  EXPECT_EQ(scaler.get_scale(), 2048.0f);
+  EXPECT_TRUE(scaler.step(opt).stepped);
+  scaler.update(8.0);  // after a step(): replaces the rule's update
+  EXPECT_EQ(scaler.get_scale(), 8.0f);
+  EXPECT_THROW(scaler.update(0.0), Error);
+  EXPECT_THROW(scaler.update(1e39), Error);  // inf in f32
+  GradScaler off(ScalerOptions::none());
+  off.update(4.0);  // PyTorch: a disabled scaler's update() returns at once
+  EXPECT_EQ(off.get_scale(), 1.0f);
+}
+
+// torch.nn.utils.clip_grad_value_ clamps +-inf to +-clip: after a disabled scaler's unscale()
+// the inf test has been made, so the clipped step is still skipped.
+TEST(GradScaler, ClippingByValueAfterUnscaleCannotHideAnInf) {
+  for (const ScalerOptions& o : {ScalerOptions::none(), ScalerOptions::dynamic_defaults()}) {
+    GradScaler scaler(o);
+    RecordingSgd opt({param("w", 3, DType::bf16, INFINITY)});
+    scaler.unscale(opt);
+    optim::clip_grad_value(opt.parameters(), 0.5);
+    EXPECT_EQ(opt.parameters()[0]->grad().to_doubles(), std::vector<double>(3, 0.5));
+    const StepReport r = scaler.step(opt);
+    EXPECT_FALSE(r.stepped);
+    EXPECT_EQ(r.first_nonfinite, "w");
+    EXPECT_EQ(opt.calls, 0);
+    scaler.update();
+  }
 }
 
 TEST(GradScaler, BadOptionsAreErrors) {

@@ -74,7 +74,8 @@ TEST(Policy, KerasNamesAndCase) {
 }
 
 TEST(Policy, JmpStrings) {
-  // Unspecified keys are f32; reduce and master follow params (the wider of f32 and params).
+  // jmp.get_policy: params default to f32, compute follows params, output follows compute;
+  // reduce and master (mixprec's keys) follow params (the wider of f32 and params).
   EXPECT_EQ(parse_policy("params=float32,compute=bfloat16,output=float32"),
             dtypes(DType::f32, DType::bf16, DType::f32, DType::f32));
   // f16 compute turns loss scaling on unless loss_scaling= says otherwise.
@@ -85,17 +86,20 @@ TEST(Policy, JmpStrings) {
   EXPECT_EQ(parse_policy(" p = f32 , c=half,o= bfloat16 "),
             scaled(dtypes(DType::f32, DType::f16, DType::f32, DType::bf16)));
   EXPECT_EQ(parse_policy("c=f16,loss_scaling=off"),
-            dtypes(DType::f32, DType::f16, DType::f32, DType::f32));
-  EXPECT_EQ(parse_policy("c=bf16"), dtypes(DType::f32, DType::bf16, DType::f32, DType::f32));
+            dtypes(DType::f32, DType::f16, DType::f32, DType::f16));
+  EXPECT_EQ(parse_policy("c=bf16"), dtypes(DType::f32, DType::bf16, DType::f32, DType::bf16));
+  EXPECT_EQ(parse_policy("p=bf16"), dtypes(DType::bf16, DType::bf16, DType::f32, DType::bf16));
+  EXPECT_EQ(parse_policy("o=bf16"), dtypes(DType::f32, DType::f32, DType::f32, DType::bf16));
+  EXPECT_EQ(parse_policy("p=bf16,c=f32"), dtypes(DType::bf16, DType::f32, DType::f32, DType::f32));
   EXPECT_EQ(parse_policy("p=bf16,c=bf16,r=bf16"),
-            dtypes(DType::bf16, DType::bf16, DType::bf16, DType::f32));
+            dtypes(DType::bf16, DType::bf16, DType::bf16, DType::bf16));
   EXPECT_EQ(parse_policy("params=fp16,compute=fp16,reduce=float32,output=float16"),
             scaled(dtypes(DType::f16, DType::f16, DType::f32, DType::f16)));
-  MixedPrecisionPolicy f64 = dtypes(DType::f64, DType::f32, DType::f64, DType::f32);
+  MixedPrecisionPolicy f64 = dtypes(DType::f64, DType::f64, DType::f64, DType::f64);
   f64.f32_master = false;  // master defaults to the wider of f32 and params
   EXPECT_EQ(parse_policy("params=double"), f64);
 
-  MixedPrecisionPolicy extra = dtypes(DType::bf16, DType::bf16, DType::f32, DType::f32);
+  MixedPrecisionPolicy extra = dtypes(DType::bf16, DType::bf16, DType::f32, DType::bf16);
   extra.f32_master = false;
   extra.master_update = MasterUpdate::kahan;
   extra.matmul_precision = MatmulPrecision::medium;
@@ -103,6 +107,22 @@ TEST(Policy, JmpStrings) {
   EXPECT_EQ(parse_policy("p=bf16,c=bf16,master=bf16,update=Kahan,matmul=medium,loss_scaling=on"),
             extra);
   EXPECT_EQ(parse_policy(to_string(extra)), extra);
+}
+
+// jmp's dtype names: "full" is f32 and "half" f16 (jmp.half_dtype() off TPUs), in pairs and
+// bare; a bare name applies to every part, as jmp's get_policy("half").
+TEST(Policy, JmpFullAndHalf) {
+  EXPECT_EQ(parse_policy("p=full,c=half"), [] {
+    MixedPrecisionPolicy p = dtypes(DType::f32, DType::f16, DType::f32, DType::f16);
+    p.loss_scaling = true;
+    return p;
+  }());
+  EXPECT_EQ(parse_policy("params=FULL,compute=full"), preset("fp32"));
+  EXPECT_EQ(parse_policy("full"), preset("fp32"));
+  MixedPrecisionPolicy half = dtypes(DType::f16, DType::f16, DType::f16, DType::f16);
+  half.loss_scaling = true;
+  EXPECT_EQ(parse_policy("half"), half);
+  EXPECT_NE(error_of([] { parse_policy("c=fulll"); }).find("full, half"), std::string::npos);
 }
 
 TEST(Policy, BareDtypeAppliesToAllWithF32Master) {

@@ -52,7 +52,8 @@ TEST(ConfigErrors, UnknownKeyListsValidKeys) {
   expect_message(load_error("[training]\nsteps = 3\nlearning_rate = 0.1\n"),
                  {"line 3: unknown key 'training.learning_rate'",
                   "valid keys of [training]: steps, batch_size, seq_len, seed, data, "
-                  "val_fraction, eval_every, eval_batches, grad_clip, threads, max_skipped_steps, "
+                  "val_fraction, eval_every, eval_batches, grad_clip, grad_clip_value, threads, "
+                  "max_skipped_steps, "
                   "min_loss_scale, precision, mixed_precision_param, mixed_precision_reduce"});
   expect_message(load_error("[model.moe]\nexperts = 3\n"),
                  {"line 2: unknown key 'model.moe.experts'",
@@ -121,6 +122,12 @@ TEST(ConfigErrors, OutOfRangeNameKeyAndValue) {
                 "line 2: parallelism.data_parallel_shard_degree = 0 must be -1"},
            Case{"[model.moe]\ncapacity_factor = -1\n",
                 "line 2: model.moe.capacity_factor = -1.0 must be >= 0"},
+           // Keras: only one of clipnorm and clipvalue (grad_clip defaults to 1.0).
+           Case{"[training]\ngrad_clip_value = 0.5\n",
+                "line 2: training.grad_clip_value = 0.5 clips by value, and training.grad_clip "
+                "by norm: set one of them to 0"},
+           Case{"[training]\ngrad_clip = 0\ngrad_clip_value = -1\n",
+                "line 3: training.grad_clip_value = -1.0 must be finite and >= 0 (0 = off)"},
        }) {
     SCOPED_TRACE(k.toml);
     expect_message(load_error(k.toml), {k.expect});

@@ -81,7 +81,7 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
 TEST(ConfigRoundTrip, TorchtitanPrecisionPair) {
   TrainConfig c = load_text(
       "[training]\nmixed_precision_param = \"float16\"\nmixed_precision_reduce = \"float32\"\n");
-  EXPECT_EQ(c.training.policy, amp::parse_policy("params=f16,compute=f16,reduce=f32"));
+  EXPECT_EQ(c.training.policy, amp::parse_policy("params=f16,compute=f16,reduce=f32,output=f32"));
   EXPECT_EQ(load_text(to_toml(c)), c);
 }
 

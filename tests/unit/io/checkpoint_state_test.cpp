@@ -162,8 +162,11 @@ TEST(TrainingState, RefusesBadEntriesWithoutChangingAnything) {
        [](TensorMap& m) { m["scaler.scale"] = Tensor::full({1}, 8.0, DType::f64); },
        {"'scaler.'", "'scale'"}},
       {"missing scaler tracker",
-       [](TensorMap& m) { m.erase("scaler.growth_tracker"); },
-       {"'scaler.'", "'growth_tracker'"}},
+       [](TensorMap& m) { m.erase("scaler._growth_tracker"); },
+       {"'scaler.'", "'_growth_tracker'"}},
+      {"scaler factor out of range",
+       [](TensorMap& m) { m["scaler.backoff_factor"] = Tensor::full({1}, 2.0, DType::f64); },
+       {"'scaler.'", "backoff_factor"}},
   };
   for (const Case& c : cases) {
     SCOPED_TRACE(c.what);
