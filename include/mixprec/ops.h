@@ -14,5 +14,6 @@
 #include "mixprec/ops/loss.h"
 #include "mixprec/ops/moe_routing.h"
 #include "mixprec/ops/normalization.h"
+#include "mixprec/ops/pointwise.h"
 #include "mixprec/ops/reduction.h"
 #include "mixprec/ops/softmax.h"

@@ -3,6 +3,7 @@
 #include "mixprec/backend/backend.h"
 #include "mixprec/cpu/accumulate.h"
 #include "mixprec/cpu/activation.h"
+#include "mixprec/cpu/pointwise.h"
 #include "mixprec/cpu/attention.h"
 #include "mixprec/cpu/cross_entropy.h"
 #include "mixprec/cpu/elementwise.h"
@@ -35,6 +36,8 @@ Backend make_cpu_backend() {
     return cpu::div_grad_b(g, x, y, out);
   };
   b.scale = [](const Tensor& x, double s, DType out) { return cpu::scale(x, s, out); };
+  b.pointwise_forward = cpu::pointwise_forward;
+  b.pointwise_backward = cpu::pointwise_backward;
   b.activation_forward = [](Activation act, const Tensor& x) {
     return cpu::activation_forward(act, x);
   };

@@ -277,6 +277,55 @@ def _swiglu():
     )
 
 
+# --- pointwise math (autocast's fp32 list) -----------------------------------------------------
+# x [3,7,5] drawn inside each function's domain; out = f(x), grad_x = grad_out * f'(x).
+
+
+def uniform(lo, hi, *shape):
+    # Drawn in f64 and rounded to f32, like randn.
+    return (lo + (hi - lo) * torch.rand(*shape, dtype=torch.float64)).float()
+
+
+def away_from_zero(lo, hi, *shape):
+    # |x| in [lo, hi] with a random sign.
+    return uniform(lo, hi, *shape) * torch.sign(torch.randn(*shape, dtype=torch.float64)).float()
+
+
+def _pointwise(name, f, make_x, doc, args=None):
+    @op(name)
+    def _p():
+        x = make_x()
+        return dict(
+            inputs=[("x", x, True)],
+            fn=lambda t, dt: {"out": f(t["x"])},
+            args=args or {},
+            doc=doc + "; x [3,7,5]",
+        )
+
+
+_pointwise("exp", torch.exp, lambda: randn(3, 7, 5, scale=2.0), "out = exp(x)")
+_pointwise("log", torch.log, lambda: uniform(0.05, 8.0, 3, 7, 5), "out = log(x), x in [0.05, 8]")
+_pointwise("log1p", torch.log1p, lambda: uniform(-0.9, 3.0, 3, 7, 5),
+           "out = log(1 + x), x in [-0.9, 3]")
+_pointwise("expm1", torch.expm1, lambda: randn(3, 7, 5, scale=2.0), "out = exp(x) - 1")
+_pointwise("sqrt", torch.sqrt, lambda: uniform(0.05, 8.0, 3, 7, 5), "out = sqrt(x), x in [0.05, 8]")
+_pointwise("rsqrt", torch.rsqrt, lambda: uniform(0.05, 8.0, 3, 7, 5),
+           "out = 1 / sqrt(x), x in [0.05, 8]")
+_pointwise("reciprocal", torch.reciprocal, lambda: away_from_zero(0.25, 4.0, 3, 7, 5),
+           "out = 1 / x, |x| in [0.25, 4]")
+_pointwise("tanh", torch.tanh, lambda: randn(3, 7, 5, scale=2.0), "out = tanh(x)")
+_pointwise("softplus", F.softplus, lambda: randn(3, 7, 5, scale=12.0),
+           "out = log(1 + exp(x)), x where x > 20 (beta 1, threshold 20)",
+           {"beta": 1.0, "threshold": 20.0})
+_pointwise("softplus_beta2", lambda x: F.softplus(x, beta=2.0, threshold=5.0),
+           lambda: randn(3, 7, 5, scale=4.0),
+           "out = log(1 + exp(2x)) / 2, x where 2x > 5", {"beta": 2.0, "threshold": 5.0})
+_pointwise("pow_scalar", lambda x: torch.pow(x, 2.5), lambda: uniform(0.1, 3.0, 3, 7, 5),
+           "out = x^2.5, x in [0.1, 3]", {"exponent": 2.5})
+_pointwise("pow_int", lambda x: torch.pow(x, 3.0), lambda: randn(3, 7, 5),
+           "out = x^3 (negative x too)", {"exponent": 3.0})
+
+
 # --- normalization ----------------------------------------------------------------------------
 
 

@@ -76,6 +76,18 @@ inline const std::map<std::string, OpCase>& op_registry() {
     unary("gelu", gelu);
     unary("gelu_tanh", gelu_tanh);
     unary("silu", silu);
+    unary("exp", mixprec::exp);
+    unary("log", mixprec::log);
+    unary("log1p", mixprec::log1p);
+    unary("expm1", mixprec::expm1);
+    unary("sqrt", mixprec::sqrt);
+    unary("rsqrt", mixprec::rsqrt);
+    unary("reciprocal", mixprec::reciprocal);
+    unary("tanh", mixprec::tanh);
+    m["softplus"] = {[](Tensors& t) { return one(softplus(t["x"])); }, "softplus"};
+    m["softplus_beta2"] = {[](Tensors& t) { return one(softplus(t["x"], 2.0, 5.0)); }, "softplus"};
+    m["pow_scalar"] = {[](Tensors& t) { return one(mixprec::pow(t["x"], 2.5)); }, "pow"};
+    m["pow_int"] = {[](Tensors& t) { return one(mixprec::pow(t["x"], 3.0)); }, "pow"};
     // A composite: two linears rounded to bf16, then silu*up, then dX = dG·W1 + dU·W3 sums
     // two bf16-rounded products, whose cancellation magnifies relative error near the floor
     // (PyTorch's own bf16 distance here is 0.07-0.16).

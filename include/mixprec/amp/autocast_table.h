@@ -40,6 +40,16 @@ inline constexpr std::array kAutocastTable{
     AutocastRule{"mean",                         fp32},
     AutocastRule{"norm",                         fp32},
     AutocastRule{"moe_router",                   fp32},  // a hook for MoE router logits
+    AutocastRule{"exp",                          fp32},
+    AutocastRule{"log",                          fp32},
+    AutocastRule{"log1p",                        fp32},
+    AutocastRule{"expm1",                        fp32},
+    AutocastRule{"sqrt",                         fp32},
+    AutocastRule{"rsqrt",                        fp32},
+    AutocastRule{"reciprocal",                   fp32},
+    AutocastRule{"tanh",                         fp32},
+    AutocastRule{"softplus",                     fp32},
+    AutocastRule{"pow",                          fp32},
     // Several floating inputs that must share a dtype: widest wins.
     AutocastRule{"add",                          promote},
     AutocastRule{"sub",                          promote},

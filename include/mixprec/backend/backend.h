@@ -46,6 +46,9 @@ struct Backend {
   Tensor (*activation_forward)(Activation act, const Tensor& x);  // in x's dtype
   // g·act'(x) in x's dtype.
   Tensor (*activation_backward)(Activation act, const Tensor& x, const Tensor& g);
+  // f(x) in x's dtype, and g·f'(x) (f' from x, not from a rounded result) in x's dtype.
+  Tensor (*pointwise_forward)(const Pointwise& f, const Tensor& x);
+  Tensor (*pointwise_backward)(const Pointwise& f, const Tensor& x, const Tensor& g);
   Tensor (*swiglu_forward)(const Tensor& gate, const Tensor& up);  // silu(gate)·up
   // {g·up·silu'(gate), g·silu(gate)} in gate's and up's dtypes; undefined unless wanted.
   std::array<Tensor, 2> (*swiglu_backward)(const Tensor& gate, const Tensor& up, const Tensor& g,

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <functional>
 #include <initializer_list>
+#include <iterator>
 #include <string>
 #include <vector>
 
@@ -27,6 +28,47 @@ void check_compute_dtype(const char* op, DType dtype);
 
 enum class BinaryOp : uint8_t { add, sub, mul, div };
 enum class Activation : uint8_t { gelu, gelu_tanh, silu };
+
+// The pointwise math functions (ops/pointwise.h) with their parameters: pow's exponent,
+// softplus's beta and threshold (torch.nn.functional.softplus: x where beta·x > threshold).
+enum class PointwiseOp : uint8_t {
+  exp,
+  log,
+  log1p,
+  expm1,
+  sqrt,
+  rsqrt,
+  reciprocal,
+  tanh,
+  softplus,
+  pow
+};
+struct Pointwise {
+  PointwiseOp op;
+  double exponent = 1.0;
+  double beta = 1.0, threshold = 20.0;
+};
+// Each op's name (its row in the autocast table) and its autograd node's name, by enum value.
+struct PointwiseNames {
+  const char* op;
+  const char* backward;
+};
+inline constexpr PointwiseNames kPointwiseNames[] = {
+    {"exp", "ExpBackward"},
+    {"log", "LogBackward"},
+    {"log1p", "Log1pBackward"},
+    {"expm1", "Expm1Backward"},
+    {"sqrt", "SqrtBackward"},
+    {"rsqrt", "RsqrtBackward"},
+    {"reciprocal", "ReciprocalBackward"},
+    {"tanh", "TanhBackward"},
+    {"softplus", "SoftplusBackward"},
+    {"pow", "PowBackward"},
+};
+static_assert(std::size(kPointwiseNames) == static_cast<std::size_t>(PointwiseOp::pow) + 1);
+constexpr const char* pointwise_name(PointwiseOp op) {
+  return kPointwiseNames[static_cast<std::size_t>(op)].op;
+}
 
 // ---- GEMM -----------------------------------------------------------------------------------
 

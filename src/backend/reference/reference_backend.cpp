@@ -14,6 +14,8 @@ Backend make_reference_backend() {
   b.div_grad_b = r::div_grad_b;
   b.scale = r::scale;
   b.activation_forward = r::activation_forward;
+  b.pointwise_forward = r::pointwise_forward;
+  b.pointwise_backward = r::pointwise_backward;
   b.activation_backward = r::activation_backward;
   b.swiglu_forward = r::swiglu_forward;
   b.swiglu_backward = r::swiglu_backward;

@@ -39,6 +39,8 @@ Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& shape,
 Tensor div_grad_b(const Tensor& g, const Tensor& a, const Tensor& b, DType out_dtype);
 Tensor scale(const Tensor& x, double s, DType out_dtype);
 Tensor activation_forward(Activation act, const Tensor& x);
+Tensor pointwise_forward(const Pointwise& f, const Tensor& x);
+Tensor pointwise_backward(const Pointwise& f, const Tensor& x, const Tensor& g);
 Tensor activation_backward(Activation act, const Tensor& x, const Tensor& g);
 Tensor swiglu_forward(const Tensor& gate, const Tensor& up);
 std::array<Tensor, 2> swiglu_backward(const Tensor& gate, const Tensor& up, const Tensor& g,

@@ -4,6 +4,7 @@
 // a few ops.
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <functional>
 #include <set>
 #include <string>
@@ -52,6 +53,14 @@ std::vector<OpCase> cases(DType d) {
   const Tensor sidx = ids({3, 0, 1, 2, 0, 3, 2, 2, 1, 0, 3, 1}, {2, 6});
   const Tensor ix = randn({5, 3}, d, 20), isrc = randn({2, 3}, f32, 21);
   const Tensor gidx = ids({1, 0, 3, 2, 2, 1, 0, 0}, {4, 2});
+  const Tensor pos = [&] {  // |x| + 0.1 in d: inside every pointwise function's domain
+    std::vector<double> v = randn({4, 40}, f32, 22).to_doubles();
+    for (double& e : v) e = std::fabs(e) + 0.1;
+    return Tensor::from_doubles(v, {4, 40}, d);
+  }();
+  const auto fp32_case = [&](const std::string& op, Tensor (*f)(const Tensor&)) {
+    return OpCase{op, [=] { return f(pos); }, [=] { return f(pos.to(f32)); }, f32};
+  };
   return {
       {"matmul", [=] { return matmul(a, b); }, [=] { return matmul(a.to(d), b.to(d)); }, d},
       {"bmm", [=] { return bmm(a3, b3); }, [=] { return bmm(a3.to(d), b3.to(d)); }, d},
@@ -113,6 +122,18 @@ std::vector<OpCase> cases(DType d) {
       {"gather", [=] { return gather(xd, 1, gidx); }, [=] { return gather(xd, 1, gidx); }, d},
       {"topk", [=] { return topk(xd, 3).first; }, [=] { return topk(xd, 3).first; }, d},
       {"max", [=] { return max(xd); }, [=] { return max(xd); }, d},
+      fp32_case("exp", mixprec::exp),
+      fp32_case("log", mixprec::log),
+      fp32_case("log1p", mixprec::log1p),
+      fp32_case("expm1", mixprec::expm1),
+      fp32_case("sqrt", mixprec::sqrt),
+      fp32_case("rsqrt", mixprec::rsqrt),
+      fp32_case("reciprocal", mixprec::reciprocal),
+      fp32_case("tanh", mixprec::tanh),
+      {"softplus", [=] { return softplus(xd, 2.0, 1.0); },
+       [=] { return softplus(xd.to(f32), 2.0, 1.0); }, f32},
+      {"pow", [=] { return mixprec::pow(pos, 2.5); },
+       [=] { return mixprec::pow(pos.to(f32), 2.5); }, f32},
   };
 }
 

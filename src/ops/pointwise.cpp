@@ -1,0 +1,102 @@
+// exp, log, ..., softplus, pow: one autograd node over the backend's pointwise kernels, which
+// saves the input (the backward recomputes f'(x) from it).
+#include "mixprec/ops/pointwise.h"
+
+#include <cmath>
+#include <string>
+
+#include "mixprec/amp/autocast.h"
+#include "mixprec/autograd/function.h"
+#include "mixprec/backend/backend.h"
+#include "mixprec/core/error.h"
+
+namespace mixprec {
+namespace {
+
+using backend::Pointwise;
+using backend::PointwiseOp;
+
+class PointwiseBackward final : public Node {
+ public:
+  PointwiseBackward(const Pointwise& f, Tensor x) : f_(f), x_(std::move(x)) {}
+  const char* name() const override {
+    return backend::kPointwiseNames[static_cast<std::size_t>(f_.op)].backward;
+  }
+  void release_saved() override { x_ = Tensor(); }
+  std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
+    if (!grads[0].defined()) return {Tensor()};
+    return {backend::current().pointwise_backward(f_, x_, grads[0])};
+  }
+
+ private:
+  Pointwise f_;
+  Tensor x_;  // detached input
+};
+
+Tensor pointwise(const Pointwise& f, const Tensor& x) {
+  const char* name = backend::pointwise_name(f.op);
+  backend::check_floating(name, x, "input");
+  backend::check_compute_dtype(name, x.dtype());
+  const Tensor xd = x.detach();
+  Tensor y = backend::current().pointwise_forward(f, xd);
+  if (any_requires_grad({&x})) {
+    auto node = std::make_shared<PointwiseBackward>(f, xd);
+    connect(*node, {x});
+    set_history(y, node);
+  }
+  return y;
+}
+
+}  // namespace
+
+Tensor exp(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("exp", x_in);
+  return pointwise({PointwiseOp::exp}, x);
+}
+Tensor log(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("log", x_in);
+  return pointwise({PointwiseOp::log}, x);
+}
+Tensor log1p(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("log1p", x_in);
+  return pointwise({PointwiseOp::log1p}, x);
+}
+Tensor expm1(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("expm1", x_in);
+  return pointwise({PointwiseOp::expm1}, x);
+}
+Tensor sqrt(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("sqrt", x_in);
+  return pointwise({PointwiseOp::sqrt}, x);
+}
+Tensor rsqrt(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("rsqrt", x_in);
+  return pointwise({PointwiseOp::rsqrt}, x);
+}
+Tensor reciprocal(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("reciprocal", x_in);
+  return pointwise({PointwiseOp::reciprocal}, x);
+}
+Tensor tanh(const Tensor& x_in) {
+  const auto [x] = amp::autocast_args("tanh", x_in);
+  return pointwise({PointwiseOp::tanh}, x);
+}
+Tensor softplus(const Tensor& x_in, double beta, double threshold) {
+  MIXPREC_CHECK(beta != 0 && std::isfinite(beta) && !std::isnan(threshold), "softplus",
+                "beta must be finite and non-zero and threshold a number, got beta " +
+                    std::to_string(beta) + ", threshold " + std::to_string(threshold));
+  const auto [x] = amp::autocast_args("softplus", x_in);
+  Pointwise f{PointwiseOp::softplus};
+  f.beta = beta;
+  f.threshold = threshold;
+  return pointwise(f, x);
+}
+Tensor pow(const Tensor& x_in, double exponent) {
+  MIXPREC_CHECK(!std::isnan(exponent), "pow", "the exponent is NaN");
+  const auto [x] = amp::autocast_args("pow", x_in);
+  Pointwise f{PointwiseOp::pow};
+  f.exponent = exponent;
+  return pointwise(f, x);
+}
+
+}  // namespace mixprec
