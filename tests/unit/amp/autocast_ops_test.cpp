@@ -247,6 +247,25 @@ TEST(AutocastOps, PromoteMixesBf16AndF16IntoF32AndKeepsF64) {
   EXPECT_EQ(matmul(m, m).dtype(), DType::f64);
 }
 
+// PyTorch's autocast casts only eligible floating tensors (is_eligible: not f64): f64 and
+// integer inputs pass through uncast. So an f64 operand meets a bf16-cast one in a matmul,
+// which is an error naming both dtypes (torch: "expected scalar type Double but found
+// BFloat16"), never a silent cast of the f64 one.
+TEST(AutocastOps, F64AndIntegerInputsPassUncastAndMixedF64MatmulIsAnError) {
+  const Tensor m64 = randn({4, 4}, DType::f64, 37), m32 = randn({4, 4}, f32, 38);
+  const Tensor ids = Tensor::from_vector(std::vector<int64_t>{1, 2, 3, 0}, {4});
+  AutocastGuard guard(DType::bf16);
+  const std::string msg = mixprec::testing::error_of([&] { matmul(m64, m32); });
+  EXPECT_NE(msg.find("f64"), std::string::npos) << msg;
+  EXPECT_NE(msg.find("bf16"), std::string::npos) << msg;
+  EXPECT_EQ(mixprec::exp(m64).dtype(), DType::f64);  // an fp32 op leaves f64 alone
+  EXPECT_EQ(sum(m64).dtype(), DType::f64);
+  const Tensor table = randn({4, 3}, f32, 39);
+  EXPECT_EQ(embedding(ids, table).dtype(), f32);  // ids untouched, as_given table
+  EXPECT_EQ(add(ids, randn({4}, DType::bf16, 40)).dtype(), DType::bf16);  // i64 joins as bf16
+  EXPECT_EQ(autocast_stats().casts, 1);  // m32 to bf16, nothing else
+}
+
 TEST(AutocastOps, MoeRouterHookRunsInF32) {
   const Tensor logits = randn({6, 4}, DType::bf16, 36);
   {
