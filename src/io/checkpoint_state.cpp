@@ -50,7 +50,8 @@ TensorMap flatten_training_state(const TrainingState& state) {
     for (const auto& [key, t] : state.optimizer->state_dict())
       out.emplace(kOptimPrefix + key, t.clone());
   if (state.scaler)
-    for (const auto& [key, t] : state.scaler->checkpoint_dict()) out.emplace(kScalerPrefix + key, t);
+    for (const auto& [key, t] : state.scaler->checkpoint_dict())
+      out.emplace(kScalerPrefix + key, t);
   return out;
 }
 

@@ -196,12 +196,12 @@ TEST(DivergedRuns, AnFp16RunThatBlowsUpStopsNamingTheStepOpAndModule) {
 // only on finite steps: an overflow is still a skipped step, never a clamped update.
 TEST(DivergedRuns, ClippingByValueStillSkipsNonFiniteSteps) {
   TempDir dir;
-  const auto args = short_run(
-      dir, "30",
-      {"--precision", "fp16-mixed", "--set", "optimizer.lr=1000", "--set",
-       "lr_scheduler.warmup_steps=0", "--set", "training.grad_clip=0", "--set",
-       "training.grad_clip_value=0.5", "--set", "training.min_loss_scale=0", "--set",
-       "training.max_skipped_steps=5"});
+  const auto args =
+      short_run(dir, "30",
+                {"--precision", "fp16-mixed", "--set", "optimizer.lr=1000", "--set",
+                 "lr_scheduler.warmup_steps=0", "--set", "training.grad_clip=0", "--set",
+                 "training.grad_clip_value=0.5", "--set", "training.min_loss_scale=0", "--set",
+                 "training.max_skipped_steps=5"});
   const RunResult r = run_cli(args);
   EXPECT_EQ(r.exit_code, 1) << describe(args, r);
   EXPECT_TRUE(contains(r.err, "5 steps in a row were skipped")) << describe(args, r);
