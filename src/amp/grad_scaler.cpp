@@ -81,6 +81,25 @@ void check_options(const ScalerOptions& o) {
                     std::to_string(o.max_scale));
 }
 
+// One table of what a state dict carries besides the scale and the trackers: each option under
+// its key (PyTorch's names for PyTorch's options), read by state_dict() and its loader alike;
+// and the step counters a checkpoint adds.
+template <class Struct, class T>
+struct Field {
+  const char* key;
+  T Struct::*member;
+};
+constexpr Field<ScalerOptions, double> kRealOptions[] = {
+    {"growth_factor", &ScalerOptions::growth_factor},
+    {"backoff_factor", &ScalerOptions::backoff_factor},
+    {"min_scale", &ScalerOptions::min_scale},
+    {"max_scale", &ScalerOptions::max_scale}};
+constexpr Field<ScalerOptions, int64_t> kIntegerOptions[] = {
+    {"growth_interval", &ScalerOptions::growth_interval},
+    {"hysteresis", &ScalerOptions::hysteresis}};
+constexpr Field<ScalerState, int64_t> kStepCounters[] = {
+    {"steps_skipped", &ScalerState::steps_skipped}, {"steps_taken", &ScalerState::steps_taken}};
+
 }  // namespace
 
 GradScaler::GradScaler(ScalerOptions options) : options_(options) {
@@ -238,16 +257,13 @@ void GradScaler::update(double new_scale) {
 
 TensorMap GradScaler::state_dict() const {
   if (!enabled()) return {};
-  const auto f64 = [](double v) { return Tensor::from_vector(std::vector<double>{v}); };
-  return {{"scale", Tensor::from_vector(std::vector<float>{state_.scale})},
-          {"growth_factor", f64(options_.growth_factor)},
-          {"backoff_factor", f64(options_.backoff_factor)},
-          {"growth_interval", scalar_tensor(options_.growth_interval)},
-          {"_growth_tracker", scalar_tensor(state_.growth_tracker)},
-          {"hysteresis", scalar_tensor(options_.hysteresis)},
-          {"hysteresis_left", scalar_tensor(state_.hysteresis_left)},
-          {"min_scale", f64(options_.min_scale)},
-          {"max_scale", f64(options_.max_scale)}};
+  TensorMap out{{"scale", Tensor::from_vector(std::vector<float>{state_.scale})},
+                {"_growth_tracker", scalar_tensor(state_.growth_tracker)},
+                {"hysteresis_left", scalar_tensor(state_.hysteresis_left)}};
+  for (const auto& f : kRealOptions)
+    out.emplace(f.key, Tensor::from_vector(std::vector<double>{options_.*f.member}));
+  for (const auto& f : kIntegerOptions) out.emplace(f.key, scalar_tensor(options_.*f.member));
+  return out;
 }
 
 void GradScaler::load_state_dict(const TensorMap& dict) {
@@ -255,47 +271,37 @@ void GradScaler::load_state_dict(const TensorMap& dict) {
   MIXPREC_CHECK(!dict.empty(), kWhere,
                 "the state dict is empty: it was saved by a disabled GradScaler, and this one "
                 "is enabled");
-  ScalerOptions o = options_;
-  ScalerState s = state_;
+  GradScaler trial = *this;  // every check passes before anything changes
+  ScalerState& s = trial.state_;
   s.scale = entry(dict, "scale", DType::f32).data<float>()[0];
+  // Dicts from before the options were saved name the tracker without PyTorch's underscore.
   const bool legacy = !dict.count("_growth_tracker") && dict.count("growth_tracker");
   s.growth_tracker =
       entry(dict, legacy ? "growth_tracker" : "_growth_tracker", DType::i64).data<int64_t>()[0];
   s.hysteresis_left = entry(dict, "hysteresis_left", DType::i64).data<int64_t>()[0];
   if (!legacy) {
-    o.growth_factor = entry(dict, "growth_factor", DType::f64).data<double>()[0];
-    o.backoff_factor = entry(dict, "backoff_factor", DType::f64).data<double>()[0];
-    o.growth_interval = entry(dict, "growth_interval", DType::i64).data<int64_t>()[0];
-    o.hysteresis = entry(dict, "hysteresis", DType::i64).data<int64_t>()[0];
-    o.min_scale = entry(dict, "min_scale", DType::f64).data<double>()[0];
-    o.max_scale = entry(dict, "max_scale", DType::f64).data<double>()[0];
-    check_options(o);
+    for (const auto& f : kRealOptions)
+      trial.options_.*f.member = entry(dict, f.key, DType::f64).data<double>()[0];
+    for (const auto& f : kIntegerOptions)
+      trial.options_.*f.member = entry(dict, f.key, DType::i64).data<int64_t>()[0];
+    check_options(trial.options_);
   }
-  const ScalerOptions saved = options_;
-  options_ = o;  // load_state checks hysteresis_left against the loaded hysteresis
-  try {
-    load_state(s);
-  } catch (...) {
-    options_ = saved;
-    throw;
-  }
+  trial.load_state(s);  // checks hysteresis_left against the loaded hysteresis
+  *this = std::move(trial);
 }
 
 TensorMap GradScaler::checkpoint_dict() const {
   TensorMap out = state_dict();
-  out.emplace("steps_skipped", scalar_tensor(state_.steps_skipped));
-  out.emplace("steps_taken", scalar_tensor(state_.steps_taken));
+  for (const auto& f : kStepCounters) out.emplace(f.key, scalar_tensor(state_.*f.member));
   return out;
 }
 
 void GradScaler::load_checkpoint_dict(const TensorMap& dict) {
   GradScaler trial = *this;
   TensorMap scaler_state = dict;
-  const std::pair<const char*, int64_t ScalerState::*> counters[] = {
-      {"steps_skipped", &ScalerState::steps_skipped}, {"steps_taken", &ScalerState::steps_taken}};
-  for (const auto& [key, field] : counters)
-    if (scaler_state.erase(key))
-      trial.state_.*field = entry(dict, key, DType::i64).data<int64_t>()[0];
+  for (const auto& f : kStepCounters)
+    if (scaler_state.erase(f.key))
+      trial.state_.*f.member = entry(dict, f.key, DType::i64).data<int64_t>()[0];
   trial.load_state_dict(scaler_state);
   trial.load_state(trial.state_);  // checks the counters
   *this = std::move(trial);
