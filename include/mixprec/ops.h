@@ -6,6 +6,7 @@
 #include "mixprec/autograd/grad_mode.h"
 #include "mixprec/ops/activation.h"
 #include "mixprec/ops/attention.h"
+#include "mixprec/ops/comparison.h"
 #include "mixprec/ops/elementwise.h"
 #include "mixprec/ops/embedding.h"
 #include "mixprec/ops/grouped_linear.h"

@@ -10,6 +10,7 @@
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/cpu/grad_scan.h"
 #include "mixprec/cpu/indexing.h"
+#include "mixprec/cpu/line_ops.h"
 #include "mixprec/cpu/moe_rows.h"
 #include "mixprec/cpu/normalization.h"
 #include "mixprec/cpu/pointwise.h"
@@ -38,6 +39,10 @@ Backend make_cpu_backend() {
   b.scale = [](const Tensor& x, double s, DType out) { return cpu::scale(x, s, out); };
   b.pointwise_forward = cpu::pointwise_forward;
   b.pointwise_backward = cpu::pointwise_backward;
+  b.line_forward = cpu::line_forward;
+  b.line_backward = cpu::line_backward;
+  b.pair_forward = cpu::pair_forward;
+  b.pair_backward = cpu::pair_backward;
   b.activation_forward = [](Activation act, const Tensor& x) {
     return cpu::activation_forward(act, x);
   };

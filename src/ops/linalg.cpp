@@ -23,13 +23,18 @@ using detail::precision_operand;
 class MatmulBackward final : public Node {
  public:
   // a, b: the operands as the forward GEMM saw them (rounded under the precision);
-  // a_dtype, b_dtype: the inputs' dtypes, which the gradients take.
-  MatmulBackward(Tensor a, Tensor b, DType a_dtype, DType b_dtype, amp::MatmulPrecision precision,
-                 int64_t batch, int64_t m, int64_t k, int64_t n, bool b_batched)
+  // a_dtype, b_dtype: the inputs' dtypes; ga_dtype, gb_dtype: the gradients' (the inputs'
+  // own, or the accumulation dtype for an operand broadcast before the product, whose
+  // gradient is summed and rounded once later).
+  MatmulBackward(Tensor a, Tensor b, DType a_dtype, DType b_dtype, DType ga_dtype, DType gb_dtype,
+                 amp::MatmulPrecision precision, int64_t batch, int64_t m, int64_t k, int64_t n,
+                 bool b_batched)
       : a_(std::move(a)),
         b_(std::move(b)),
         a_dtype_(a_dtype),
         b_dtype_(b_dtype),
+        ga_dtype_(ga_dtype),
+        gb_dtype_(gb_dtype),
         precision_(precision),
         batch_(batch),
         m_(m),
@@ -44,13 +49,13 @@ class MatmulBackward final : public Node {
     const auto& edges = next_edges();
     if (b_batched_) {
       if (edges[0].node)  // dA[i] = dC[i] · B[i]ᵀ
-        ga = batched_product(g, false, b_, true, batch_, m_, k_, n_, a_dtype_);
+        ga = batched_product(g, false, b_, true, batch_, m_, k_, n_, ga_dtype_);
       if (edges[1].node)  // dB[i] = A[i]ᵀ · dC[i]
-        gb = batched_product(a_, true, g, false, batch_, k_, n_, m_, b_dtype_);
+        gb = batched_product(a_, true, g, false, batch_, k_, n_, m_, gb_dtype_);
     } else {
       const int64_t rows = batch_ * m_;
-      if (edges[0].node) ga = batched_product(g, false, b_, true, 1, rows, k_, n_, a_dtype_);
-      if (edges[1].node) gb = batched_product(a_, true, g, false, 1, k_, n_, rows, b_dtype_);
+      if (edges[0].node) ga = batched_product(g, false, b_, true, 1, rows, k_, n_, ga_dtype_);
+      if (edges[1].node) gb = batched_product(a_, true, g, false, 1, k_, n_, rows, gb_dtype_);
     }
     return {ga.defined() ? ga.view(a_shape()) : ga, gb.defined() ? gb.view(b_.shape()) : gb};
   }
@@ -58,14 +63,17 @@ class MatmulBackward final : public Node {
  private:
   Shape a_shape() const { return a_.shape(); }
   Tensor a_, b_;
-  DType a_dtype_, b_dtype_;
+  DType a_dtype_, b_dtype_, ga_dtype_, gb_dtype_;
   amp::MatmulPrecision precision_;
   int64_t batch_, m_, k_, n_;
   bool b_batched_;
 };
 
+}  // namespace
+
 // matmul after autocast (bmm's hook has run when bmm calls it).
-Tensor matmul_impl(const Tensor& a, const Tensor& b) {
+Tensor detail::matmul_product(const Tensor& a, const Tensor& b, bool wide_grad_a,
+                              bool wide_grad_b) {
   check_float_pair("matmul", a, b);
   MIXPREC_CHECK(a.ndim() >= 2 && b.ndim() >= 2, "matmul",
                 "needs at least 2-d inputs, got " + shape_to_string(a.shape()) + " and " +
@@ -92,19 +100,14 @@ Tensor matmul_impl(const Tensor& a, const Tensor& b) {
   out_shape.back() = n;
   c = c.view(out_shape);
   if (any_requires_grad({&a, &b})) {
-    auto node = std::make_shared<MatmulBackward>(ac, bc, a.dtype(), b.dtype(), precision, lead, m,
-                                                 k, n, b_batched);
+    const DType ga = wide_grad_a ? acc_dtype(a.dtype()) : a.dtype();
+    const DType gb = wide_grad_b ? acc_dtype(b.dtype()) : b.dtype();
+    auto node = std::make_shared<MatmulBackward>(ac, bc, a.dtype(), b.dtype(), ga, gb, precision,
+                                                 lead, m, k, n, b_batched);
     connect(*node, {a, b});
     set_history(c, node);
   }
   return c;
-}
-
-}  // namespace
-
-Tensor matmul(const Tensor& a_in, const Tensor& b_in) {
-  const auto [a, b] = amp::autocast_args("matmul", a_in, b_in);
-  return matmul_impl(a, b);
 }
 
 Tensor bmm(const Tensor& a_in, const Tensor& b_in) {
@@ -114,7 +117,7 @@ Tensor bmm(const Tensor& a_in, const Tensor& b_in) {
                 "bmm",
                 "expects [B,M,K] @ [B,K,N], got " + shape_to_string(a.shape()) + " @ " +
                     shape_to_string(b.shape()));
-  return matmul_impl(a, b);
+  return detail::matmul_product(a, b);
 }
 
 namespace {

@@ -51,16 +51,23 @@ inline Tensor as_operand(const Tensor& g, DType op_dtype) {
   return (f64 ? g.to(op_dtype) : g).contiguous();
 }
 
-// C [batch, m, n] (new, dtype `out`) = op(A) · op(B); A, B contiguous [batch, rows, cols].
+// C [batch, m, n] (new, dtype `out`) = alpha·op(A)·op(B); A, B contiguous [batch, rows, cols].
 inline Tensor batched_product(const Tensor& a, bool ta, const Tensor& b, bool tb, int64_t batch,
-                              int64_t m, int64_t n, int64_t k, DType out) {
+                              int64_t m, int64_t n, int64_t k, DType out, float alpha = 1.0f) {
   Tensor c = Tensor::empty({batch, m, n}, out);
   const int64_t a_cols = ta ? m : k, b_cols = tb ? k : n;
-  backend::current().gemm(m, n, k, 1.0f,
+  backend::current().gemm(m, n, k, alpha,
                           {a.dtype(), a.raw_data(), a_cols, ta, batch > 1 ? m * k : 0},
                           {b.dtype(), b.raw_data(), b_cols, tb, batch > 1 ? k * n : 0}, 0.0f,
                           {out, c.raw_data(), n, m * n}, batch);
   return c;
 }
+
+// matmul of a [..., M, K] by b [K, N] or by b [..., K, N] with a's leading dims, after
+// autocast (linalg.cpp): the product every matmul-family op ends in. wide_grad_a/_b: that
+// operand's gradient comes back unrounded in f32 (f64 for f64), for an operand broadcast
+// before the product, whose gradient broadcast_to then sums and rounds once.
+Tensor matmul_product(const Tensor& a, const Tensor& b, bool wide_grad_a = false,
+                      bool wide_grad_b = false);
 
 }  // namespace mixprec::detail

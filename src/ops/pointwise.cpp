@@ -9,6 +9,7 @@
 #include "mixprec/autograd/function.h"
 #include "mixprec/backend/backend.h"
 #include "mixprec/core/error.h"
+#include "pair_op.h"
 
 namespace mixprec {
 namespace {
@@ -97,6 +98,14 @@ Tensor pow(const Tensor& x_in, double exponent) {
   Pointwise f{PointwiseOp::pow};
   f.exponent = exponent;
   return pointwise(f, x);
+}
+
+Tensor pow(const Tensor& x_in, const Tensor& exponent_in) {
+  const auto [x, exponent] = amp::autocast_args("pow", x_in, exponent_in);
+  backend::check_floating("pow", x, "input");
+  backend::check_floating("pow", exponent, "exponent");
+  return detail::pair_op("pow", {backend::PairOp::pow}, x, exponent, Tensor(), false)
+      .to(promote(x.dtype(), exponent.dtype()));
 }
 
 }  // namespace mixprec

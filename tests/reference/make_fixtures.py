@@ -678,6 +678,339 @@ def _transpose():
 DTYPES = {"f32": torch.float32, "bf16": torch.bfloat16}
 
 
+# --- issue 18: the matmul family, fp32 reductions, losses and promote ops ---------------------
+
+
+def _spec(inputs, fn, doc, args=None, compute_bf16=None):
+    d = dict(inputs=inputs, fn=fn, args=args or {}, doc=doc)
+    if compute_bf16:
+        d["compute_bf16"] = compute_bf16
+    return d
+
+
+def _in_f32(f):
+    # PyTorch 1.13 has no bf16 CPU kernel for some ops (prod, mse_loss, binary_cross_entropy):
+    # their bf16 files run the f32 op on the bf16 inputs and round the result to bf16, which
+    # is what autocast's fp32 row does.
+    def g(t, dt):
+        out = f({k: (v.float() if v.is_floating_point() else v) for k, v in t.items()})
+        return {k: v.to(dt) if v.is_floating_point() else v for k, v in out.items()}
+    return g
+
+
+NO_BF16 = "f32 math on the bf16 inputs, rounded to bf16 (PyTorch 1.13 has no bf16 CPU kernel)"
+
+
+@op("mm")
+def _mm():
+    a, b = randn(5, 13), randn(13, 7)
+    return _spec([("a", a, True), ("b", b, True)], lambda t, dt: {"out": torch.mm(t["a"], t["b"])},
+                 "out = a @ b; a [5,13], b [13,7] (torch.mm)")
+
+
+@op("mv")
+def _mv():
+    a, v = randn(5, 13), randn(13)
+    return _spec([("a", a, True), ("v", v, True)], lambda t, dt: {"out": torch.mv(t["a"], t["v"])},
+                 "out = a @ v; a [5,13], v [13] (torch.mv)")
+
+
+@op("dot")
+def _dot():
+    a, b = randn(17), randn(17)
+    return _spec([("a", a, True), ("b", b, True)],
+                 lambda t, dt: {"out": torch.dot(t["a"], t["b"])},
+                 "out = sum(a * b); a [17], b [17] (torch.dot)")
+
+
+@op("addmm")
+def _addmm():
+    i, m1, m2 = randn(7), randn(5, 13), randn(13, 7)
+    return _spec([("input", i, True), ("m1", m1, True), ("m2", m2, True)],
+                 lambda t, dt: {"out": torch.addmm(t["input"], t["m1"], t["m2"], beta=0.5,
+                                                   alpha=1.5)},
+                 "out = 0.5 * input + 1.5 * (m1 @ m2); input [7] broadcast, m1 [5,13], m2 [13,7]",
+                 {"beta": 0.5, "alpha": 1.5})
+
+
+@op("baddbmm")
+def _baddbmm():
+    i, b1, b2 = randn(3, 5, 7), randn(3, 5, 11), randn(3, 11, 7)
+    return _spec([("input", i, True), ("b1", b1, True), ("b2", b2, True)],
+                 lambda t, dt: {"out": torch.baddbmm(t["input"], t["b1"], t["b2"], beta=0.5,
+                                                     alpha=2.0)},
+                 "out = 0.5 * input + 2 * bmm(b1, b2); input [3,5,7], b1 [3,5,11], b2 [3,11,7]",
+                 {"beta": 0.5, "alpha": 2.0})
+
+
+def _matmul_case(name, sa, sb, doc):
+    @op(name)
+    def _m():
+        a, b = randn(*sa), randn(*sb)
+        return _spec([("a", a, True), ("b", b, True)],
+                     lambda t, dt: {"out": torch.matmul(t["a"], t["b"])}, doc)
+
+
+_matmul_case("matmul_batch_broadcast", (2, 1, 5, 6), (3, 6, 4),
+             "out = a @ b with batch dims broadcast; a [2,1,5,6], b [3,6,4] -> [2,3,5,4]")
+_matmul_case("matmul_vec_mat", (6,), (2, 6, 4), "out = a @ b; a [6] (a row), b [2,6,4] -> [2,4]")
+_matmul_case("matmul_mat_vec", (2, 5, 6), (6,), "out = a @ b; a [2,5,6], b [6] (a column) -> [2,5]")
+_matmul_case("matmul_vec_vec", (9,), (9,), "out = a @ b; a [9], b [9] -> [] (the dot product)")
+
+
+def _einsum_case(name, eq, sa, sb=None):
+    @op(name)
+    def _e():
+        ins = [("a", randn(*sa), True)] + ([("b", randn(*sb), True)] if sb else [])
+        f = (lambda t, dt: {"out": torch.einsum(eq, t["a"], t["b"])}) if sb else (
+            lambda t, dt: {"out": torch.einsum(eq, t["a"])})
+        shapes = f"a {list(sa)}" + (f", b {list(sb)}" if sb else "")
+        return _spec(ins, f, f"out = einsum('{eq}'); {shapes}", {"equation": eq})
+
+
+_einsum_case("einsum_bmm", "bij,bjk->bik", (3, 4, 5), (3, 5, 6))
+_einsum_case("einsum_implicit", "ij,kj", (4, 5), (6, 5))
+_einsum_case("einsum_diagonal_sum", "iij,jk->ik", (4, 4, 5), (5, 3))
+_einsum_case("einsum_ellipsis", "...ij,...jk->...ik", (2, 1, 3, 4), (5, 4, 2))
+_einsum_case("einsum_single", "ijk->kj", (3, 4, 5))
+
+
+def _signed(lo, hi, *shape):
+    return away_from_zero(lo, hi, *shape)
+
+
+@op("prod_all")
+def _prod_all():
+    x = _signed(0.8, 1.25, 3, 7, 5)
+    return _spec([("x", x, True)], _in_f32(lambda t: {"out": t["x"].prod()}),
+                 "out = product of all elements; x [3,7,5], |x| in [0.8, 1.25]",
+                 compute_bf16=NO_BF16)
+
+
+@op("prod_dim1_zeros")
+def _prod_dim1_zeros():
+    x = _signed(0.5, 2.0, 3, 7, 5)
+    x[0, 2, 1] = 0.0  # one zero in a slice
+    x[1, 3, 2] = 0.0  # two zeros in another
+    x[1, 5, 2] = 0.0
+    return _spec([("x", x, True)], _in_f32(lambda t: {"out": t["x"].prod(dim=1)}),
+                 "out = x.prod(dim=1) [3,5]; x [3,7,5] with zeros (one in a slice, two in another)",
+                 {"dim": 1}, compute_bf16=NO_BF16)
+
+
+@op("cumsum_dim1")
+def _cumsum():
+    x = randn(3, 7, 5)
+    return _spec([("x", x, True)], lambda t, dt: {"out": t["x"].cumsum(dim=1)},
+                 "out = x.cumsum(dim=1); x [3,7,5]", {"dim": 1})
+
+
+@op("logsumexp_dim1")
+def _logsumexp():
+    x = randn(3, 7, 5, scale=3.0)
+    return _spec([("x", x, True)], lambda t, dt: {"out": torch.logsumexp(t["x"], dim=1)},
+                 "out = log(sum(exp(x), dim=1)) [3,5]; x [3,7,5]", {"dim": 1})
+
+
+def _ties(*shape):
+    # Distinct magnitudes k/16 with some exact ties of opposite sign (the inf norm splits).
+    x = _distinct(*shape)
+    flat = x.view(-1)
+    flat[1] = -flat[0]
+    return x
+
+
+def _norm_case(name, ord_, dim, make):
+    @op(name)
+    def _n():
+        x = make()
+        kw = {} if dim is None else {"dim": dim}
+        what = "all elements" if dim is None else f"dim={dim}"
+        args = {"ord": ord_ if ord_ != math.inf else "inf"}
+        if dim is not None:
+            args["dim"] = dim
+        return _spec([("x", x, True)],
+                     lambda t, dt: {"out": torch.linalg.vector_norm(t["x"], ord_, **kw)},
+                     f"out = vector_norm(x, ord={ord_}) over {what}; x [3,7,5]", args)
+
+
+_norm_case("vector_norm_l1_all", 1, None, lambda: randn(3, 7, 5))
+_norm_case("vector_norm_l1_dim1", 1, 1, lambda: randn(3, 7, 5))
+_norm_case("vector_norm_p3_dim1", 3, 1, lambda: randn(3, 7, 5))
+_norm_case("vector_norm_inf_all", math.inf, None, lambda: _ties(3, 7, 5))
+_norm_case("vector_norm_inf_dim1", math.inf, 1, lambda: _distinct(3, 7, 5))
+
+
+def _pair(scale_t=1.0):
+    return randn(4, 6), randn(4, 6, scale=scale_t)
+
+
+@op("mse_loss")
+def _mse():
+    x, y = _pair()
+    return _spec([("input", x, True), ("target", y, True)],
+                 _in_f32(lambda t: {"out": F.mse_loss(t["input"], t["target"])}),
+                 "out = mean((input - target)^2); input, target [4,6]",
+                 {"reduction": "mean"}, compute_bf16=NO_BF16)
+
+
+@op("l1_loss_sum")
+def _l1():
+    x, y = _pair()
+    y[0, :3] = x[0, :3]  # equal elements: the gradient is 0 there
+    return _spec([("input", x, True), ("target", y, True)],
+                 lambda t, dt: {"out": F.l1_loss(t["input"], t["target"], reduction="sum")},
+                 "out = sum(|input - target|); input, target [4,6], 3 elements equal",
+                 {"reduction": "sum"})
+
+
+@op("smooth_l1_loss")
+def _smooth_l1():
+    x, y = _pair()
+    return _spec([("input", x, True), ("target", y, True)],
+                 lambda t, dt: {"out": F.smooth_l1_loss(t["input"], t["target"], beta=0.5)},
+                 "out = mean(smooth_l1(input - target, beta=0.5)); input, target [4,6]",
+                 {"reduction": "mean", "beta": 0.5})
+
+
+@op("kl_div_batchmean")
+def _kl_div():
+    x = torch.log_softmax(randn(4, 6).double(), dim=1).float()
+    y = torch.softmax(randn(4, 6).double(), dim=1).float()
+    return _spec([("input", x, True), ("target", y, True)],
+                 lambda t, dt: {"out": F.kl_div(t["input"], t["target"], reduction="batchmean")},
+                 "out = sum(target * (log(target) - input)) / 4; input log-probs, target probs [4,6]",
+                 {"reduction": "batchmean"})
+
+
+@op("kl_div_log_target")
+def _kl_div_log():
+    x = torch.log_softmax(randn(4, 6).double(), dim=1).float()
+    y = torch.log_softmax(randn(4, 6).double(), dim=1).float()
+    return _spec([("input", x, True), ("target", y, True)],
+                 lambda t, dt: {"out": F.kl_div(t["input"], t["target"], reduction="sum",
+                                                log_target=True)},
+                 "out = sum(exp(target) * (target - input)); both log-probs [4,6]",
+                 {"reduction": "sum", "log_target": True})
+
+
+@op("bce_with_logits")
+def _bce_logits():
+    x, y = randn(4, 6, scale=5.0), uniform(0.0, 1.0, 4, 6)
+    w, pw = uniform(0.5, 2.0, 4, 6), uniform(0.5, 3.0, 6)
+    return _spec([("input", x, True), ("target", y, True), ("weight", w, False),
+                  ("pos_weight", pw, False)],
+                 lambda t, dt: {"out": F.binary_cross_entropy_with_logits(
+                     t["input"], t["target"], weight=t["weight"], pos_weight=t["pos_weight"])},
+                 "out = mean(weight * BCE-with-logits(input, target, pos_weight)); [4,6], "
+                 "pos_weight [6]", {"reduction": "mean"})
+
+
+@op("binary_cross_entropy")
+def _bce():
+    p, y = uniform(0.05, 0.95, 4, 6), uniform(0.0, 1.0, 4, 6)
+    return _spec([("input", p, True), ("target", y, True)],
+                 _in_f32(lambda t: {"out": F.binary_cross_entropy(t["input"], t["target"])}),
+                 "out = mean(-(target log p + (1 - target) log(1 - p))); p in [0.05, 0.95] [4,6]",
+                 {"reduction": "mean"}, compute_bf16=NO_BF16)
+
+
+@op("nll_loss")
+def _nll():
+    x = torch.log_softmax(randn(5, 4).double(), dim=1).float()
+    target = torch.tensor([2, 0, -100, 1, 2], dtype=torch.int64)
+    w = torch.tensor([1.0, 2.0, 0.5, 1.5])
+    return _spec([("input", x, True), ("target", target, False), ("weight", w, False)],
+                 lambda t, dt: {"out": F.nll_loss(t["input"], t["target"], weight=t["weight"])},
+                 "out = -sum(w[t] x[n, t]) / sum(w[t]) over kept rows; input [5,4], target i64 [5] "
+                 "with one ignore_index (-100), weight [4]", {"reduction": "mean",
+                                                             "ignore_index": -100})
+
+
+@op("nll_loss_spatial")
+def _nll_spatial():
+    x = torch.log_softmax(randn(2, 4, 3).double(), dim=1).float()
+    target = torch.tensor([[0, 3, 1], [2, 2, 0]], dtype=torch.int64)
+    return _spec([("input", x, True), ("target", target, False)],
+                 lambda t, dt: {"out": F.nll_loss(t["input"], t["target"], reduction="none")},
+                 "out[n, d] = -input[n, target[n, d], d]; input [2,4,3], target i64 [2,3]",
+                 {"reduction": "none"})
+
+
+@op("cosine_similarity")
+def _cosine():
+    a, b = randn(4, 6), randn(1, 6)
+    return _spec([("x1", a, True), ("x2", b, True)],
+                 lambda t, dt: {"out": F.cosine_similarity(t["x1"], t["x2"], dim=1)},
+                 "out = sum(x1 / |x1| * x2 / |x2|, dim=1); x1 [4,6], x2 [1,6] broadcast",
+                 {"dim": 1, "eps": 1e-8})
+
+
+@op("stack")
+def _stack():
+    a, b, c = randn(3, 4), randn(3, 4), randn(3, 4)
+    return _spec([("a", a, True), ("b", b, True), ("c", c, True)],
+                 lambda t, dt: {"out": torch.stack([t["a"], t["b"], t["c"]], dim=1)},
+                 "out = stack([a, b, c], dim=1); each [3,4] -> [3,3,4]", {"dim": 1})
+
+
+@op("addcmul")
+def _addcmul():
+    i, t1, t2 = randn(4, 1, 5), randn(3, 1), randn(4, 3, 5)
+    return _spec([("input", i, True), ("t1", t1, True), ("t2", t2, True)],
+                 lambda t, dt: {"out": torch.addcmul(t["input"], t["t1"], t["t2"], value=0.5)},
+                 "out = input + 0.5 * t1 * t2; input [4,1,5], t1 [3,1], t2 [4,3,5]", {"value": 0.5})
+
+
+@op("addcdiv")
+def _addcdiv():
+    i, t1 = randn(4, 1, 5), randn(3, 1)
+    t2 = away_from_zero(0.5, 2.0, 4, 3, 5)
+    return _spec([("input", i, True), ("t1", t1, True), ("t2", t2, True)],
+                 lambda t, dt: {"out": torch.addcdiv(t["input"], t["t1"], t["t2"], value=-0.7)},
+                 "out = input - 0.7 * t1 / t2; input [4,1,5], t1 [3,1], t2 [4,3,5], |t2| >= 0.5",
+                 {"value": -0.7})
+
+
+@op("where")
+def _where():
+    cond = torch.rand(4, 1, dtype=torch.float64) > 0.5
+    cond[0, 0], cond[1, 0] = True, False
+    x, y = randn(4, 5), randn(5)
+    return _spec([("cond", cond, False), ("x", x, True), ("y", y, True)],
+                 lambda t, dt: {"out": torch.where(t["cond"], t["x"], t["y"])},
+                 "out = where(cond, x, y); cond bool [4,1], x [4,5], y [5]")
+
+
+def _index_put_case(name, accumulate):
+    @op(name)
+    def _ip():
+        x = randn(6, 5)
+        if accumulate:
+            index = torch.tensor([4, 0, -2, 2], dtype=torch.int64)  # -2 is 4 again
+        else:
+            index = torch.tensor([4, 0, -1, 2], dtype=torch.int64)
+        values = randn(4, 5)
+        return _spec([("x", x, True), ("index", index, False), ("values", values, True)],
+                     lambda t, dt: {"out": t["x"].index_put((t["index"],), t["values"],
+                                                            accumulate=accumulate)},
+                     f"out = x.index_put((index,), values, accumulate={accumulate}); x [6,5], "
+                     "index i64 [4] (negative counts from the end), values [4,5]",
+                     {"accumulate": accumulate})
+
+
+_index_put_case("index_put", False)
+_index_put_case("index_put_accumulate", True)
+
+
+@op("pow_tensor")
+def _pow_tensor():
+    x, e = uniform(0.1, 3.0, 4, 1, 5), randn(3, 1)
+    return _spec([("x", x, True), ("exponent", e, True)],
+                 lambda t, dt: {"out": torch.pow(t["x"], t["exponent"])},
+                 "out = x ^ exponent; x [4,1,5] in [0.1, 3], exponent [3,1]")
+
+
 def build(name):
     torch.manual_seed(seed_of(name))
     spec = OPS[name]()

@@ -70,9 +70,25 @@ struct Backend {
   std::pair<Tensor, Tensor> (*max_dim)(const Tensor& x, ReduceGeometry g);
   // grad [outer, inner] placed at indices, zeros elsewhere -> [outer, n, inner] `dtype`.
   Tensor (*max_backward)(const Tensor& grad, const Tensor& indices, ReduceGeometry g, DType dtype);
+  // f along n (kernel_types.h: LineOp) -> [outer, inner] (cumsum: [outer, n, inner]) in
+  // reduce_acc_dtype, unrounded.
+  Tensor (*line_forward)(const LineFunction& f, const Tensor& x, ReduceGeometry g);
+  // g·∂f/∂x -> [outer, n, inner] in `dtype`, from x, line_forward's result and grad (of the
+  // result's shape), with PyTorch's rules at zeros, ties and non-finite values.
+  Tensor (*line_backward)(const LineFunction& f, const Tensor& x, const Tensor& result,
+                          const Tensor& grad, ReduceGeometry g, DType dtype);
   // grad summed back to `shape` (which broadcasts to grad's), in grad's dtype or out_dtype.
   Tensor (*reduce_to_shape)(const Tensor& grad, const Shape& shape, std::optional<DType> out_dtype);
 
+  // ---- elementwise functions of two tensors (kernel_types.h: PairOp) -----------------------
+  // f of each element of x and t (one shape; pos_weight of that shape or undefined), in
+  // reduce_acc_dtype, unrounded.
+  Tensor (*pair_forward)(const PairFunction& f, const Tensor& x, const Tensor& t,
+                         const Tensor& pos_weight);
+  // {g·∂f/∂x, g·∂f/∂t} in reduce_acc_dtype (g of x's shape); undefined unless wanted.
+  std::array<Tensor, 2> (*pair_backward)(const PairFunction& f, const Tensor& x, const Tensor& t,
+                                         const Tensor& pos_weight, const Tensor& g, bool want_x,
+                                         bool want_t);
   // ---- normalisation over the last dim (center: LayerNorm, else RMSNorm) --------------------
   // x contiguous [..., D]; weight, bias [D] of x's dtype or undefined. Fills stats.
   Tensor (*norm_forward)(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,

@@ -103,6 +103,38 @@ DType reduce_acc_dtype(DType dtype);
 
 enum class ReduceOp { sum, mean, norm };  // sum; sum / n; sqrt(sum of squares)
 
+// Ops along n of [outer, n, inner] (ops/reduction.h): prod, logsumexp and the p-norms reduce
+// n away (pnorm: (Σ|x|^p)^(1/p), p finite >= 1; inf_norm: max |x|); cumsum keeps it.
+enum class LineOp : uint8_t { prod, logsumexp, pnorm, inf_norm, cumsum };
+struct LineFunction {
+  LineOp op;
+  double p = 1.0;  // pnorm's order
+};
+// Each op's autograd node name, by enum value.
+inline constexpr const char* kLineBackwardNames[] = {
+    "ProdBackward", "LogsumexpBackward", "NormBackward", "NormBackward", "CumsumBackward"};
+static_assert(std::size(kLineBackwardNames) == static_cast<std::size_t>(LineOp::cumsum) + 1);
+
+// ---- elementwise functions of two tensors ---------------------------------------------------
+// f(x, t) per element with both partial derivatives: the loss terms of ops/loss.h, mse (x-t)²,
+// l1 |x-t|, smooth_l1 (beta), kl_div t·(log t - x) (kl_div_log_target: e^t·(t - x)),
+// bce_logits (with a pos_weight operand), bce on probabilities -(t·log x + (1-t)·log(1-x))
+// (each log clamped at -100); and pow x^t (ops/pointwise.h).
+enum class PairOp : uint8_t { mse, l1, smooth_l1, kl_div, kl_div_log_target, bce_logits, bce, pow };
+struct PairFunction {
+  PairOp op;
+  double beta = 1.0;  // smooth_l1's threshold
+};
+inline constexpr const char* kPairBackwardNames[] = {"MseLossBackward",
+                                                     "L1LossBackward",
+                                                     "SmoothL1LossBackward",
+                                                     "KlDivBackward",
+                                                     "KlDivBackward",
+                                                     "BinaryCrossEntropyWithLogitsBackward",
+                                                     "BinaryCrossEntropyBackward",
+                                                     "PowBackward"};
+static_assert(std::size(kPairBackwardNames) == static_cast<std::size_t>(PairOp::pow) + 1);
+
 // ---- normalisation, softmax, attention, cross-entropy ---------------------------------------
 
 // Per-row statistics saved by a norm's forward pass: [rows] f32 (f64 for f64).

@@ -19,6 +19,16 @@ Tensor div(const Tensor& a, const Tensor& b);
 // bf16/f16 x is multiplied by the f32 value of s and the product rounded once.
 Tensor scale(const Tensor& x, double s);
 
+// input + value·t1·t2 and input + value·t1/t2 (torch.addcmul / addcdiv), all broadcast, in
+// the widest of the three dtypes (floating; integer inputs join it), computed in f32 (f64
+// for f64) in PyTorch's order ((value·t1)·t2, (value·t1)/t2) and rounded once.
+Tensor addcmul(const Tensor& input, const Tensor& t1, const Tensor& t2, double value = 1.0);
+Tensor addcdiv(const Tensor& input, const Tensor& t1, const Tensor& t2, double value = 1.0);
+
+// x broadcast to `shape` (NumPy rules, as torch.broadcast_to), as a new contiguous tensor
+// (not a view); the gradient is summed back to x's shape.
+Tensor broadcast_to(const Tensor& x, const Shape& shape);
+
 // The shape a and b broadcast to; throws naming both shapes when they do not.
 Shape broadcast_shapes(const Shape& a, const Shape& b);
 

@@ -33,4 +33,23 @@ Tensor index_add(const Tensor& x, int64_t dim, const Tensor& index, const Tensor
 // slice of the output gradient.
 Tensor concat(const std::vector<Tensor>& tensors, int64_t dim);
 
+// torch.stack: tensors of one shape joined along a new dim (-(rank+1) <= dim <= rank), in
+// the widest of their dtypes (PyTorch promotes: f32 and bf16 give f32); each gradient comes
+// back in its own input's dtype.
+Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
+// torch.where: x where cond (boolean or u8) is true, else y, all three broadcast; the result
+// has promote(x, y)'s dtype. Gradients: x gets g where cond, y where not, in their dtypes.
+Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
+// A number beside a tensor does not widen it (torch.where(c, bf16, 0.0) stays bf16).
+Tensor where(const Tensor& cond, const Tensor& x, double y);
+// torch.Tensor.index_put (out of place): x with x[indices] = values, or += with accumulate.
+// indices index x's leading dims: i64/i32 tensors broadcast together (negative values count
+// from the end), or one boolean mask of those dims' shape. values (x's dtype) broadcast to
+// the indexed shape. Without accumulate, of duplicate indices the last one written wins
+// (PyTorch leaves it undefined; its CPU kernel does the same). Gradients as PyTorch's:
+// x gets g, zeroed at written positions unless accumulate; values get g at their indices
+// (duplicates included), summed to values' shape.
+Tensor index_put(const Tensor& x, const std::vector<Tensor>& indices, const Tensor& values,
+                 bool accumulate = false);
+
 }  // namespace mixprec

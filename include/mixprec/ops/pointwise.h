@@ -24,5 +24,9 @@ Tensor softplus(const Tensor& x, double beta = 1.0, double threshold = 20.0);
 // x^exponent; the gradient is 0 for exponent 0 (torch.pow's rule), exponent·x^(exponent-1)
 // otherwise.
 Tensor pow(const Tensor& x, double exponent);
+// x^exponent elementwise with broadcasting, in promote(x, exponent) (both floating), rounded
+// once. Gradients (torch.pow's): exponent·x^(exponent-1), 0 where exponent is 0; and
+// x^exponent·log x, 0 where x == 0 and exponent >= 0.
+Tensor pow(const Tensor& x, const Tensor& exponent);
 
 }  // namespace mixprec

@@ -155,6 +155,53 @@ class Tensor {
   AutogradMeta* autograd_meta() const { return impl().autograd.get(); }
   std::shared_ptr<AutogradMeta>& mutable_autograd_meta();
 
+  // ---- op spellings as methods, as PyTorch code writes them (x.exp(), a.matmul(b)): each
+  // is the function of the same name in mixprec/ops.h, defined in src/ops/tensor_methods.cpp.
+  // (No norm(p): mixprec::norm(x, 1) reduces dim 1, so the p-norm is vector_norm only.)
+  Tensor exp() const;
+  Tensor log() const;
+  Tensor log1p() const;
+  Tensor expm1() const;
+  Tensor sqrt() const;
+  Tensor rsqrt() const;
+  Tensor reciprocal() const;
+  Tensor tanh() const;
+  Tensor pow(double exponent) const;
+  Tensor pow(const Tensor& exponent) const;
+  Tensor sum() const;
+  Tensor sum(int64_t dim, bool keepdim = false) const;
+  Tensor mean() const;
+  Tensor mean(int64_t dim, bool keepdim = false) const;
+  Tensor prod() const;
+  Tensor prod(int64_t dim, bool keepdim = false) const;
+  Tensor cumsum(int64_t dim) const;
+  Tensor logsumexp(int64_t dim, bool keepdim = false) const;
+  Tensor norm() const;  // L2 over all elements
+  Tensor matmul(const Tensor& other) const;
+  Tensor mm(const Tensor& other) const;
+  Tensor bmm(const Tensor& other) const;
+  Tensor mv(const Tensor& vec) const;
+  Tensor dot(const Tensor& other) const;
+  Tensor addmm(const Tensor& m1, const Tensor& m2, double beta = 1.0, double alpha = 1.0) const;
+  Tensor baddbmm(const Tensor& b1, const Tensor& b2, double beta = 1.0, double alpha = 1.0) const;
+  Tensor addcmul(const Tensor& t1, const Tensor& t2, double value = 1.0) const;
+  Tensor addcdiv(const Tensor& t1, const Tensor& t2, double value = 1.0) const;
+  Tensor where(const Tensor& cond, const Tensor& other) const;  // where(cond, *this, other)
+  Tensor index_put(const std::vector<Tensor>& indices, const Tensor& values,
+                   bool accumulate = false) const;
+  Tensor eq(const Tensor& other) const;
+  Tensor ne(const Tensor& other) const;
+  Tensor lt(const Tensor& other) const;
+  Tensor le(const Tensor& other) const;
+  Tensor gt(const Tensor& other) const;
+  Tensor ge(const Tensor& other) const;
+  Tensor eq(double other) const;
+  Tensor ne(double other) const;
+  Tensor lt(double other) const;
+  Tensor le(double other) const;
+  Tensor gt(double other) const;
+  Tensor ge(double other) const;
+
   // ---- element access (tests, printing, small tensors) ----
   std::vector<double> to_doubles() const;
   double item() const;  // the single element of a one-element tensor

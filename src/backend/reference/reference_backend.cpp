@@ -16,6 +16,10 @@ Backend make_reference_backend() {
   b.activation_forward = r::activation_forward;
   b.pointwise_forward = r::pointwise_forward;
   b.pointwise_backward = r::pointwise_backward;
+  b.line_forward = r::line_forward;
+  b.line_backward = r::line_backward;
+  b.pair_forward = r::pair_forward;
+  b.pair_backward = r::pair_backward;
   b.activation_backward = r::activation_backward;
   b.swiglu_forward = r::swiglu_forward;
   b.swiglu_backward = r::swiglu_backward;

@@ -40,6 +40,14 @@ Tensor div_grad_b(const Tensor& g, const Tensor& a, const Tensor& b, DType out_d
 Tensor scale(const Tensor& x, double s, DType out_dtype);
 Tensor activation_forward(Activation act, const Tensor& x);
 Tensor pointwise_forward(const Pointwise& f, const Tensor& x);
+Tensor line_forward(const LineFunction& f, const Tensor& x, ReduceGeometry g);
+Tensor line_backward(const LineFunction& f, const Tensor& x, const Tensor& result,
+                     const Tensor& grad, ReduceGeometry g, DType dtype);
+Tensor pair_forward(const PairFunction& f, const Tensor& x, const Tensor& t,
+                    const Tensor& pos_weight);
+std::array<Tensor, 2> pair_backward(const PairFunction& f, const Tensor& x, const Tensor& t,
+                                    const Tensor& pos_weight, const Tensor& g, bool want_x,
+                                    bool want_t);
 Tensor pointwise_backward(const Pointwise& f, const Tensor& x, const Tensor& g);
 Tensor activation_backward(Activation act, const Tensor& x, const Tensor& g);
 Tensor swiglu_forward(const Tensor& gate, const Tensor& up);

@@ -58,7 +58,7 @@ std::vector<OpCase> cases(DType d) {
     for (double& e : v) e = std::fabs(e) + 0.1;
     return Tensor::from_doubles(v, {4, 40}, d);
   }();
-  const auto fp32_case = [&](const std::string& op, Tensor (*f)(const Tensor&)) {
+  const auto fp32_case = [&](const std::string& op, auto f) {
     return OpCase{op, [=] { return f(pos); }, [=] { return f(pos.to(f32)); }, f32};
   };
   return {
@@ -134,6 +134,71 @@ std::vector<OpCase> cases(DType d) {
        [=] { return softplus(xd.to(f32), 2.0, 1.0); }, f32},
       {"pow", [=] { return mixprec::pow(pos, 2.5); },
        [=] { return mixprec::pow(pos.to(f32), 2.5); }, f32},
+      {"pow", [=] { return mixprec::pow(pos, rowd); },
+       [=] { return mixprec::pow(pos.to(f32), rowd.to(f32)); }, f32},
+      // The matmul family: f32 operands meet in d.
+      {"mm", [=] { return mm(a, b); }, [=] { return mm(a.to(d), b.to(d)); }, d},
+      {"mv", [=] { return mv(a, rowf.select(0, 0)); },
+       [=] { return mv(a.to(d), rowf.select(0, 0).to(d)); }, d},
+      {"dot", [=] { return dot(rowf.select(0, 1), rowd); },
+       [=] { return dot(rowf.select(0, 1).to(d), rowd); }, d},
+      {"addmm", [=] { return addmm(bias, a, b); },
+       [=] { return addmm(bias.to(d), a.to(d), b.to(d)); }, d},
+      {"baddbmm", [=] { return baddbmm(bias, a3, b3, 0.5, 2.0); },
+       [=] { return baddbmm(bias.to(d), a3.to(d), b3.to(d), 0.5, 2.0); }, d},
+      {"einsum",
+       [=] {
+         return einsum("bij,bjk->bik", {a3, b3});
+       },
+       [=] {
+         return einsum("bij,bjk->bik", {a3.to(d), b3.to(d)});
+       },
+       d},
+      // fp32 reductions and losses: d inputs widen to f32.
+      fp32_case("cumsum", [](const Tensor& x) { return cumsum(x, 1); }),
+      fp32_case("prod", [](const Tensor& x) { return prod(x, 0); }),
+      fp32_case("logsumexp", [](const Tensor& x) { return logsumexp(x, 1); }),
+      {"norm", [=] { return vector_norm(xd, 1.0, 1); },
+       [=] { return vector_norm(xd.to(f32), 1.0, 1); }, f32},
+      {"mse_loss", [=] { return mse_loss(xd, rowf); }, [=] { return mse_loss(xd.to(f32), rowf); },
+       f32},
+      {"l1_loss", [=] { return l1_loss(rowd, xd); },
+       [=] { return l1_loss(rowd.to(f32), xd.to(f32)); }, f32},
+      {"smooth_l1_loss", [=] { return smooth_l1_loss(xd, rowd, Reduction::sum, 0.5); },
+       [=] { return smooth_l1_loss(xd.to(f32), rowd.to(f32), Reduction::sum, 0.5); }, f32},
+      {"kl_div", [=] { return kl_div(xd, pos, Reduction::batchmean); },
+       [=] { return kl_div(xd.to(f32), pos.to(f32), Reduction::batchmean); }, f32},
+      {"binary_cross_entropy_with_logits",
+       [=] { return binary_cross_entropy_with_logits(xd, pos, {}, rowd); },
+       [=] { return binary_cross_entropy_with_logits(xd.to(f32), pos.to(f32), {}, rowd.to(f32)); },
+       f32},
+      {"nll_loss", [=] { return nll_loss(logits, targets); },
+       [=] { return nll_loss(logits.to(f32), targets); }, f32},
+      {"cosine_similarity", [=] { return cosine_similarity(xd, rowd); },
+       [=] { return cosine_similarity(xd.to(f32), rowd.to(f32)); }, f32},
+      // promote: mixed f32 / d inputs meet in f32.
+      {"stack",
+       [=] {
+         return stack({rowf, xd});
+       },
+       [=] {
+         return stack({rowf, xd.to(f32)});
+       },
+       f32},
+      {"addcmul", [=] { return addcmul(xd, rowf, rowd, 0.5); },
+       [=] { return addcmul(xd.to(f32), rowf, rowd.to(f32), 0.5); }, f32},
+      {"addcdiv", [=] { return addcdiv(rowf, xd, pos, -2.0); },
+       [=] { return addcdiv(rowf, xd.to(f32), pos.to(f32), -2.0); }, f32},
+      {"where", [=] { return where(gt(xd, 0.0), rowf, rowd); },
+       [=] { return where(gt(xd, 0.0), rowf, rowd.to(f32)); }, f32},
+      {"index_put",
+       [=] {
+         return index_put(rowf, {ids({3, 1})}, xd.slice(0, 0, 2));
+       },
+       [=] {
+         return index_put(rowf, {ids({3, 1})}, xd.slice(0, 0, 2).to(f32));
+       },
+       f32},
   };
 }
 

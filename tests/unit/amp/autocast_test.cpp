@@ -78,6 +78,41 @@ TEST(Autocast, GuardsNestDisableAndRestore) {
   EXPECT_FALSE(autocast_enabled());  // a guard that threw changed nothing
 }
 
+// Ops made of other ops (einsum, cosine_similarity, where, stack, addcmul, index_put) run
+// their parts in a disabled region of their own; the caller's region is as it was after
+// them, and after an op that throws from inside such a part or refuses autocast.
+TEST(Autocast, OpsWithInnerRegionsAndErrorsRestoreTheRegion) {
+  const Tensor a = randn({3, 4}, f32, 5), b = randn({4, 2}, f32, 6), h = randn({3, 4}, bf16, 7);
+  const Tensor cond = gt(a, 0.0);
+  AutocastGuard outer(DType::f16);
+  auto expect_region = [](const char* after) {
+    EXPECT_TRUE(autocast_enabled()) << after;
+    EXPECT_EQ(autocast_dtype(), DType::f16) << after;
+  };
+  EXPECT_EQ(einsum("ij,jk", {a, b}).dtype(), DType::f16);
+  expect_region("einsum");
+  EXPECT_EQ(cosine_similarity(a, h).dtype(), f32);
+  expect_region("cosine_similarity");
+  EXPECT_EQ(where(cond, a, h).dtype(), f32);
+  expect_region("where");
+  EXPECT_EQ(stack({a, h}).dtype(), f32);
+  expect_region("stack");
+  EXPECT_EQ(addcmul(h, h, h).dtype(), bf16);
+  expect_region("addcmul");
+  EXPECT_EQ(index_put(a, {Tensor::from_vector<int64_t>({1}, {1})}, h.slice(0, 0, 1)).dtype(), f32);
+  expect_region("index_put");
+  EXPECT_THROW(einsum("ij,jk", {a, Tensor::ones({5, 2})}), Error);  // thrown inside
+  expect_region("a failed einsum");
+  EXPECT_THROW(binary_cross_entropy(a, a), Error);  // refused under autocast
+  expect_region("a refused binary_cross_entropy");
+  {
+    AutocastGuard off(bf16, /*enabled=*/false);
+    EXPECT_EQ(einsum("ij,jk", {a, b}).dtype(), f32);
+    EXPECT_FALSE(autocast_enabled());
+  }
+  expect_region("a nested disabled region");
+}
+
 TEST(Autocast, StateIsPerThread) {
   const Tensor x = randn({4, 8}, f32, 5), w = randn({3, 8}, f32, 6);
   AutocastGuard guard(bf16);

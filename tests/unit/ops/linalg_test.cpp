@@ -91,7 +91,8 @@ TEST(Linalg, BadInputIsAnError) {
   const Tensor a = Tensor::ones({3, 4}), b = Tensor::ones({5, 2});
   EXPECT_THROW(matmul(a, b), Error);
   EXPECT_THROW(matmul(a, Tensor::ones({4, 2}, DType::bf16)), Error);
-  EXPECT_THROW(matmul(Tensor::ones({4}), Tensor::ones({4, 2})), Error);
+  EXPECT_THROW(matmul(Tensor::ones({}), Tensor::ones({4, 2})), Error);  // 0-d
+  EXPECT_THROW(matmul(Tensor::ones({3}), Tensor::ones({4, 2})), Error);
   EXPECT_THROW(matmul(Tensor::ones({2, 3, 4}), Tensor::ones({3, 4, 2})), Error);
   EXPECT_THROW(bmm(Tensor::ones({2, 3, 4}), Tensor::ones({4, 2})), Error);
   EXPECT_THROW(linear(a, Tensor::ones({2, 5})), Error);
