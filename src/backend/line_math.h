@@ -95,7 +95,7 @@ void line_backward_math(const LineFunction& f, const A* x, const A* r, const A* 
       switch (f.op) {
         case LineOp::prod:
           if (!any_zero) {
-            for (int64_t k = 0; k < g.n; ++k) d[k * s] = gr * res / l[k * s];
+            for (int64_t k = 0; k < g.n; ++k) d[k * s] = gr * (res / l[k * s]);  // PyTorch's order
           } else {  // the product of the others: exclusive products from both ends
             A run = 1;
             for (int64_t k = 0; k < g.n; ++k) before[static_cast<size_t>(k)] = run, run *= l[k * s];

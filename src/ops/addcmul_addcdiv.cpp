@@ -14,6 +14,9 @@ Tensor add_product(const char* op, bool divide, const Tensor& input, const Tenso
     MIXPREC_CHECK(t->defined(), op, "undefined input");
     MIXPREC_CHECK(!t->is_meta(), op, "meta tensors have no data");
   }
+  MIXPREC_CHECK(!divide || is_floating(t1.dtype()) || is_floating(t2.dtype()), op,
+                "integer division is not supported (t1 and t2 are both integer; cast one to a "
+                "floating dtype)");
   const DType dt = promote(promote(input.dtype(), t1.dtype()), t2.dtype());
   MIXPREC_CHECK(is_computable(dt), op,
                 std::string("needs a floating input (f64, f32, bf16 or f16), the inputs promote "

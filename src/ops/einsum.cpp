@@ -206,7 +206,7 @@ Tensor einsum(std::string_view equation, const std::vector<Tensor>& operands_in)
       if (mine != theirs && mine != 1 && theirs != 1)
         fail(equation, "a letter spans dims of sizes " + std::to_string(mine) + " and " +
                            std::to_string(theirs));
-      target[i] = std::max(mine, theirs);
+      target[i] = mine == 1 ? theirs : mine;  // size 1 broadcasts (to 0 too)
     }
     broadcast[k] = target != t[k].shape();
     t[k] = broadcast_to(t[k], target);

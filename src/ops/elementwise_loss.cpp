@@ -24,9 +24,14 @@ using detail::pair_op;
 // weight·terms reduced, then rounded once into `dtype`. The parts are ops of their own, run
 // on f32 terms: autocast would not change them.
 Tensor reduce_terms(const char* op, Tensor terms, const Tensor& weight, Reduction reduction,
-                    DType dtype) {
+                    DType dtype, int64_t batch) {
   if (weight.defined()) {
     check_compute_input(op, weight);
+    MIXPREC_CHECK(weight.ndim() <= terms.ndim() &&
+                      broadcast_shapes(weight.shape(), terms.shape()) == terms.shape(),
+                  op,
+                  "weight of shape " + shape_to_string(weight.shape()) +
+                      " does not broadcast to the loss's " + shape_to_string(terms.shape()));
     terms = mul(terms, weight.detach());
   }
   switch (reduction) {
@@ -36,10 +41,8 @@ Tensor reduce_terms(const char* op, Tensor terms, const Tensor& weight, Reductio
       return sum(terms).to(dtype);
     case Reduction::mean:
       return mean(terms).to(dtype);
-    case Reduction::batchmean: {
-      const int64_t n = terms.ndim() == 0 ? 1 : terms.size(0);
-      return div(sum(terms), Tensor::full({}, static_cast<double>(n), terms.dtype())).to(dtype);
-    }
+    case Reduction::batchmean:  // sum / input.size(0), as torch's kl_div
+      return div(sum(terms), Tensor::full({}, static_cast<double>(batch), terms.dtype())).to(dtype);
   }
   return terms;
 }
@@ -53,7 +56,8 @@ Tensor elementwise_loss(const char* op, const PairFunction& f, const Tensor& x, 
                         Reduction r, const Tensor& weight = {}, const Tensor& pos_weight = {},
                         bool same_shape = false) {
   const Tensor terms = pair_op(op, f, x, t, pos_weight, same_shape);
-  return reduce_terms(op, terms, weight, r, promote(x.dtype(), t.dtype()));
+  return reduce_terms(op, terms, weight, r, promote(x.dtype(), t.dtype()),
+                      x.ndim() == 0 ? 1 : x.size(0));
 }
 
 }  // namespace

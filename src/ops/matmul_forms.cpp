@@ -44,23 +44,26 @@ Tensor matmul_any_rank(const Tensor& a, const Tensor& b) {
                 "both operands need at least 1 dim, got " + shapes(a, b));
   if (a.ndim() == 1 && b.ndim() == 1) {
     MIXPREC_CHECK(a.size(0) == b.size(0), "matmul", "1-d operands differ in size: " + shapes(a, b));
-    return matmul_product(a.view({1, a.size(0)}), b.view({b.size(0), 1})).view({});
+    return matmul_product(a.reshape({1, a.size(0)}), b.reshape({b.size(0), 1})).view({});
   }
   if (b.ndim() == 1) {
     MIXPREC_CHECK(a.size(-1) == b.size(0), "matmul", "inner dims differ: " + shapes(a, b));
-    return matmul_product(a, b.view({b.size(0), 1})).squeeze(-1);
+    return matmul_product(a, b.reshape({b.size(0), 1})).squeeze(-1);
   }
-  if (a.ndim() == 1) return broadcast_matmul(a.view({1, a.size(0)}), b).squeeze(-2);
+  if (a.ndim() == 1) return broadcast_matmul(a.reshape({1, a.size(0)}), b).squeeze(-2);
   return broadcast_matmul(a, b);
 }
 
 // beta·input + alpha·(b1 @ b2) over `batch` products of [n, m] @ [m, p].
 class AddProductBackward final : public Node {
  public:
-  AddProductBackward(Tensor b1, Tensor b2, Shape input_shape, DType input_dtype, double beta,
-                     double alpha, int64_t batch, int64_t n, int64_t m, int64_t p)
+  AddProductBackward(Tensor b1, Tensor b2, DType dtype, amp::MatmulPrecision precision,
+                     Shape input_shape, DType input_dtype, double beta, double alpha, int64_t batch,
+                     int64_t n, int64_t m, int64_t p)
       : b1_(std::move(b1)),
         b2_(std::move(b2)),
+        dtype_(dtype),
+        precision_(precision),
         input_shape_(std::move(input_shape)),
         input_dtype_(input_dtype),
         beta_(beta),
@@ -74,8 +77,8 @@ class AddProductBackward final : public Node {
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor(), Tensor(), Tensor()};
     const auto& edges = next_edges();
-    const DType dt = b1_.dtype();
-    const Tensor g = detail::as_operand(grads[0], dt);
+    const DType dt = dtype_;  // the operands' own dtype (b1_ may be their TF32/bf16 rounding)
+    const Tensor g = detail::precision_operand(detail::as_operand(grads[0], dt), precision_);
     Tensor gi, g1, g2;
     if (edges[0].node) {  // beta·g summed to input's shape, one rounding
       const Tensor summed =
@@ -93,7 +96,9 @@ class AddProductBackward final : public Node {
   }
 
  private:
-  Tensor b1_, b2_;  // contiguous operands
+  Tensor b1_, b2_;  // contiguous operands, as the forward GEMM read them
+  DType dtype_;
+  amp::MatmulPrecision precision_;
   Shape input_shape_;
   DType input_dtype_;
   double beta_, alpha_;
@@ -112,6 +117,9 @@ Tensor add_product(const char* op, const Tensor& input, const Tensor& b1, const 
   MIXPREC_CHECK(b2.size(-2) == m && (!batched || b2.size(0) == batch), op,
                 "operand shapes do not chain: " + shapes(b1, b2));
   Shape out_shape = batched ? Shape{batch, n, p} : Shape{n, p};
+  MIXPREC_CHECK(input.ndim() <= rank && broadcast_shapes(input.shape(), out_shape) == out_shape, op,
+                "input of shape " + shape_to_string(input.shape()) + " does not broadcast to " +
+                    shape_to_string(out_shape));
   const DType dt = b1.dtype(), acc = detail::acc_dtype(dt);
   // C starts as beta·input in the accumulation dtype; beta = 0 leaves it unread.
   const Tensor c = beta == 0 ? Tensor::zeros(out_shape, acc)
@@ -125,8 +133,8 @@ Tensor add_product(const char* op, const Tensor& input, const Tensor& b1, const 
                           static_cast<float>(beta), {acc, c.raw_data(), p, n * p}, batch);
   Tensor out = c.to(dt);
   if (any_requires_grad({&input, &b1, &b2})) {
-    auto node = std::make_shared<AddProductBackward>(a1, a2, input.shape(), input.dtype(), beta,
-                                                     alpha, batch, n, m, p);
+    auto node = std::make_shared<AddProductBackward>(a1, a2, dt, precision, input.shape(),
+                                                     input.dtype(), beta, alpha, batch, n, m, p);
     connect(*node, {input, b1, b2});
     set_history(out, node);
   }
@@ -153,7 +161,7 @@ Tensor mv(const Tensor& a_in, const Tensor& v_in) {
   detail::check_float_pair("mv", a, v);
   MIXPREC_CHECK(a.ndim() == 2 && v.ndim() == 1 && a.size(1) == v.size(0), "mv",
                 "expects [M,K] @ [K], got " + shapes(a, v));
-  return matmul_product(a, v.view({v.size(0), 1})).view({a.size(0)});
+  return matmul_product(a, v.reshape({v.size(0), 1})).view({a.size(0)});
 }
 
 Tensor dot(const Tensor& a_in, const Tensor& b_in) {
@@ -161,7 +169,7 @@ Tensor dot(const Tensor& a_in, const Tensor& b_in) {
   detail::check_float_pair("dot", a, b);
   MIXPREC_CHECK(a.ndim() == 1 && b.ndim() == 1 && a.size(0) == b.size(0), "dot",
                 "expects two 1-d tensors of one size, got " + shapes(a, b));
-  return matmul_product(a.view({1, a.size(0)}), b.view({b.size(0), 1})).view({});
+  return matmul_product(a.reshape({1, a.size(0)}), b.reshape({b.size(0), 1})).view({});
 }
 
 Tensor addmm(const Tensor& input_in, const Tensor& m1_in, const Tensor& m2_in, double beta,

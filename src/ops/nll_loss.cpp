@@ -81,7 +81,7 @@ Tensor nll_loss(const Tensor& input_in, const Tensor& target, const Tensor& weig
     case Reduction::batchmean:
       break;
   }
-  if (total == 0)  // 0/0 as PyTorch: NaN, with a zero gradient (not NaN) to the input
+  if (kept == 0)  // 0/0 as PyTorch: NaN, with a zero gradient (not NaN) to the input
     return add(scale(sum(terms), 0.0), Tensor::full({}, NAN, acc)).to(input.dtype());
   return div(scale(sum(terms), -1.0), Tensor::full({}, total, acc)).to(input.dtype());
 }

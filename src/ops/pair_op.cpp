@@ -35,8 +35,9 @@ class PairBackward final : public Node {
     const backend::Backend& be = backend::current();
     auto [gx, gt] = be.pair_backward(f_, x_, t_, pos_weight_, grads[0].contiguous(),
                                      edges[0].node != nullptr, edges[1].node != nullptr);
-    if (gx.defined()) gx = be.reduce_to_shape(gx, x_shape_, x_dtype_);
-    if (gt.defined()) gt = be.reduce_to_shape(gt, t_shape_, t_dtype_);
+    // Summed in the dtype the gradient came in (f64 when either input is), rounded once.
+    if (gx.defined()) gx = be.reduce_to_shape(gx, x_shape_, std::nullopt).to(x_dtype_);
+    if (gt.defined()) gt = be.reduce_to_shape(gt, t_shape_, std::nullopt).to(t_dtype_);
     return {gx, gt};
   }
 

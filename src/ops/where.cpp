@@ -31,7 +31,10 @@ Tensor where(const Tensor& cond, const Tensor& x_in, const Tensor& y_in) {
 
 Tensor where(const Tensor& cond, const Tensor& x, double y) {
   MIXPREC_CHECK(x.defined(), "where", "undefined input");
-  return where(cond, x, Tensor::full({}, y, x.dtype()));
+  // A number keeps a floating x's dtype; beside an integer x it makes the result floating
+  // (f32, PyTorch's default dtype), as torch.result_type does.
+  const DType dt = is_floating(x.dtype()) ? x.dtype() : DType::f32;
+  return where(cond, x.to(dt), Tensor::full({}, y, dt));
 }
 
 }  // namespace mixprec

@@ -20,8 +20,9 @@ Tensor div(const Tensor& a, const Tensor& b);
 Tensor scale(const Tensor& x, double s);
 
 // input + value·t1·t2 and input + value·t1/t2 (torch.addcmul / addcdiv), all broadcast, in
-// the widest of the three dtypes (floating; integer inputs join it), computed in f32 (f64
-// for f64) in PyTorch's order ((value·t1)·t2, (value·t1)/t2) and rounded once.
+// the widest of the three dtypes (floating; integer inputs join it, but addcdiv refuses an
+// integer t1 with an integer t2, as PyTorch), computed in f32 (f64 for f64) in PyTorch's
+// order ((value·t1)·t2, (value·t1)/t2) and rounded once.
 Tensor addcmul(const Tensor& input, const Tensor& t1, const Tensor& t2, double value = 1.0);
 Tensor addcdiv(const Tensor& input, const Tensor& t1, const Tensor& t2, double value = 1.0);
 

@@ -40,7 +40,8 @@ Tensor stack(const std::vector<Tensor>& tensors, int64_t dim = 0);
 // torch.where: x where cond (boolean or u8) is true, else y, all three broadcast; the result
 // has promote(x, y)'s dtype. Gradients: x gets g where cond, y where not, in their dtypes.
 Tensor where(const Tensor& cond, const Tensor& x, const Tensor& y);
-// A number beside a tensor does not widen it (torch.where(c, bf16, 0.0) stays bf16).
+// A number beside a floating tensor does not widen it (torch.where(c, bf16, 0.0) stays
+// bf16); beside an integer tensor it gives f32.
 Tensor where(const Tensor& cond, const Tensor& x, double y);
 // torch.Tensor.index_put (out of place): x with x[indices] = values, or += with accumulate.
 // indices index x's leading dims: i64/i32 tensors broadcast together (negative values count

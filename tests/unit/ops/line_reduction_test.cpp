@@ -41,6 +41,12 @@ TEST(LineReductions, ProdGradientAtZerosIsTheProductOfTheOthers) {
   auto p1 = [](const Tensor& x) { return prod(x, 1); };
   EXPECT_EQ(grad_of(p1, {2, 0, 3, 0, 0, 5, 1, 2, 3}, {3, 3}),
             (std::vector<double>{0, 6, 0, 0, 0, 0, 6, 3, 2}));
+  // g·(result/x), PyTorch's order: no f32 overflow in g·result (torch: [1e20, 1e22]).
+  Tensor big = Tensor::from_doubles({1e20, 1e18}, {2}, DType::f32);
+  big.set_requires_grad(true);
+  prod(big).backward(Tensor::full({}, 100.0, DType::f32));
+  EXPECT_NEAR(big.grad().to_doubles()[0], 1e20, 1e14);
+  EXPECT_NEAR(big.grad().to_doubles()[1], 1e22, 1e16);
   // Underflow to 0 without a zero in the input: PyTorch divides, 0/x = 0.
   EXPECT_EQ(grad_of(p, {1e-200, 1e-200, 5}), (std::vector<double>{0, 0, 0}));
   EXPECT_EQ(prod(Tensor::zeros({0})).item(), 1.0);

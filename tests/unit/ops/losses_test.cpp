@@ -41,6 +41,32 @@ TEST(Losses, ReductionsOfTheElementwiseTerms) {
   EXPECT_EQ(t.grad().to_doubles(), (std::vector<double>{1, 0, -4}));
 }
 
+// f32 and f64 inputs meet in f64 (PyTorch promotes); each gradient comes back in its input's
+// dtype and shape. A weight must broadcast to the loss; batchmean divides by input.size(0).
+TEST(Losses, MixedDtypesBroadcastWeightsAndBatchmean) {
+  Tensor x = Tensor::from_doubles({1, 2, 3}, {3}, DType::f32);
+  x.set_requires_grad(true);
+  const Tensor t = leaf({1.5, 2, 1}, {1, 3});
+  const Tensor loss = mse_loss(x, t, Reduction::sum);
+  EXPECT_EQ(loss.dtype(), DType::f64);
+  loss.backward();
+  EXPECT_EQ(x.grad().to_doubles(), (std::vector<double>{-1, 0, 4}));
+  EXPECT_EQ(t.grad().shape(), (Shape{1, 3}));
+  Tensor e = Tensor::from_doubles({2}, {1}, DType::f32);
+  e.set_requires_grad(true);
+  mixprec::pow(leaf({3}), e).backward();
+  EXPECT_NEAR(e.grad().to_doubles()[0], 9 * std::log(3.0), 1e-5);
+  const std::string msg = error_of([] {
+    binary_cross_entropy_with_logits(leaf({1, 2, 3}), leaf({0, 1, 0}),
+                                     leaf({1, 1, 1, 1, 1, 1}, {2, 3}));
+  });
+  EXPECT_NE(msg.find("weight"), std::string::npos) << msg;
+  // input [3] (log-probs), target [2, 3] broadcast: batchmean divides by input.size(0) = 3.
+  const Tensor in = leaf({-1, -1, -1}), tg = leaf({0.5, 0.5, 0.5, 0.5, 0.5, 0.5}, {2, 3});
+  EXPECT_NEAR(kl_div(in, tg, Reduction::batchmean).item(),
+              kl_div(in, tg, Reduction::sum).item() / 3, 1e-15);
+}
+
 // l1_loss: sgn(x - t), 0 where they are equal.
 TEST(Losses, L1GradientIsZeroWhereInputEqualsTarget) {
   const Tensor x = leaf({1, 2, 3}), t = leaf({1, 3, 2});
@@ -119,6 +145,12 @@ TEST(Losses, NllLossWeightsAndIgnoredRows) {
   });
   EXPECT_NE(msg.find("target 3"), std::string::npos) << msg;
   EXPECT_THROW(nll_loss(x2, Tensor::from_vector<int64_t>({0, 1, 1}, {3})), Error);
+  // Kept rows whose weights sum to 0 divide by 0 (torch: -inf here), not the all-ignored NaN.
+  const Tensor signed_w = Tensor::from_doubles({1, -1}, {2}, DType::f64);
+  EXPECT_EQ(
+      nll_loss(leaf({-1, -2, -3, -4}, {2, 2}), Tensor::from_vector<int64_t>({0, 1}, {2}), signed_w)
+          .item(),
+      -INFINITY);
   EXPECT_THROW(nll_loss(x2, Tensor::from_doubles({0, 1}, {2}, DType::f32)), Error);
 }
 

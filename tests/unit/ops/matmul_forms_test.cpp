@@ -7,6 +7,7 @@
 #include <limits>
 #include <vector>
 
+#include "mixprec/amp/policy.h"
 #include "mixprec/ops.h"
 #include "support/op_testing.h"
 
@@ -51,6 +52,16 @@ TEST(MatmulForms, BroadcastBatchesAreThePlainProductsOfTheirSlices) {
                    {grad_input({4}, 5), grad_input({3, 4, 2}, 6)}, "vector @ batch");
 }
 
+// Strided 1-d operands (a column of a matrix) are fine, as in PyTorch.
+TEST(MatmulForms, StridedVectorsAreAccepted) {
+  const Tensor a = randn({3, 4}, DType::f32, 30), w = randn({4, 5}, DType::f32, 31);
+  const Tensor col = w.select(1, 2);  // stride 5
+  EXPECT_TRUE(same_bits(matmul(a, col), mv(a, col.contiguous())));
+  EXPECT_TRUE(same_bits(mv(a, col), mv(a, col.contiguous())));
+  EXPECT_TRUE(same_bits(dot(col, col), dot(col.contiguous(), col.contiguous())));
+  EXPECT_TRUE(same_bits(matmul(col, w), matmul(col.contiguous(), w)));
+}
+
 TEST(MatmulForms, MmMvAndDotAreTheirMatmuls) {
   const Tensor a = randn({3, 4}, DType::f32, 7), b = randn({4, 5}, DType::f32, 8);
   const Tensor v = randn({4}, DType::f32, 9), w = randn({4}, DType::f32, 10);
@@ -76,7 +87,8 @@ TEST(MatmulForms, AddmmScalesBothTermsAndBetaZeroIgnoresNaNInInput) {
   expect_gradcheck(
       [](const std::vector<Tensor>& in) { return addmm(in[0], in[1], in[2], 0.75, -1.25); },
       {grad_input({1, 3}, 12), grad_input({2, 4}, 13), grad_input({4, 3}, 14)}, "addmm");
-  EXPECT_THROW(addmm(vec({1, 2, 3}, {3}), m1, m2), Error);  // does not broadcast to [2, 2]
+  EXPECT_THROW(addmm(vec({1, 2, 3}, {3}), m1, m2), Error);       // does not broadcast to [2, 2]
+  EXPECT_THROW(addmm(vec({1, 2, 3}, {3}), m1, m2, 0.0), Error);  // checked with beta 0 too
 }
 
 // bf16 operands: the product accumulates in f32 on top of beta·input and is rounded once,
@@ -86,6 +98,25 @@ TEST(MatmulForms, Bf16AddmmRoundsOnce) {
                m2 = randn({33, 7}, DType::bf16, 17);
   const Tensor want = addmm(i.to(DType::f32), m1.to(DType::f32), m2.to(DType::f32), 0.5, 1.5);
   EXPECT_TRUE(same_bits(addmm(i, m1, m2, 0.5, 1.5), want.to(DType::bf16)));
+}
+
+// Under matmul precision medium the GEMM reads bf16 roundings of f32 operands, but the
+// gradients are the operands' own dtype (f32), as matmul's.
+TEST(MatmulForms, AddmmGradientsKeepTheOperandsDtypeUnderMatmulPrecision) {
+  const amp::MatmulPrecision before = amp::matmul_precision();
+  amp::set_matmul_precision(amp::MatmulPrecision::medium);
+  Tensor m1 = randn({3, 4}, DType::f32, 32), m2 = randn({4, 2}, DType::f32, 33);
+  m1.set_requires_grad(true);
+  m2.set_requires_grad(true);
+  Tensor mid = scale(m1, 1.0);  // a non-leaf operand: its gradient reaches m1 through scale
+  Tensor a = randn({3, 4}, DType::f32, 32), b = randn({4, 2}, DType::f32, 33);
+  a.set_requires_grad(true);
+  b.set_requires_grad(true);
+  sum(addmm(Tensor::zeros({2}), mid, m2)).backward();
+  sum(matmul(a, b)).backward();
+  amp::set_matmul_precision(before);
+  EXPECT_TRUE(same_bits(m1.grad(), a.grad()));
+  EXPECT_TRUE(same_bits(m2.grad(), b.grad()));
 }
 
 TEST(MatmulForms, BaddbmmIsAddmmPerBatch) {
@@ -117,6 +148,8 @@ TEST(MatmulForms, EinsumImplicitOutputOrderAndDiagonals) {
   EXPECT_EQ(einsum("i,i", {u, u}).item(), 5.0);
   EXPECT_EQ(einsum("ij,ij->ij", {vec({1, 2, 3}, {1, 3}), m}).to_doubles(),
             (std::vector<double>{1, 4, 9, 4, 10, 18}));  // size-1 dims broadcast
+  EXPECT_EQ(einsum("ij,jk->ik", {Tensor::ones({2, 0}), Tensor::ones({1, 3})}).to_doubles(),
+            (std::vector<double>(6, 0.0)));  // size 1 broadcasts to 0: an empty sum
   EXPECT_TRUE(same_bits(einsum("ij, jk -> ik", {m, m.transpose(0, 1)}),
                         matmul(m, m.transpose(0, 1).contiguous())));
 }

@@ -64,6 +64,9 @@ TEST(PromoteOps, WhereSelectsExactlyAndPromotesLikeResultType) {
   EXPECT_EQ(where(cond, vec({1, 2, 3}, bf16), 0.0).dtype(), bf16);  // a number does not widen
   EXPECT_EQ(where(cond, vec({1, 2, 3}, bf16), 0.0).to_doubles(), (std::vector<double>{1, 0, 3}));
   EXPECT_EQ(x.where(cond, y).to_doubles()[1], 5.0);  // the method: where(cond, x, y)
+  const Tensor ints = Tensor::from_vector<int64_t>({1, 2, 3}, {3});
+  EXPECT_EQ(where(cond, ints, 0.5).dtype(), f32);  // torch: a float number makes it float
+  EXPECT_EQ(where(cond, ints, 0.5).to_doubles(), (std::vector<double>{1, 0.5, 3}));
   EXPECT_THROW(where(vec({1, 0, 1}), x, y), Error);  // a float condition
 }
 
@@ -114,8 +117,11 @@ TEST(PromoteOps, AddcmulAndAddcdivPromoteAndRoundOnce) {
                         add(b.to(f32), div(scale(c.to(f32), 2.0), b.to(f32))).to(bf16)));
   EXPECT_EQ(addcdiv(vec({1}), vec({1}), vec({0})).item(), INFINITY);
   const Tensor ints = Tensor::from_vector<int32_t>({1, 2}, {2});
-  EXPECT_NE(error_of([&] { addcdiv(ints, ints, ints); }).find("integer division"),
+  EXPECT_NE(error_of([&] {
+              addcdiv(vec({1, 2}), ints, ints);
+            }).find("integer division"),
             std::string::npos);
+  EXPECT_EQ(addcdiv(ints, ints, vec({2, 4})).to_doubles(), (std::vector<double>{1.5, 2.5}));
 }
 
 // Two tensors compare in the promoted dtype; a number is first rounded to the tensor's.
