@@ -67,21 +67,17 @@ std::array<Tensor, 2> pair_backward_as(const PairFunction& f, const Tensor& x, c
   return {dx, dt};
 }
 
-DType acc_of(std::initializer_list<DType> dtypes) {
-  return compute_dtype(dtypes) == DType::f64 ? DType::f64 : DType::f32;
-}
-
 }  // namespace
 
 Tensor line_forward(const LineFunction& f, const Tensor& x, ReduceGeometry g) {
-  const DType acc = acc_of({x.dtype()});
+  const DType acc = compute_dtype({x.dtype()});
   return acc == DType::f64 ? line_forward_as<double>(f, x, g, acc)
                            : line_forward_as<float>(f, x, g, acc);
 }
 
 Tensor line_backward(const LineFunction& f, const Tensor& x, const Tensor& result,
                      const Tensor& grad, ReduceGeometry g, DType dtype) {
-  const DType acc = acc_of({x.dtype(), grad.dtype()});
+  const DType acc = compute_dtype({x.dtype(), grad.dtype()});
   const Tensor out = acc == DType::f64 ? line_backward_as<double>(f, x, result, grad, g, acc)
                                        : line_backward_as<float>(f, x, result, grad, g, acc);
   return out.to(dtype);
@@ -89,7 +85,7 @@ Tensor line_backward(const LineFunction& f, const Tensor& x, const Tensor& resul
 
 Tensor pair_forward(const PairFunction& f, const Tensor& x, const Tensor& t,
                     const Tensor& pos_weight) {
-  const DType acc = acc_of({x.dtype(), t.dtype()});
+  const DType acc = compute_dtype({x.dtype(), t.dtype()});
   return acc == DType::f64 ? pair_forward_as<double>(f, x, t, pos_weight, acc)
                            : pair_forward_as<float>(f, x, t, pos_weight, acc);
 }
@@ -97,7 +93,7 @@ Tensor pair_forward(const PairFunction& f, const Tensor& x, const Tensor& t,
 std::array<Tensor, 2> pair_backward(const PairFunction& f, const Tensor& x, const Tensor& t,
                                     const Tensor& pos_weight, const Tensor& g, bool want_x,
                                     bool want_t) {
-  const DType acc = acc_of({x.dtype(), t.dtype(), g.dtype()});
+  const DType acc = compute_dtype({x.dtype(), t.dtype(), g.dtype()});
   return acc == DType::f64 ? pair_backward_as<double>(f, x, t, pos_weight, g, want_x, want_t, acc)
                            : pair_backward_as<float>(f, x, t, pos_weight, g, want_x, want_t, acc);
 }

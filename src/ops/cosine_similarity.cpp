@@ -24,12 +24,11 @@ class FloorBackward final : public Node {
 Tensor floor_outside_gradient(const Tensor& s, double floor) {
   Tensor out = s.detach().clone();
   if (out.dtype() == DType::f64) {
-    for (int64_t i = 0; i < out.numel(); ++i)
-      out.data<double>()[i] = std::max(out.data<double>()[i], floor);
+    double* v = out.data<double>();
+    for (int64_t i = 0; i < out.numel(); ++i) v[i] = std::max(v[i], floor);
   } else {
-    const auto f = static_cast<float>(floor);
-    for (int64_t i = 0; i < out.numel(); ++i)
-      out.data<float>()[i] = std::max(out.data<float>()[i], f);
+    float* v = out.data<float>();
+    for (int64_t i = 0; i < out.numel(); ++i) v[i] = std::max(v[i], static_cast<float>(floor));
   }
   if (any_requires_grad({&s})) {
     auto node = std::make_shared<FloorBackward>();

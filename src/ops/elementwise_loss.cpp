@@ -47,11 +47,6 @@ Tensor reduce_terms(const char* op, Tensor terms, const Tensor& weight, Reductio
   return terms;
 }
 
-void refuse_batchmean(const char* op, Reduction r) {
-  MIXPREC_CHECK(r != Reduction::batchmean, op,
-                "reduction batchmean is kl_div's alone (use mean, sum or none)");
-}
-
 Tensor elementwise_loss(const char* op, const PairFunction& f, const Tensor& x, const Tensor& t,
                         Reduction r, const Tensor& weight = {}, const Tensor& pos_weight = {},
                         bool same_shape = false) {
@@ -64,13 +59,13 @@ Tensor elementwise_loss(const char* op, const PairFunction& f, const Tensor& x, 
 
 Tensor mse_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
   const auto [input, target] = amp::autocast_args("mse_loss", input_in, target_in);
-  refuse_batchmean("mse_loss", reduction);
+  check_not_batchmean("mse_loss", reduction == Reduction::batchmean);
   return elementwise_loss("mse_loss", {PairOp::mse}, input, target, reduction);
 }
 
 Tensor l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction reduction) {
   const auto [input, target] = amp::autocast_args("l1_loss", input_in, target_in);
-  refuse_batchmean("l1_loss", reduction);
+  check_not_batchmean("l1_loss", reduction == Reduction::batchmean);
   return elementwise_loss("l1_loss", {PairOp::l1}, input, target, reduction);
 }
 
@@ -79,7 +74,7 @@ Tensor smooth_l1_loss(const Tensor& input_in, const Tensor& target_in, Reduction
   MIXPREC_CHECK(beta >= 0 && std::isfinite(beta), "smooth_l1_loss",
                 "beta must be finite and >= 0, got " + std::to_string(beta));
   const auto [input, target] = amp::autocast_args("smooth_l1_loss", input_in, target_in);
-  refuse_batchmean("smooth_l1_loss", reduction);
+  check_not_batchmean("smooth_l1_loss", reduction == Reduction::batchmean);
   return elementwise_loss("smooth_l1_loss", {PairOp::smooth_l1, beta}, input, target, reduction);
 }
 
@@ -96,7 +91,7 @@ Tensor binary_cross_entropy_with_logits(const Tensor& input_in, const Tensor& ta
   const auto [input, target, weight, pos_weight] = amp::autocast_args(
       "binary_cross_entropy_with_logits", input_in, target_in, weight_in, pos_weight_in);
   const char* op = "binary_cross_entropy_with_logits";
-  refuse_batchmean(op, reduction);
+  check_not_batchmean(op, reduction == Reduction::batchmean);
   return elementwise_loss(op, {PairOp::bce_logits}, input, target, reduction, weight, pos_weight,
                           /*same_shape=*/true);
 }
@@ -108,7 +103,7 @@ Tensor binary_cross_entropy(const Tensor& input, const Tensor& target, const Ten
                 "is unsafe to autocast: the log of a probability rounded to bf16/f16 loses what "
                 "the loss measures. Use binary_cross_entropy_with_logits on the logits (the "
                 "sigmoid and the loss in one stable op), or leave autocast around this loss");
-  refuse_batchmean(op, reduction);
+  check_not_batchmean(op, reduction == Reduction::batchmean);
   check_compute_input(op, input);
   for (double p : input.detach().to_doubles())
     MIXPREC_CHECK(p >= 0 && p <= 1, op,

@@ -8,6 +8,7 @@
 #include "mixprec/autograd/function.h"
 #include "mixprec/backend/backend.h"
 #include "mixprec/ops/reduction.h"
+#include "op_checks.h"
 #include "reduce_plan.h"
 
 namespace mixprec {
@@ -83,32 +84,32 @@ LineFunction norm_function(double p, const Tensor& x, const Plan& plan) {
 Tensor vector_norm(const Tensor& x_in, double p) {
   if (p == 2) return norm(x_in);
   const auto [x] = amp::autocast_args("norm", x_in);
-  detail::check_input(x, "norm");
+  check_compute_input("norm", x);
   const Plan plan = detail::plan_all(x);
   return run_line(norm_function(p, x, plan), x, plan);
 }
 Tensor vector_norm(const Tensor& x_in, double p, int64_t dim, bool keepdim) {
   if (p == 2) return norm(x_in, dim, keepdim);
   const auto [x] = amp::autocast_args("norm", x_in);
-  detail::check_input(x, "norm");
+  check_compute_input("norm", x);
   const Plan plan = detail::plan_dim(x, dim, keepdim, "norm");
   return run_line(norm_function(p, x, plan), x, plan);
 }
 
 Tensor prod(const Tensor& x_in) {
   const auto [x] = amp::autocast_args("prod", x_in);
-  detail::check_input(x, "prod");
+  check_compute_input("prod", x);
   return run_line({LineOp::prod}, x, detail::plan_all(x));
 }
 Tensor prod(const Tensor& x_in, int64_t dim, bool keepdim) {
   const auto [x] = amp::autocast_args("prod", x_in);
-  detail::check_input(x, "prod");
+  check_compute_input("prod", x);
   return run_line({LineOp::prod}, x, detail::plan_dim(x, dim, keepdim, "prod"));
 }
 
 Tensor cumsum(const Tensor& x_in, int64_t dim) {
   const auto [x] = amp::autocast_args("cumsum", x_in);
-  detail::check_input(x, "cumsum");
+  check_compute_input("cumsum", x);
   Plan plan = detail::plan_dim(x, dim, /*keepdim=*/true, "cumsum");
   plan.out_shape = x.shape();
   return run_line({LineOp::cumsum}, x, plan);
@@ -116,7 +117,7 @@ Tensor cumsum(const Tensor& x_in, int64_t dim) {
 
 Tensor logsumexp(const Tensor& x_in, int64_t dim, bool keepdim) {
   const auto [x] = amp::autocast_args("logsumexp", x_in);
-  detail::check_input(x, "logsumexp");
+  check_compute_input("logsumexp", x);
   return run_line({LineOp::logsumexp}, x, detail::plan_dim(x, dim, keepdim, "logsumexp"));
 }
 

@@ -121,9 +121,10 @@ Tensor add_product(const char* op, const Tensor& input, const Tensor& b1, const 
                 "input of shape " + shape_to_string(input.shape()) + " does not broadcast to " +
                     shape_to_string(out_shape));
   const DType dt = b1.dtype(), acc = detail::acc_dtype(dt);
-  // C starts as beta·input in the accumulation dtype; beta = 0 leaves it unread.
-  const Tensor c = beta == 0 ? Tensor::zeros(out_shape, acc)
-                             : broadcast_to(input.detach(), out_shape).to(acc).contiguous().clone();
+  // C starts as input (widened once into the accumulation dtype); the GEMM scales it by beta.
+  // With beta = 0 the GEMM never reads C, so it is left unwritten.
+  Tensor c = Tensor::empty(out_shape, acc);
+  if (beta != 0) c.copy_from(broadcast_to(input.detach(), out_shape));
   const amp::MatmulPrecision precision = detail::f32_precision(b1, b2);
   const Tensor a1 = detail::precision_operand(b1.detach().contiguous(), precision);
   const Tensor a2 = detail::precision_operand(b2.detach().contiguous(), precision);

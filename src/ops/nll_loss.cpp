@@ -19,8 +19,7 @@ Tensor nll_loss(const Tensor& input_in, const Tensor& target, const Tensor& weig
   const char* op = "nll_loss";
   const auto [input, weight] = amp::autocast_args("nll_loss", input_in, weight_in);
   check_compute_input(op, input);
-  MIXPREC_CHECK(reduction != Reduction::batchmean, op,
-                "reduction batchmean is kl_div's alone (use mean, sum or none)");
+  check_not_batchmean(op, reduction == Reduction::batchmean);
   MIXPREC_CHECK(target.defined() && (target.dtype() == DType::i64 || target.dtype() == DType::i32),
                 op, "target must be an i64 or i32 tensor of class indices");
   MIXPREC_CHECK(input.ndim() >= 1, op, "input must have a class dim, got a 0-d tensor");

@@ -17,4 +17,9 @@ inline void check_compute_input(const char* op, const Tensor& t) {
       std::string("unsupported dtype ") + dtype_name(dt) + " (use f64, f32, bf16 or f16)");
 }
 
+// batchmean (sum / input.size(0)) belongs to kl_div; the other losses refuse it.
+inline void check_not_batchmean(const char* op, bool batchmean) {
+  MIXPREC_CHECK(!batchmean, op, "reduction batchmean is kl_div's alone (use mean, sum or none)");
+}
+
 }  // namespace mixprec

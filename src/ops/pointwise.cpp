@@ -48,56 +48,54 @@ Tensor pointwise(const Pointwise& f, const Tensor& x) {
   return y;
 }
 
+// The op under its own autocast row, named by the same table as its kernel.
+template <PointwiseOp Op>
+Tensor cast_and_run(const Tensor& x_in, Pointwise f = {Op}) {
+  static constexpr amp::AutocastOpId kRow{backend::pointwise_name(Op)};
+  const auto [x] = amp::autocast_args(kRow, x_in);
+  return pointwise(f, x);
+}
+
 }  // namespace
 
 Tensor exp(const Tensor& x_in) {
-  const auto [x] = amp::autocast_args("exp", x_in);
-  return pointwise({PointwiseOp::exp}, x);
+  return cast_and_run<PointwiseOp::exp>(x_in);
 }
 Tensor log(const Tensor& x_in) {
-  const auto [x] = amp::autocast_args("log", x_in);
-  return pointwise({PointwiseOp::log}, x);
+  return cast_and_run<PointwiseOp::log>(x_in);
 }
 Tensor log1p(const Tensor& x_in) {
-  const auto [x] = amp::autocast_args("log1p", x_in);
-  return pointwise({PointwiseOp::log1p}, x);
+  return cast_and_run<PointwiseOp::log1p>(x_in);
 }
 Tensor expm1(const Tensor& x_in) {
-  const auto [x] = amp::autocast_args("expm1", x_in);
-  return pointwise({PointwiseOp::expm1}, x);
+  return cast_and_run<PointwiseOp::expm1>(x_in);
 }
 Tensor sqrt(const Tensor& x_in) {
-  const auto [x] = amp::autocast_args("sqrt", x_in);
-  return pointwise({PointwiseOp::sqrt}, x);
+  return cast_and_run<PointwiseOp::sqrt>(x_in);
 }
 Tensor rsqrt(const Tensor& x_in) {
-  const auto [x] = amp::autocast_args("rsqrt", x_in);
-  return pointwise({PointwiseOp::rsqrt}, x);
+  return cast_and_run<PointwiseOp::rsqrt>(x_in);
 }
 Tensor reciprocal(const Tensor& x_in) {
-  const auto [x] = amp::autocast_args("reciprocal", x_in);
-  return pointwise({PointwiseOp::reciprocal}, x);
+  return cast_and_run<PointwiseOp::reciprocal>(x_in);
 }
 Tensor tanh(const Tensor& x_in) {
-  const auto [x] = amp::autocast_args("tanh", x_in);
-  return pointwise({PointwiseOp::tanh}, x);
+  return cast_and_run<PointwiseOp::tanh>(x_in);
 }
 Tensor softplus(const Tensor& x_in, double beta, double threshold) {
   MIXPREC_CHECK(beta != 0 && std::isfinite(beta) && !std::isnan(threshold), "softplus",
                 "beta must be finite and non-zero and threshold a number, got beta " +
                     std::to_string(beta) + ", threshold " + std::to_string(threshold));
-  const auto [x] = amp::autocast_args("softplus", x_in);
   Pointwise f{PointwiseOp::softplus};
   f.beta = beta;
   f.threshold = threshold;
-  return pointwise(f, x);
+  return cast_and_run<PointwiseOp::softplus>(x_in, f);
 }
 Tensor pow(const Tensor& x_in, double exponent) {
   MIXPREC_CHECK(!std::isnan(exponent), "pow", "the exponent is NaN");
-  const auto [x] = amp::autocast_args("pow", x_in);
   Pointwise f{PointwiseOp::pow};
   f.exponent = exponent;
-  return pointwise(f, x);
+  return cast_and_run<PointwiseOp::pow>(x_in, f);
 }
 
 Tensor pow(const Tensor& x_in, const Tensor& exponent_in) {

@@ -1,5 +1,4 @@
-// The geometry of a reduction over every element or one dim, and the input check the
-// reductions share (private to src/ops).
+// The geometry of a reduction over every element or one dim (private to src/ops).
 #pragma once
 
 #include <algorithm>
@@ -9,14 +8,6 @@
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::detail {
-
-inline void check_input(const Tensor& x, const char* op) {
-  MIXPREC_CHECK(x.defined(), op, "undefined input");
-  MIXPREC_CHECK(!x.is_meta(), op, "meta tensors have no data");
-  const DType d = x.dtype();
-  MIXPREC_CHECK(is_computable(d), op,
-                std::string("unsupported dtype ") + dtype_name(d) + " (use f64, f32, bf16 or f16)");
-}
 
 struct Plan {
   backend::ReduceGeometry g;

@@ -6,12 +6,12 @@
 
 #include "mixprec/autograd/function.h"
 #include "mixprec/backend/backend.h"
+#include "op_checks.h"
 #include "reduce_plan.h"
 
 namespace mixprec {
 namespace {
 
-using detail::check_input;
 using detail::Plan;
 using detail::plan_all;
 using detail::plan_dim;
@@ -109,43 +109,43 @@ std::pair<Tensor, Tensor> max_impl(const Tensor& x, const Plan& p) {
 
 Tensor sum(const Tensor& x_in) {
   const auto [x] = amp::autocast_args("sum", x_in);
-  check_input(x, "sum");
+  check_compute_input("sum", x);
   return reduce(x, plan_all(x), backend::ReduceOp::sum);
 }
 Tensor sum(const Tensor& x_in, int64_t dim, bool keepdim) {
   const auto [x] = amp::autocast_args("sum", x_in);
-  check_input(x, "sum");
+  check_compute_input("sum", x);
   return reduce(x, plan_dim(x, dim, keepdim, "sum"), backend::ReduceOp::sum);
 }
 Tensor mean(const Tensor& x_in) {
   const auto [x] = amp::autocast_args("mean", x_in);
-  check_input(x, "mean");
+  check_compute_input("mean", x);
   return reduce(x, plan_all(x), backend::ReduceOp::mean);
 }
 Tensor mean(const Tensor& x_in, int64_t dim, bool keepdim) {
   const auto [x] = amp::autocast_args("mean", x_in);
-  check_input(x, "mean");
+  check_compute_input("mean", x);
   return reduce(x, plan_dim(x, dim, keepdim, "mean"), backend::ReduceOp::mean);
 }
 Tensor norm(const Tensor& x_in) {
   const auto [x] = amp::autocast_args("norm", x_in);
-  check_input(x, "norm");
+  check_compute_input("norm", x);
   return reduce(x, plan_all(x), backend::ReduceOp::norm);
 }
 Tensor norm(const Tensor& x_in, int64_t dim, bool keepdim) {
   const auto [x] = amp::autocast_args("norm", x_in);
-  check_input(x, "norm");
+  check_compute_input("norm", x);
   return reduce(x, plan_dim(x, dim, keepdim, "norm"), backend::ReduceOp::norm);
 }
 
 Tensor max(const Tensor& x_in) {
   const auto [x] = amp::autocast_args("max", x_in);
-  check_input(x, "max");
+  check_compute_input("max", x);
   return max_impl(x, plan_all(x)).first;
 }
 std::pair<Tensor, Tensor> max(const Tensor& x_in, int64_t dim, bool keepdim) {
   const auto [x] = amp::autocast_args("max", x_in);
-  check_input(x, "max");
+  check_compute_input("max", x);
   return max_impl(x, plan_dim(x, dim, keepdim, "max"));
 }
 
