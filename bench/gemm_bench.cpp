@@ -53,7 +53,8 @@ std::string label(const char* fmt, long long a, long long b) {
 std::vector<Shape3> shapes(bool quick) {
   std::vector<Shape3> s;
   for (int64_t n : {512, 1024, 2048}) s.push_back({label("%lld^3", n, 0), n, n, n, false, false});
-  const int64_t dT[][2] = {{256, 2048}, {256, 8192}, {512, 4096}, {1024, 2048}, {1024, 8192}};
+  const int64_t dT[][2] = {{256, 2048}, {256, 8192},  {512, 4096},
+                           {768, 2048}, {1024, 2048}, {1024, 8192}};
   for (auto [d, T] : dT) {
     // MLP up projection [T,d]·[4d,d]ᵀ, square projection [T,d]·[d,d]ᵀ, their dX and dW.
     s.push_back({label("d%lld T%lld fwd 4d", d, T), T, 4 * d, d, false, true});

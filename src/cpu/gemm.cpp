@@ -1,6 +1,6 @@
 // GEMM: a fixed grid over OpenMP (C tiles, or K-ranges of whole matrices), each piece run
-// single-threaded by AMX (bf16), mixprec's AVX-512 block product, or OpenBLAS with narrow
-// operands widened in K-blocks. See gemm.h for the contract.
+// single-threaded by AMX or AVX512-BF16 (bf16 x bf16), mixprec's AVX-512 block product, or
+// OpenBLAS with narrow operands widened in K-blocks. See gemm.h for the contract.
 #include "mixprec/cpu/gemm.h"
 
 #include <cblas.h>
@@ -13,6 +13,7 @@
 
 #include "gemm_amx.h"
 #include "gemm_avx512.h"
+#include "gemm_avx512_bf16.h"
 #include "mixprec/core/error.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
@@ -124,14 +125,16 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
                    int64_t k0, int64_t k1, float first_beta, float* acc, int64_t ldacc) {
   const void* abase = at(p.a.data, p.a.dtype, bi * p.a.batch_stride);
   const void* bbase = at(p.b.data, p.b.dtype, bi * p.b.batch_stride);
-  if (p.a.dtype == DType::bf16 && p.b.dtype == DType::bf16 && amx::enabled()) {
-    // bf16 x bf16 on AMX tiles: no widening, f32 sums over the whole K range.
+  if (p.a.dtype == DType::bf16 && p.b.dtype == DType::bf16 &&
+      (amx::enabled() || avx512_bf16_gemm::enabled())) {
+    // bf16 x bf16 on AMX tiles, else by VDPBF16PS: no widening, f32 sums.
     const auto* a16 = static_cast<const uint16_t*>(abase);
     const auto* b16 = static_cast<const uint16_t*>(bbase);
-    amx::gemm_bf16(m1 - m0, n1 - n0, k1 - k0, p.alpha,
-                   p.a.trans ? a16 + k0 * p.a.ld + m0 : a16 + m0 * p.a.ld + k0, p.a.ld, p.a.trans,
-                   p.b.trans ? b16 + n0 * p.b.ld + k0 : b16 + k0 * p.b.ld + n0, p.b.ld, p.b.trans,
-                   first_beta, acc, ldacc);
+    const uint16_t* a0 = p.a.trans ? a16 + k0 * p.a.ld + m0 : a16 + m0 * p.a.ld + k0;
+    const uint16_t* b0 = p.b.trans ? b16 + n0 * p.b.ld + k0 : b16 + k0 * p.b.ld + n0;
+    const auto product = amx::enabled() ? amx::gemm_bf16 : avx512_bf16_gemm::gemm;
+    product(m1 - m0, n1 - n0, k1 - k0, p.alpha, a0, p.a.ld, p.a.trans, b0, p.b.ld, p.b.trans,
+            first_beta, acc, ldacc);
     return;
   }
   if (avx512_gemm::enabled()) {
