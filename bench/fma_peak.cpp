@@ -10,8 +10,7 @@
 
 namespace mixprec::bench {
 
-double measure_fma_peak(int threads, int lanes, double (*chains)(long iters)) {
-  const long iters = 20'000'000;
+double measure_fma_peak(int threads, int lanes, double (*chains)(long iters), long iters) {
   double best = 0;
   for (int rep = 0; rep < 5; ++rep) {
     std::vector<double> sink(static_cast<size_t>(threads));  // keeps the chains alive

@@ -5,7 +5,8 @@
 // as one block (OpenBLAS with its own threads, as many as mixprec uses), then mixprec's three
 // GEMMs interleaved repetition by repetition (OpenBLAS single-threaded inside mixprec's own
 // OpenMP tile loop). Columns are medians over repetitions, ratios are of medians. The FP32
-// FMA peak is measured in the same run.
+// FMA peak and the bf16 dot-product peaks (AVX512-BF16, AMX tiles) are measured in the same
+// run; the last column is bf16 against the peak of the kernel that ran it.
 //
 // The machine may be shared: so that a burst of outside load skews both sides alike, the
 // baseline block and mixprec's block alternate --rounds times (default 3) and the medians
@@ -101,12 +102,24 @@ int main(int argc, char** argv) {
   const bool quick = bench::has_flag(opt, "--quick");
   set_num_threads(threads);
   const double peak2 = bench::fma_peak_avx2(threads), peak5 = bench::fma_peak_avx512(threads);
+  const double dot16 = bench::dot_peak_avx512_bf16(threads);
+  const double tile16 = bench::tile_peak_amx_bf16(threads);
+  // The bf16 column's ceiling: the peak of the instruction its kernel runs.
+  const std::string path = cpu::bf16_gemm_path();
+  const double bf16_peak = path == "amx"           ? tile16
+                           : path == "avx512-bf16" ? dot16
+                                                   : std::max(peak2, peak5);
   std::printf("OpenBLAS core: %s, threads: %d, repetitions: %d x %d rounds (medians)\n",
               openblas_get_corename(), threads, reps, rounds);
   std::printf("measured FP32 FMA peak: AVX2 %.0f GFLOP/s", peak2);
   if (peak5 > 0) std::printf(", AVX-512 %.0f GFLOP/s", peak5);
-  std::printf("\n\n%-22s %5s %5s %5s | %7s | %13s | %13s | %13s | %s\n", "shape", "M", "N", "K",
-              "sgemm", "mixprec f32", "bf16", "f16", "bf16 % AVX2 peak");
+  std::printf("; bf16 dot-product peak: AVX512-BF16 ");
+  std::printf(dot16 > 0 ? "%.0f GFLOP/s" : "(absent)", dot16);
+  std::printf(", AMX tiles ");
+  std::printf(tile16 > 0 ? "%.0f GFLOP/s" : "(absent)", tile16);
+  std::printf("\nbf16 x bf16 kernel: %s; its peak: %.0f GFLOP/s\n", path.c_str(), bf16_peak);
+  std::printf("\n%-22s %5s %5s %5s | %7s | %13s | %13s | %13s | %s\n", "shape", "M", "N", "K",
+              "sgemm", "mixprec f32", "bf16", "f16", "bf16 % its peak");
   std::vector<double> worst(3, 1e9);
   for (const Shape3& s : shapes(quick)) {
     if (!filters.empty() && std::none_of(filters.begin(), filters.end(), [&](const std::string& f) {
@@ -166,7 +179,7 @@ int main(int argc, char** argv) {
         "%4.0f%%\n",
         s.name.c_str(), static_cast<long long>(s.m), static_cast<long long>(s.n),
         static_cast<long long>(s.k), gb, g[0], 100 * q[0], g[1], 100 * q[1], g[2], 100 * q[2],
-        100 * g[1] / peak2);
+        100 * g[1] / bf16_peak);
   }
   std::printf(
       "\nworst ratio vs sgemm over shapes with all dims >= 256: f32 %.0f%%, bf16 %.0f%%, f16 "

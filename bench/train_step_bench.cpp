@@ -1,8 +1,14 @@
 // One training step of config S (vocab 256, d_model 256, 4 layers, 4 heads, T 256, batch 8;
 // LayerNorm, GELU MLP d_ff 1024, learned positions, tied embeddings; and the MoE variant with
-// 8 experts, top-2, aux loss 0.01, dropless), AdamW + global-norm clipping at 1.0, in fp32 and
-// in bf16-mixed: tokens/s, MFU, activation memory. Optionally side by side with the PyTorch
-// peer (/work/shared/peers/torch_gpt.py, same shapes and thread count).
+// 8 experts, top-2, aux loss 0.01, dropless) or, with --model=gpt2s, the GPT-2-small shape
+// (d_model 768, 12 layers, 12 heads, d_ff 3072, byte vocabulary; its MoE variant 8 experts of
+// d_ff 3072, top-2); --seq=T changes T (default 256). AdamW + global-norm clipping at 1.0, in
+// fp32 and in bf16-mixed: tokens/s, MFU, activation memory. Optionally side by side with the
+// PyTorch peer (/work/shared/peers/torch_gpt.py, same shapes and thread count).
+//
+// MFU: fp32 runs against the measured FP32 FMA peak; bf16-mixed runs against the measured
+// peak of the instruction its GEMMs run (AMX tiles, AVX512-BF16 dot products, or the FMA
+// peak when bf16 is widened), so a bf16 MFU says how close the step is to its own ceiling.
 //
 // A step: forward + loss under autocast, backward through the GradScaler, unscale, clip, step,
 // zero_grad. fp32 and bf16-mixed alternate in blocks of steps (--block=N, default 4), so both
@@ -17,7 +23,8 @@
 // and ours (each variant re-run alone in a child process, for a like-for-like RSS).
 //
 // Usage: bench_train_step [--reps=N] [--threads=N] [--warmup=N] [--block=N] [--data=PATH]
-//                         [--peer] [--dense-only | --moe-only] [--only=fp32|bf16-mixed]
+//                         [--model=s|gpt2s] [--seq=T] [--peer] [--dense-only | --moe-only]
+//                         [--only=fp32|bf16-mixed]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -33,6 +40,7 @@
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/grad_scaler.h"
 #include "mixprec/core/parallel.h"
+#include "mixprec/cpu/gemm.h"
 #include "mixprec/data/batches.h"
 #include "mixprec/data/token_dataset.h"
 #include "mixprec/models/transformer/transformer.h"
@@ -46,19 +54,21 @@ using bench::median;
 namespace {
 
 constexpr const char* kUsage =
-    "bench_train_step [--reps=N] [--threads=N] [--warmup=N] [--block=N] [--data=PATH] [--peer] "
-    "[--dense-only | --moe-only] [--only=fp32|bf16-mixed]";
+    "bench_train_step [--reps=N] [--threads=N] [--warmup=N] [--block=N] [--data=PATH] "
+    "[--model=s|gpt2s] [--seq=T] [--peer] [--dense-only | --moe-only] [--only=fp32|bf16-mixed]";
 constexpr const char* kPeerScript = "/work/shared/peers/torch_gpt.py";
-constexpr int64_t kBatch = 8, kSeq = 256;
+constexpr int64_t kBatch = 8;
+int64_t kSeq = 256;         // --seq
+bool g_gpt2_small = false;  // --model=gpt2s
 
 config::ModelConfig config_s(bool moe) {
   config::ModelConfig c;
   c.kind = moe ? "moe" : "gpt";
   c.vocab_size = 256;
-  c.d_model = 256;
-  c.n_layers = 4;
-  c.n_heads = 4;
-  c.d_ff = 1024;
+  c.d_model = g_gpt2_small ? 768 : 256;
+  c.n_layers = g_gpt2_small ? 12 : 4;
+  c.n_heads = g_gpt2_small ? 12 : 4;
+  c.d_ff = 4 * c.d_model;
   c.max_seq_len = kSeq;
   c.norm = "layernorm";
   c.mlp = "gelu";
@@ -184,9 +194,13 @@ Peer run_peer(const char* mode, bool moe, int steps, int threads) {
   Peer p;
   if (!std::filesystem::exists(kPeerScript) || !std::filesystem::exists("/usr/bin/python3"))
     return p;
+  const config::ModelConfig c = config_s(moe);
   const std::string cmd = std::string("/usr/bin/python3 ") + kPeerScript + " --mode " + mode +
                           (moe ? " --moe" : "") + " --steps " + std::to_string(steps) +
-                          " --threads " + std::to_string(threads) + " 2>/dev/null";
+                          " --threads " + std::to_string(threads) + " --d_model " +
+                          std::to_string(c.d_model) + " --n_layer " + std::to_string(c.n_layers) +
+                          " --n_head " + std::to_string(c.n_heads) + " --T " +
+                          std::to_string(kSeq) + " --B " + std::to_string(kBatch) + " 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return p;
   std::string out, line;
@@ -205,8 +219,9 @@ Peer run_peer(const char* mode, bool moe, int steps, int threads) {
 // one-mode process.
 double our_peak_rss_mb(const std::string& kind, const std::string& precision, int threads) {
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
-  const std::string cmd = self + " --rss-probe=" + kind + ":" + precision +
-                          " --threads=" + std::to_string(threads) + " 2>/dev/null";
+  const std::string cmd =
+      self + " --rss-probe=" + kind + ":" + precision + " --threads=" + std::to_string(threads) +
+      (g_gpt2_small ? " --model=gpt2s" : "") + " --seq=" + std::to_string(kSeq) + " 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return -1;
   char buf[256] = {0};
@@ -255,6 +270,20 @@ int main(int argc, char** argv) {
   const std::string warmup_arg = take_value(args, "--warmup=");
   const std::string block_arg = take_value(args, "--block=");
   const std::string only = take_value(args, "--only=");  // one precision (for profiling)
+  const std::string model_arg = take_value(args, "--model=");
+  const std::string seq_arg = take_value(args, "--seq=");
+  if (!model_arg.empty() && model_arg != "s" && model_arg != "gpt2s") {
+    std::fprintf(stderr, "bench_train_step: --model=%s: expected s or gpt2s\n", model_arg.c_str());
+    return 2;
+  }
+  g_gpt2_small = model_arg == "gpt2s";
+  if (!seq_arg.empty()) {
+    kSeq = std::atoll(seq_arg.c_str());
+    if (kSeq < 2 || kSeq > 8192) {
+      std::fprintf(stderr, "bench_train_step: --seq=%s: expected 2..8192\n", seq_arg.c_str());
+      return 2;
+    }
+  }
   std::vector<char*> rest{argv[0]};
   for (std::string& a : args) rest.push_back(a.data());
   const bench::Options opt = bench::parse_options(static_cast<int>(rest.size()), rest.data(), 10,
@@ -277,16 +306,29 @@ int main(int argc, char** argv) {
   auto measure_peak = [&] {
     return std::max(bench::fma_peak_avx512(opt.threads), bench::fma_peak_avx2(opt.threads));
   };
-  double peak = measure_peak();
+  // bf16-mixed's ceiling: the peak of the instruction its GEMMs run.
+  const std::string bf16_path = cpu::bf16_gemm_path();
+  auto measure_bf16_peak = [&] {
+    if (bf16_path == "amx") return bench::tile_peak_amx_bf16(opt.threads);
+    if (bf16_path == "avx512-bf16") return bench::dot_peak_avx512_bf16(opt.threads);
+    return measure_peak();
+  };
+  double peak = measure_peak(), peak16 = measure_bf16_peak();
+  {
+    const config::ModelConfig c = config_s(false);
+    std::printf(
+        "%s: vocab 256, d_model %lld, %lld layers, %lld heads, d_ff %lld, T %lld, batch %lld; "
+        "AdamW, clip 1.0; %d threads; data: %s\n",
+        g_gpt2_small ? "GPT-2-small shape" : "config S", static_cast<long long>(c.d_model),
+        static_cast<long long>(c.n_layers), static_cast<long long>(c.n_heads),
+        static_cast<long long>(c.d_ff), static_cast<long long>(kSeq),
+        static_cast<long long>(kBatch), opt.threads,
+        data_path.empty() ? "random tokens" : data_path.c_str());
+  }
   std::printf(
-      "config S: vocab 256, d_model 256, 4 layers, 4 heads, d_ff 1024, T %lld, batch %lld; "
-      "AdamW, clip 1.0; %d threads; data: %s\n",
-      static_cast<long long>(kSeq), static_cast<long long>(kBatch), opt.threads,
-      data_path.empty() ? "random tokens" : data_path.c_str());
-  std::printf(
-      "FP32 FMA peak (measured now, %s): %.1f GFLOP/s; MFU uses the best of this and the "
-      "measurements after each model's steps\n",
-      __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2", peak);
+      "FP32 FMA peak (measured now, %s): %.1f GFLOP/s; bf16 GEMMs run on %s, its peak %.1f "
+      "GFLOP/s; MFU uses the best of these and the measurements after each model's steps\n",
+      __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2", peak, bf16_path.c_str(), peak16);
   std::printf(
       "MFU = tokens * (6 N + 12 L T d) / step time / peak; N = matmul weights per token "
       "(attention 4 d^2, MLP 2 d d_ff or router E d + top_k * 2 d d_ff, lm_head V d)\n");
@@ -332,20 +374,22 @@ int main(int argc, char** argv) {
     }
     const double flops = step_flops(f32.config);
     peak = std::max(peak, measure_peak());
+    peak16 = std::max(peak16, measure_bf16_peak());
     for (Run* r : {&f32, &bf16}) {
       if (r->activation_bytes.empty()) continue;
       const double t = median(r->seconds);
+      const double ceiling = r == &bf16 ? peak16 : peak;
       std::printf("%-6s %-11s %10.0f %9.1f %8.1f %5.1f%% %12.1f %10.1f %9.4f %9.4f\n",
                   r->kind.c_str(), r->precision.c_str(), double(kBatch * kSeq) / t, 1e3 * t,
                   1e3 * *std::min_element(r->seconds.begin(), r->seconds.end()),
-                  100.0 * flops / t * 1e-9 / peak, median(r->activation_bytes) / 1048576.0,
+                  100.0 * flops / t * 1e-9 / ceiling, median(r->activation_bytes) / 1048576.0,
                   median(r->saved_bytes) / 1048576.0, r->first_loss, r->last_loss);
     }
     std::printf(
         "(act. MiB: peak of forward + backward over the bytes live before, weight "
         "gradients included: %.1f MiB; saved MiB: live after the forward; MFU over a peak of "
-        "%.1f GFLOP/s)\n",
-        weight_grad_bytes(f32) / 1048576.0, peak);
+        "%.1f GFLOP/s for fp32, %.1f for bf16-mixed)\n",
+        weight_grad_bytes(f32) / 1048576.0, peak, peak16);
     if (!only.empty()) continue;
     const double noise = (*std::max_element(f32.seconds.begin(), f32.seconds.end()) -
                           *std::min_element(f32.seconds.begin(), f32.seconds.end())) /

@@ -3,6 +3,8 @@
 //   P = exp(scale·Q_i·K_jᵀ - lse_i)     dV_j += Pᵀ·dO_i      dP = dO_i·V_jᵀ
 //   dS = scale·P∘(dP - D_i)             dQ_i += dS·K_j       dK_j += dSᵀ·Q_i
 // Every sum runs in a fixed order inside one thread, so bits never depend on the thread count.
+// With native bf16 products (attention_detail::native_bf16, and a bf16 dO) the products read
+// q, k, v and dO as stored, P and dS rounded to bf16; the softmax math and all sums stay f32.
 #include <algorithm>
 
 #include "mixprec/core/parallel.h"
@@ -16,10 +18,11 @@ namespace {
 
 using namespace attention_detail;  // block sizes, scratch buffers, widening
 
-// Inputs of one head, all [T, Dh] rows in the acc type, plus d [T] and lse [T].
-template <class A>
+// Inputs of one head: [T, Dh] rows as the products read them (E: the acc type A, or bf16),
+// plus d [T] and lse [T].
+template <class A, class E>
 struct Head {
-  Rows<A> q, k, v, dout;
+  Rows<E> q, k, v, dout;
   const A *lse, *d;
   int64_t t, dh;
   bool causal;
@@ -34,15 +37,23 @@ struct GradRows {
 };
 
 // Key block [c0, c0 + cols): adds into dq [T, Dh] and writes dk, dv [cols, Dh].
-template <class A>
-void key_block(const Head<A>& h, int64_t c0, int64_t cols, GradRows<A> dq, GradRows<A> dk,
+template <class A, class E>
+void key_block(const Head<A, E>& h, int64_t c0, int64_t cols, GradRows<A> dq, GradRows<A> dk,
                GradRows<A> dv) {
-  constexpr DType ad = acc_dtype<A>();
+  constexpr DType ad = acc_dtype<A>(), ed = dtype_of<E>();
+  constexpr bool native = !std::is_same_v<A, E>;
   const int64_t dh = h.dh;
   A* p = scratch<A>(4, kBr * kBc);   // probabilities [rows, kBc]
   A* ds = scratch<A>(5, kBr * kBc);  // dP, then dS [rows, kBc]
-  const A* kj = h.k.at(c0);          // [cols, Dh]
-  const A* vj = h.v.at(c0);          // [cols, Dh]
+  // The product operands: P and dS themselves, or rounded to E (native).
+  E* pe = native ? scratch<E>(4, kBr * kBc) : reinterpret_cast<E*>(p);
+  E* dse = native ? scratch<E>(5, kBr * kBc) : reinterpret_cast<E*>(ds);
+  auto operand = [&](const A* src, E* dst, int64_t rows) {
+    if constexpr (native)
+      for (int64_t r = 0; r < rows; ++r) store_row(src + r * kBc, dst + r * kBc, cols);
+  };
+  const E* kj = h.k.at(c0);  // [cols, Dh]
+  const E* vj = h.v.at(c0);  // [cols, Dh]
   for (int64_t c = 0; c < cols; ++c) {
     std::fill(dk.p + c * dk.ld, dk.p + c * dk.ld + dh, A(0));
     std::fill(dv.p + c * dv.ld, dv.p + c * dv.ld + dh, A(0));
@@ -50,26 +61,28 @@ void key_block(const Head<A>& h, int64_t c0, int64_t cols, GradRows<A> dq, GradR
   // Causal: query blocks wholly above this key block see none of it.
   for (int64_t r0 = h.causal ? c0 / kBr * kBr : 0; r0 < h.t; r0 += kBr) {
     const int64_t rows = std::min(kBr, h.t - r0);
-    const A* qi = h.q.at(r0);      // [rows, Dh]
-    const A* doi = h.dout.at(r0);  // [rows, Dh]
-    gemm(rows, cols, dh, 1.0f, {ad, qi, h.q.ld}, {ad, kj, h.k.ld, true}, 0.0f, {ad, p, kBc});
+    const E* qi = h.q.at(r0);      // [rows, Dh]
+    const E* doi = h.dout.at(r0);  // [rows, Dh]
+    gemm(rows, cols, dh, 1.0f, {ed, qi, h.q.ld}, {ed, kj, h.k.ld, true}, 0.0f, {ad, p, kBc});
     for (int64_t r = 0; r < rows; ++r) {
       A* pr = p + r * kBc;
       const int64_t valid = h.causal ? std::clamp<int64_t>(r0 + r + 1 - c0, 0, cols) : cols;
       exp_scaled_sum(pr, h.scale, h.lse[r0 + r], valid);
       std::fill(pr + valid, pr + cols, A(0));
     }
-    gemm(cols, dh, rows, 1.0f, {ad, p, kBc, true}, {ad, doi, h.dout.ld}, 1.0f, {ad, dv.p, dv.ld});
-    gemm(rows, cols, dh, 1.0f, {ad, doi, h.dout.ld}, {ad, vj, h.v.ld, true}, 0.0f, {ad, ds, kBc});
+    operand(p, pe, rows);
+    gemm(cols, dh, rows, 1.0f, {ed, pe, kBc, true}, {ed, doi, h.dout.ld}, 1.0f, {ad, dv.p, dv.ld});
+    gemm(rows, cols, dh, 1.0f, {ed, doi, h.dout.ld}, {ed, vj, h.v.ld, true}, 0.0f, {ad, ds, kBc});
     for (int64_t r = 0; r < rows; ++r) {
       const A* pr = p + r * kBc;
       A* dsr = ds + r * kBc;
       const A d = h.d[r0 + r];
       for (int64_t c = 0; c < cols; ++c) dsr[c] = h.scale * (pr[c] * (dsr[c] - d));
     }
-    gemm(rows, dh, cols, 1.0f, {ad, ds, kBc}, {ad, kj, h.k.ld}, 1.0f,
+    operand(ds, dse, rows);
+    gemm(rows, dh, cols, 1.0f, {ed, dse, kBc}, {ed, kj, h.k.ld}, 1.0f,
          {ad, dq.p + r0 * dq.ld, dq.ld});
-    gemm(cols, dh, rows, 1.0f, {ad, ds, kBc, true}, {ad, qi, h.q.ld}, 1.0f, {ad, dk.p, dk.ld});
+    gemm(cols, dh, rows, 1.0f, {ed, dse, kBc, true}, {ed, qi, h.q.ld}, 1.0f, {ad, dk.p, dk.ld});
   }
 }
 
@@ -91,22 +104,12 @@ void backward(const T* q, const T* k, const T* v, const O* out, const acc_t<T>* 
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(head_work, 1));
   parallel_for(heads, grain, [&](int64_t h0, int64_t h1) {
     for (int64_t hi = h0; hi < h1; ++hi) {
-      Head<A> h{widened(q + lay.q.start(hi), t, dh, lay.q.row, 0),
-                widened(k + lay.k.start(hi), t, dh, lay.k.row, 1),
-                widened(v + lay.v.start(hi), t, dh, lay.v.row, 2),
-                widened(dout + lay.dout.start(hi), t, dh, lay.dout.row, 3),
-                lse + hi * t,
-                nullptr,
-                t,
-                dh,
-                causal,
-                scale};
       // d [T] = rowsum(dO ∘ O), O unrounded when forward kept it.
       const auto o = widened(out + lay.out.start(hi), t, dh, lay.out.row, 6);  // [T, Dh]
+      const auto dout_acc = widened(dout + lay.dout.start(hi), t, dh, lay.dout.row, 3);
       A* d = scratch<A>(7, t);
       const RowOps<A>& ops = row_ops<A>();
-      for (int64_t r = 0; r < t; ++r) d[r] = ops.dot(h.dout.at(r), o.at(r), dh);
-      h.d = d;
+      for (int64_t r = 0; r < t; ++r) d[r] = ops.dot(dout_acc.at(r), o.at(r), dh);
       // Gradients accumulate in place when the output already has the math type.
       constexpr bool in_place = std::is_same_v<T, A>;
       T* dq_h = dq + lay.dq.start(hi);
@@ -115,18 +118,40 @@ void backward(const T* q, const T* k, const T* v, const O* out, const acc_t<T>* 
       for (int64_t r = 0; r < t; ++r)
         std::fill(dq_acc.p + r * dq_acc.ld, dq_acc.p + r * dq_acc.ld + dh, A(0));
       A* dkv = scratch<A>(9, 2 * kBc * dh);  // dK_j, dV_j [kBc, Dh] each when not in place
-      for (int64_t c0 = 0; c0 < t; c0 += kBc) {
-        const int64_t cols = std::min(kBc, t - c0);
-        T* dk_j = dk + lay.dk.start(hi) + c0 * lay.dk.row;
-        T* dv_j = dv + lay.dv.start(hi) + c0 * lay.dv.row;
-        if constexpr (in_place) {
-          key_block<A>(h, c0, cols, dq_acc, {dk_j, lay.dk.row}, {dv_j, lay.dv.row});
-        } else {
-          key_block<A>(h, c0, cols, dq_acc, {dkv, dh}, {dkv + kBc * dh, dh});
-          store_rows(dkv, dk_j, cols, dh, lay.dk.row);
-          store_rows(dkv + kBc * dh, dv_j, cols, dh, lay.dv.row);
+      auto key_blocks = [&]<class E>(const Head<A, E>& h) {
+        for (int64_t c0 = 0; c0 < t; c0 += kBc) {
+          const int64_t cols = std::min(kBc, t - c0);
+          T* dk_j = dk + lay.dk.start(hi) + c0 * lay.dk.row;
+          T* dv_j = dv + lay.dv.start(hi) + c0 * lay.dv.row;
+          if constexpr (in_place) {
+            key_block(h, c0, cols, dq_acc, {dk_j, lay.dk.row}, {dv_j, lay.dv.row});
+          } else {
+            key_block(h, c0, cols, dq_acc, {dkv, dh}, {dkv + kBc * dh, dh});
+            store_rows(dkv, dk_j, cols, dh, lay.dk.row);
+            store_rows(dkv + kBc * dh, dv_j, cols, dh, lay.dv.row);
+          }
+        }
+      };
+      if constexpr (std::is_same_v<G, T>) {
+        if (native_bf16<T>()) {  // the products read the stored rows
+          key_blocks(Head<A, T>{{q + lay.q.start(hi), lay.q.row},
+                                {k + lay.k.start(hi), lay.k.row},
+                                {v + lay.v.start(hi), lay.v.row},
+                                {dout + lay.dout.start(hi), lay.dout.row},
+                                lse + hi * t,
+                                d,
+                                t,
+                                dh,
+                                causal,
+                                scale});
+          if constexpr (!in_place) store_rows(dq_acc.p, dq_h, t, dh, lay.dq.row);
+          continue;
         }
       }
+      key_blocks(Head<A, A>{widened(q + lay.q.start(hi), t, dh, lay.q.row, 0),
+                            widened(k + lay.k.start(hi), t, dh, lay.k.row, 1),
+                            widened(v + lay.v.start(hi), t, dh, lay.v.row, 2), dout_acc,
+                            lse + hi * t, d, t, dh, causal, scale});
       if constexpr (!in_place) store_rows(dq_acc.p, dq_h, t, dh, lay.dq.row);
     }
   });

@@ -1,6 +1,9 @@
 // Attention forward: per (head, chunk of query rows), keys/values widened once, then for each
 // block of query rows the key blocks in order: S = Q·Kᵀ (GEMM), online softmax (running max m
 // and sum l), O += P·V (GEMM). O / l is stored, and lse = m + log(l) kept for backward.
+// bf16 inputs on a CPU with bf16 dot products (attention_detail::native_bf16) skip the
+// widening: both products read bf16 (P rounded to bf16 for P·V, as flash-attention and
+// PyTorch's autocast do), the softmax stays f32.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -17,14 +20,14 @@ using namespace attention_detail;  // block sizes, scratch buffers, widening
 constexpr int64_t kChunk = 256;    // query rows per work item (K/V widened once per item)
 
 // One block of query rows [r0, r0 + rows) of one head against keys [0, kend).
-// q [rows, Dh], k/v [kend, Dh] (acc type); writes out [rows, Dh] (storage, rows out_ld apart)
-// and lse [rows].
-template <class T>
-void query_block(Rows<acc_t<T>> q, Rows<acc_t<T>> k, Rows<acc_t<T>> v, int64_t r0, int64_t rows,
-                 int64_t kend, int64_t dh, bool causal, acc_t<T> scale, T* out, int64_t out_ld,
-                 acc_t<T>* lse, acc_t<T>* out_acc) {
+// q [rows, Dh], k/v [kend, Dh] as the products read them (E: the acc type, or bf16 when
+// native); writes out [rows, Dh] (storage, rows out_ld apart) and lse [rows].
+template <class T, class E>
+void query_block(Rows<E> q, Rows<E> k, Rows<E> v, int64_t r0, int64_t rows, int64_t kend,
+                 int64_t dh, bool causal, acc_t<T> scale, T* out, int64_t out_ld, acc_t<T>* lse,
+                 acc_t<T>* out_acc) {
   using A = acc_t<T>;
-  constexpr DType ad = acc_dtype<A>();
+  constexpr DType ad = acc_dtype<A>(), ed = dtype_of<E>();
   A* s = scratch<A>(2, kBr * kBc);  // scores, then probabilities [rows, kBc]
   A* o = scratch<A>(3, kBr * dh);   // unnormalised output [rows, Dh]
   A* m = scratch<A>(4, kBr);        // running max of scaled scores [rows]
@@ -34,7 +37,7 @@ void query_block(Rows<acc_t<T>> q, Rows<acc_t<T>> k, Rows<acc_t<T>> v, int64_t r
   std::fill(l, l + rows, A(0));
   for (int64_t c0 = 0; c0 < kend; c0 += kBc) {
     const int64_t cols = std::min(kBc, kend - c0);
-    gemm(rows, cols, dh, 1.0f, {ad, q.p, q.ld}, {ad, k.at(c0), k.ld, true}, 0.0f, {ad, s, kBc});
+    gemm(rows, cols, dh, 1.0f, {ed, q.p, q.ld}, {ed, k.at(c0), k.ld, true}, 0.0f, {ad, s, kBc});
     for (int64_t r = 0; r < rows; ++r) {
       A* sr = s + r * kBc;
       // Causal: query r0 + r sees keys up to itself.
@@ -50,7 +53,13 @@ void query_block(Rows<acc_t<T>> q, Rows<acc_t<T>> k, Rows<acc_t<T>> v, int64_t r
         for (int64_t d = 0; d < dh; ++d) orow[d] *= correction;
       }
     }
-    gemm(rows, dh, cols, 1.0f, {ad, s, kBc}, {ad, v.at(c0), v.ld}, 1.0f, {ad, o, dh});
+    if constexpr (std::is_same_v<E, A>) {
+      gemm(rows, dh, cols, 1.0f, {ad, s, kBc}, {ad, v.at(c0), v.ld}, 1.0f, {ad, o, dh});
+    } else {
+      E* p = scratch<E>(7, kBr * kBc);  // P rounded for the product [rows, kBc]
+      for (int64_t r = 0; r < rows; ++r) store_row(s + r * kBc, p + r * kBc, cols);
+      gemm(rows, dh, cols, 1.0f, {ed, p, kBc}, {ed, v.at(c0), v.ld}, 1.0f, {ad, o, dh});
+    }
   }
   for (int64_t r = 0; r < rows; ++r) {
     A* orow = o + r * dh;
@@ -69,6 +78,7 @@ template <class T>
 void forward(const T* q, const T* k, const T* v, T* out, acc_t<T>* lse, acc_t<T>* out_acc,
              const Layouts& lay, int64_t heads, int64_t t, int64_t dh, bool causal,
              acc_t<T> scale) {
+  using A = acc_t<T>;
   const int64_t chunks = (t + kChunk - 1) / kChunk;
   // Items are independent (each writes its own rows), so the grain only keeps tiny problems
   // out of a parallel region: about 2^20 multiply-adds per chunk at least.
@@ -78,14 +88,26 @@ void forward(const T* q, const T* k, const T* v, T* out, acc_t<T>* lse, acc_t<T>
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t h = w / chunks, q0 = (w % chunks) * kChunk, q1 = std::min(t, q0 + kChunk);
       const int64_t kend = causal ? q1 : t;  // keys any row of the chunk sees
-      const auto kh = widened(k + lay.k.start(h), kend, dh, lay.k.row, 0);  // [kend, Dh]
-      const auto vh = widened(v + lay.v.start(h), kend, dh, lay.v.row, 1);  // [kend, Dh]
+      const T* kp = k + lay.k.start(h);
+      const T* vp = v + lay.v.start(h);
+      const bool native = native_bf16<T>();
+      const auto kh =
+          native ? Rows<acc_t<T>>{} : widened(kp, kend, dh, lay.k.row, 0);  // [kend, Dh]
+      const auto vh =
+          native ? Rows<acc_t<T>>{} : widened(vp, kend, dh, lay.v.row, 1);  // [kend, Dh]
       for (int64_t r0 = q0; r0 < q1; r0 += kBr) {
         const int64_t rows = std::min(kBr, q1 - r0);
-        const auto qb = widened(q + lay.q.start(h) + r0 * lay.q.row, rows, dh, lay.q.row, 6);
-        query_block<T>(qb, kh, vh, r0, rows, causal ? r0 + rows : t, dh, causal, scale,
-                       out + lay.out.start(h) + r0 * lay.out.row, lay.out.row, lse + h * t + r0,
-                       out_acc ? out_acc + (h * t + r0) * dh : nullptr);
+        const T* qp = q + lay.q.start(h) + r0 * lay.q.row;
+        T* o = out + lay.out.start(h) + r0 * lay.out.row;
+        const int64_t cend = causal ? r0 + rows : t;
+        A* lse_b = lse + h * t + r0;
+        A* acc_b = out_acc ? out_acc + (h * t + r0) * dh : nullptr;
+        if (native)
+          query_block<T, T>({qp, lay.q.row}, {kp, lay.k.row}, {vp, lay.v.row}, r0, rows, cend, dh,
+                            causal, scale, o, lay.out.row, lse_b, acc_b);
+        else
+          query_block<T, A>(widened(qp, rows, dh, lay.q.row, 6), kh, vh, r0, rows, cend, dh, causal,
+                            scale, o, lay.out.row, lse_b, acc_b);
       }
     }
   });

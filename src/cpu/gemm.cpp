@@ -306,6 +306,16 @@ bool set_whole_products(bool whole) {
   return saved;
 }
 
+const char* bf16_gemm_path() {
+  if (amx::enabled()) return "amx";
+  if (avx512_bf16_gemm::enabled()) return "avx512-bf16";
+  return avx512_gemm::enabled() ? "avx512 (widened)" : "openblas (widened)";
+}
+
+bool bf16_gemm_is_native() {
+  return amx::enabled() || avx512_bf16_gemm::enabled();
+}
+
 GemmGrid gemm_grid(int64_t m, int64_t n, int64_t k, int64_t batch) {
   const int64_t flops = 2 * m * n * k;
   const bool split_m = m >= n;

@@ -80,28 +80,11 @@ bool enabled() {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
+#include "amx_tiles.h"
 #include "transpose16.h"
 
 namespace mixprec::cpu::amx {
 namespace {
-
-struct alignas(64) TileConfig {
-  uint8_t palette = 1;
-  uint8_t start_row = 0;
-  uint8_t reserved[14] = {};
-  uint16_t colsb[16] = {};
-  uint8_t rows[16] = {};
-};
-
-// Tiles 0-3: C accumulators (16 x 16 f32); 4, 5: A (16 x 32 bf16); 6, 7: B (16 pairs x 16).
-void configure_tiles() {
-  TileConfig c;
-  for (int t = 0; t < 8; ++t) {
-    c.rows[t] = kRows;
-    c.colsb[t] = 64;
-  }
-  _tile_loadconfig(&c);
-}
 
 // 16 bf16 of row p and 16 of row p + 1 as 16 32-bit pairs (row p in the low half).
 __m512i pair_rows(const uint16_t* p0, const uint16_t* p1) {
@@ -214,7 +197,8 @@ void gemm_bf16(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, 
   uint16_t* ap = scratch(0, 2 * ks * kTileElems);  // two A row tiles: [2][ks]
   alignas(64) float product[2 * kRows * 2 * kN];   // one 32 x 32 block of C
   constexpr int64_t kLdp = 2 * kN;
-  configure_tiles();
+  // Tiles 0-3: C accumulators (16 x 16 f32); 4, 5: A (16 x 32 bf16); 6, 7: B (16 pairs x 16).
+  configure_full_tiles();
   for (int64_t mi = 0; mi < mpairs; ++mi) {
     const int64_t i0 = mi * 2 * kRows;
     pack_a(a, lda, ta, m, k, i0, ks, ap);

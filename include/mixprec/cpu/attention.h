@@ -1,7 +1,8 @@
 // Fused (flash-style) scaled-dot-product attention kernels. Per head, query rows are taken in
 // blocks; each block meets the key blocks one at a time (scores by GEMM, online softmax with a
 // running max and sum, P·V accumulated), so no T×T matrix ever exists. Math is f32 (f64 for
-// f64) on rows widened from storage; outputs are rounded once.
+// f64) on rows widened from storage; outputs are rounded once. With native bf16 products
+// (native_bf16 below) bf16 rows are read as stored and P, dS rounded to bf16 for the products.
 #pragma once
 
 #include <cstdint>
@@ -9,6 +10,7 @@
 #include <vector>
 #include "mixprec/backend/kernel_types.h"
 
+#include "mixprec/cpu/gemm.h"
 #include "mixprec/cpu/row_io.h"
 #include "mixprec/tensor/tensor.h"
 
@@ -72,6 +74,16 @@ constexpr int64_t kBc = 128;
 template <class A>
 constexpr DType acc_dtype() {
   return std::is_same_v<A, double> ? DType::f64 : DType::f32;
+}
+
+// True when T is bf16 and bf16 x bf16 GEMMs run on bf16 dot products (AMX or AVX512-BF16):
+// then the products read bf16 rows as stored (no widening) and the operands the kernels make
+// (probabilities P, the score gradient dS) are rounded to bf16 for them; softmax and every
+// sum stay f32. Elsewhere the products run in f32 on widened rows.
+template <class T>
+bool native_bf16() {
+  if constexpr (std::is_same_v<T, bf16>) return bf16_gemm_is_native();
+  return false;
 }
 
 // Per-thread scratch buffer `slot` of at least n elements (kept between calls: the kernels

@@ -10,8 +10,10 @@
 // widened to f32 in cache-sized K-blocks right before the sgemm that reads them. A narrow C
 // is accumulated in f32 (a bounded tile, or the partials) and rounded once (nearest even).
 // bf16 x bf16 tiles run on AMX-BF16 instead when the CPU has it (src/cpu/gemm_amx.h; off with
-// MIXPREC_AMX=0): exact products, f32 sums in a fixed K order, but bf16 subnormal inputs
-// count as zero there, as in every AMX / AVX-512 BF16 dot product (oneDNN's too).
+// MIXPREC_AMX=0), else on AVX512-BF16 dot products when it has those (AMD Zen 4/5;
+// src/cpu/gemm_avx512_bf16.h; off with MIXPREC_AVX512_BF16=0): exact products, f32 sums in a
+// fixed K order, but bf16 subnormal inputs count as zero there, as in every AMX / AVX-512
+// BF16 dot product (oneDNN's too).
 // Scratch memory is bounded: K-split partials <= 64 MB, narrow-C tiles <= 8 MB per thread.
 #pragma once
 
@@ -24,6 +26,12 @@ namespace mixprec::cpu {
 
 using backend::GemmOperand;
 using backend::GemmOutput;
+
+// Which kernel runs bf16 x bf16 products on this CPU with the current switches: "amx",
+// "avx512-bf16", "avx512 (widened)" or "openblas (widened)". For benchmark tables.
+const char* bf16_gemm_path();
+// True when that kernel multiplies bf16 natively ("amx" or "avx512-bf16").
+bool bf16_gemm_is_native();
 
 // beta == 0 never reads C (NaN there is ignored).
 //   C[b] = alpha * op(A[b]) · op(B[b]) + beta * C[b] (+ row_bias)

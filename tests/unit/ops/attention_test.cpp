@@ -1,6 +1,7 @@
 // scaled_dot_product_attention: f64 gradient checks, a naive f64 reference that materialises
 // the full T×T matrix (forward and the textbook softmax backward), low precision vs the f32
-// kernel on the same rounded inputs, thread-count independence, the exp helper, bad input.
+// kernel on the same rounded inputs (products widened, or native bf16 within the rounding of
+// P), thread-count independence, the exp helper, bad input.
 #include "mixprec/ops/attention.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 #include <vector>
 
 #include "mixprec/cpu/attention.h"
+#include "support/bf16_products.h"
 #include "support/op_testing.h"
 
 namespace mixprec {
@@ -170,6 +172,7 @@ double max_abs(const Tensor& x) {
 
 TEST(Attention, LowPrecisionMatchesF32KernelOnRoundedInputs) {
   const Shape s{2, 2, 100, 24};
+  WidenedBf16Products widened;
   for (DType dt : {DType::bf16, DType::f16}) {
     const double ulp = dt == DType::bf16 ? 0x1p-8 : 0x1p-11;
     const Tensor q = randn(s, dt, 41), k = randn(s, dt, 42), v = randn(s, dt, 43),
@@ -195,6 +198,44 @@ TEST(Attention, LowPrecisionMatchesF32KernelOnRoundedInputs) {
           naive(rounded(q, dt), rounded(k, dt), rounded(v, dt), rounded(g, dt), causal);
       expect_close(low.out, ref.out, ulp * max_abs(ref.out) * 0.05, ulp, what + "out vs f64");
     }
+  }
+}
+
+TEST(Attention, NativeBf16ProductsStayWithinTheRoundingOfP) {
+  if (!cpu::bf16_gemm_is_native()) GTEST_SKIP() << "no bf16 dot products on this CPU";
+  // The products read bf16 as stored; P (and dS) are rounded to bf16 for them. Each rounded
+  // p is within u = 2^-8 of itself, so out = Σ p·v / l moves by at most u·Σ p·|v| / l (the
+  // same attention over |v|) before its own rounding (u·|out|).
+  const Shape s{2, 2, 150, 32};  // T spans two query and key blocks
+  const double u = 0x1p-8;
+  const Tensor q = randn(s, DType::bf16, 71), k = randn(s, DType::bf16, 72),
+               v = randn(s, DType::bf16, 73), g = randn(s, DType::bf16, 74);
+  for (bool causal : {true, false}) {
+    const std::string what = causal ? "causal " : "";
+    const OpResult low = run_op(q, k, v, g, causal, DType::bf16);
+    const OpResult f32 = run_op(q.to(DType::f32), k.to(DType::f32), v.to(DType::f32),
+                                g.to(DType::f32), causal, DType::f32);
+    const Reference ref = naive(rounded(q, DType::bf16), rounded(k, DType::bf16),
+                                rounded(v, DType::bf16), rounded(g, DType::bf16), causal);
+    std::vector<double> v_abs = rounded(v, DType::bf16).to_doubles();
+    for (double& x : v_abs) x = std::fabs(x);
+    const Reference over_abs =
+        naive(rounded(q, DType::bf16), rounded(k, DType::bf16),
+              Tensor::from_doubles(v_abs, s, DType::f64), rounded(g, DType::bf16), causal);
+    const std::vector<double> got = low.out.to_doubles(), want = ref.out.to_doubles(),
+                              spread = over_abs.out.to_doubles();
+    double worst = -1;
+    for (size_t i = 0; i < got.size(); ++i)
+      worst = std::max(
+          worst, std::fabs(got[i] - want[i]) - (u * spread[i] + u * std::fabs(want[i]) + 1e-6));
+    EXPECT_LE(worst, 0.0) << what << "out: beyond the rounding of P and of out";
+    // It is the native path: not the f32 kernel's bits rounded.
+    EXPECT_FALSE(same_bits(low.out, f32.out.to(DType::bf16))) << what << "out";
+    // Gradients: within 2 ulp of their scale of the f32 kernel, as the widened path.
+    for (auto [grad, f32_grad, name] :
+         {std::tuple{low.dq, f32.dq, "dq"}, std::tuple{low.dk, f32.dk, "dk"},
+          std::tuple{low.dv, f32.dv, "dv"}})
+      expect_close(grad, f32_grad, 2 * u * max_abs(f32_grad), u, what + name);
   }
 }
 
