@@ -7,15 +7,22 @@
 
 namespace mixprec::testing {
 
-struct WidenedBf16Products {
-  WidenedBf16Products() { set(false); }
-  ~WidenedBf16Products() { set(true); }
+// Restores the switches as they were (an environment's MIXPREC_AMX=0 stays in force).
+class WidenedBf16Products {
+ public:
+  WidenedBf16Products() {
+    cpu::amx::set_enabled(false);
+    cpu::avx512_bf16_gemm::set_enabled(false);
+  }
+  ~WidenedBf16Products() {
+    cpu::amx::set_enabled(amx_);
+    cpu::avx512_bf16_gemm::set_enabled(dot_);
+  }
   WidenedBf16Products(const WidenedBf16Products&) = delete;
   WidenedBf16Products& operator=(const WidenedBf16Products&) = delete;
-  static void set(bool native) {
-    cpu::amx::set_enabled(native);
-    cpu::avx512_bf16_gemm::set_enabled(native);
-  }
+
+ private:
+  bool amx_ = cpu::amx::enabled(), dot_ = cpu::avx512_bf16_gemm::enabled();
 };
 
 }  // namespace mixprec::testing

@@ -6,6 +6,8 @@
 
 #include <gtest/gtest.h>
 
+#include "cpu/gemm_avx512_bf16.h"
+
 #include <algorithm>
 #include <array>
 #include <cmath>
@@ -19,10 +21,21 @@
 namespace mixprec::cpu {
 namespace {
 
-// Restores the AMX switch on scope exit.
-struct AmxSwitch {
-  explicit AmxSwitch(bool on) { amx::set_enabled(on); }
-  ~AmxSwitch() { amx::set_enabled(true); }
+// AMX on, or the portable path (widened f32, no AVX512-BF16 products either); restores both
+// switches on scope exit.
+class AmxSwitch {
+ public:
+  explicit AmxSwitch(bool on) {
+    amx::set_enabled(on);
+    avx512_bf16_gemm::set_enabled(false);
+  }
+  ~AmxSwitch() {
+    amx::set_enabled(amx_);
+    avx512_bf16_gemm::set_enabled(dot_);
+  }
+
+ private:
+  bool amx_ = amx::enabled(), dot_ = avx512_bf16_gemm::enabled();
 };
 
 Tensor uniform_bf16(int64_t rows, int64_t cols, uint64_t seed, double lo = -1, double hi = 1) {

@@ -1,7 +1,8 @@
 // The AVX-512 block product (cpu/gemm_avx512.h) against a naive f64 triple loop on every
-// layout and operand dtype, with sizes that cut every block (the 12 x 32 micro-tile, KC = 384,
-// MC = 96, NC = 1024) short; exact agreement with the OpenBLAS path when every sum is exact;
-// and cpu::gemm through both paths. Skipped on CPUs without AVX-512.
+// layout and operand dtype (bf16 x bf16 widened, not on the native bf16 products), with sizes that
+// cut every block (the 12 x 32 micro-tile, KC = 384, MC = 96, NC = 1024) short; exact agreement
+// with the OpenBLAS path when every sum is exact; and cpu::gemm through both paths. Skipped on CPUs
+// without AVX-512.
 #include "cpu/gemm_avx512.h"
 
 #include <gtest/gtest.h>
@@ -13,6 +14,7 @@
 
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/tensor/tensor.h"
+#include "support/bf16_products.h"
 
 namespace mixprec::cpu {
 namespace {
@@ -96,6 +98,8 @@ Tensor small_ints(const Shape& shape, int lo, int hi, uint64_t seed, DType dt) {
 // gives the same bits, and the two paths of cpu::gemm must agree exactly.
 TEST(GemmAvx512, AgreesExactlyWithTheOpenBlasPathWhenSumsAreExact) {
   if (!avx512_gemm::available()) GTEST_SKIP() << "no AVX-512 on this CPU";
+  // bf16 x bf16 through this kernel (widened), not the native bf16 products.
+  const testing::WidenedBf16Products widened;
   for (DType dt : {DType::f32, DType::bf16, DType::f16})
     for (bool ta : {false, true})
       for (bool tb : {false, true}) {

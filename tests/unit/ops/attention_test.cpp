@@ -229,8 +229,16 @@ TEST(Attention, NativeBf16ProductsStayWithinTheRoundingOfP) {
       worst = std::max(
           worst, std::fabs(got[i] - want[i]) - (u * spread[i] + u * std::fabs(want[i]) + 1e-6));
     EXPECT_LE(worst, 0.0) << what << "out: beyond the rounding of P and of out";
-    // It is the native path: not the f32 kernel's bits rounded.
-    EXPECT_FALSE(same_bits(low.out, f32.out.to(DType::bf16))) << what << "out";
+    // It is the native path, forward and backward: not the widened path's bits.
+    const OpResult wide = [&] {
+      const testing::WidenedBf16Products widened;
+      return run_op(q, k, v, g, causal, DType::bf16);
+    }();
+    EXPECT_TRUE(same_bits(wide.out, f32.out.to(DType::bf16))) << what << "widened out";
+    for (auto [native, widened, name] :
+         {std::tuple{low.out, wide.out, "out"}, std::tuple{low.dq, wide.dq, "dq"},
+          std::tuple{low.dk, wide.dk, "dk"}, std::tuple{low.dv, wide.dv, "dv"}})
+      EXPECT_FALSE(same_bits(native, widened)) << what << name << " took the widened path";
     // Gradients: within 2 ulp of their scale of the f32 kernel, as the widened path.
     for (auto [grad, f32_grad, name] :
          {std::tuple{low.dq, f32.dq, "dq"}, std::tuple{low.dk, f32.dk, "dk"},

@@ -9,12 +9,15 @@
 
 #include <gtest/gtest.h>
 
+#include <optional>
+
 #include <string>
 #include <vector>
 
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/ops.h"
+#include "support/bf16_products.h"
 #include "support/op_testing.h"
 
 namespace mixprec {
@@ -124,14 +127,20 @@ TEST(GroupedLinear, AutocastLooksUpEachGroupsScope) {
 }
 
 TEST(GroupedLinear, SameBitsAtAnyThreadCountOnEveryGemmPath) {
-  for (bool own_gemm : {true, false}) {
-    const GemmPath path(own_gemm);
+  // bf16: the native bf16 products (where the CPU has them), our AVX-512 kernel widened, and
+  // OpenBLAS widened.
+  for (int path_index : {0, 1, 2}) {
+    std::optional<testing::WidenedBf16Products> widened;
+    if (path_index > 0) widened.emplace();
+    const GemmPath path(path_index < 2);
     for (DType dt : {DType::f32, DType::bf16}) {
       Case c = make_case(dt, true, 4);
       const auto one = with_threads(1, [&] { return run(c, true); });
       const auto two = with_threads(2, [&] { return run(c, true); });
       const auto three = with_threads(3, [&] { return run(c, true); });
-      const std::string what = std::string(dtype_name(dt)) + (own_gemm ? "" : " OpenBLAS path");
+      const std::string what = std::string(dtype_name(dt)) + (path_index == 0   ? ""
+                                                              : path_index == 1 ? " widened"
+                                                                                : " OpenBLAS path");
       expect_same_bits(one, two, what + ", 1 vs 2 threads");
       expect_same_bits(one, three, what + ", 1 vs 3 threads");
     }
