@@ -1,5 +1,6 @@
-// Attention backward, one head per work item. D = rowsum(dO ∘ O); then for each key block j
-// (dK_j, dV_j accumulated locally) and each query block i that sees it, in order:
+// Attention backward, one key/value head per work item (with its query heads in order). D =
+// rowsum(dO ∘ O); then for each key block j (dK_j, dV_j accumulated locally) and each query block i
+// that sees it, in order:
 //   P = exp(scale·Q_i·K_jᵀ - lse_i)     dV_j += Pᵀ·dO_i      dP = dO_i·V_jᵀ
 //   dS = scale·P∘(dP - D_i)             dQ_i += dS·K_j       dK_j += dSᵀ·Q_i
 // Every sum runs in a fixed order inside one thread, so bits never depend on the thread count.
@@ -36,7 +37,7 @@ struct GradRows {
   int64_t ld;
 };
 
-// Key block [c0, c0 + cols): adds into dq [T, Dh] and writes dk, dv [cols, Dh].
+// Key block [c0, c0 + cols): adds into dq [T, Dh] and into dk, dv [cols, Dh].
 template <class A, class E>
 void key_block(const Head<A, E>& h, int64_t c0, int64_t cols, GradRows<A> dq, GradRows<A> dk,
                GradRows<A> dv) {
@@ -54,10 +55,6 @@ void key_block(const Head<A, E>& h, int64_t c0, int64_t cols, GradRows<A> dq, Gr
   };
   const E* kj = h.k.at(c0);  // [cols, Dh]
   const E* vj = h.v.at(c0);  // [cols, Dh]
-  for (int64_t c = 0; c < cols; ++c) {
-    std::fill(dk.p + c * dk.ld, dk.p + c * dk.ld + dh, A(0));
-    std::fill(dv.p + c * dv.ld, dv.p + c * dv.ld + dh, A(0));
-  }
   // Causal: query blocks wholly above this key block see none of it.
   for (int64_t r0 = h.causal ? c0 / kBr * kBr : 0; r0 < h.t; r0 += kBr) {
     const int64_t rows = std::min(kBr, h.t - r0);
@@ -91,68 +88,80 @@ struct Layouts {
 };
 
 // T: q/k/v storage, G: dout storage (T, or f32 when the incoming gradient differs), O: out
-// storage (T, or the f32 unrounded output).
+// storage (T, or the f32 unrounded output). One work item per key/value head: its dK, dV sum
+// over the query heads it serves (grouped-query attention), in head order.
 template <class T, class G, class O>
 void backward(const T* q, const T* k, const T* v, const O* out, const acc_t<T>* lse, const G* dout,
-              T* dq, T* dk, T* dv, const Layouts& lay, int64_t heads, int64_t t, int64_t dh,
+              T* dq, T* dk, T* dv, const Layouts& lay, int64_t kv_heads, int64_t t, int64_t dh,
               bool causal, acc_t<T> scale) {
   using A = acc_t<T>;
   static_assert(std::is_same_v<A, acc_t<G>>);
-  // Heads are independent, so the grain only keeps tiny problems out of a parallel region:
+  const int64_t group = lay.q.heads / lay.k.heads;
+  // Items are independent, so the grain only keeps tiny problems out of a parallel region:
   // about 2^20 multiply-adds per chunk at least.
-  const int64_t head_work = t * t * std::max<int64_t>(dh, 1) * 5;
-  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(head_work, 1));
-  parallel_for(heads, grain, [&](int64_t h0, int64_t h1) {
-    for (int64_t hi = h0; hi < h1; ++hi) {
-      // d [T] = rowsum(dO ∘ O), O unrounded when forward kept it.
-      const auto o = widened(out + lay.out.start(hi), t, dh, lay.out.row, 6);  // [T, Dh]
-      const auto dout_acc = widened(dout + lay.dout.start(hi), t, dh, lay.dout.row, 3);
-      A* d = scratch<A>(7, t);
-      const RowOps<A>& ops = row_ops<A>();
-      for (int64_t r = 0; r < t; ++r) d[r] = ops.dot(dout_acc.at(r), o.at(r), dh);
-      // Gradients accumulate in place when the output already has the math type.
-      constexpr bool in_place = std::is_same_v<T, A>;
-      T* dq_h = dq + lay.dq.start(hi);
-      const GradRows<A> dq_acc = in_place ? GradRows<A>{reinterpret_cast<A*>(dq_h), lay.dq.row}
-                                          : GradRows<A>{scratch<A>(8, t * dh), dh};  // [T, Dh]
-      for (int64_t r = 0; r < t; ++r)
-        std::fill(dq_acc.p + r * dq_acc.ld, dq_acc.p + r * dq_acc.ld + dh, A(0));
-      A* dkv = scratch<A>(9, 2 * kBc * dh);  // dK_j, dV_j [kBc, Dh] each when not in place
-      auto key_blocks = [&]<class E>(const Head<A, E>& h) {
-        for (int64_t c0 = 0; c0 < t; c0 += kBc) {
-          const int64_t cols = std::min(kBc, t - c0);
-          T* dk_j = dk + lay.dk.start(hi) + c0 * lay.dk.row;
-          T* dv_j = dv + lay.dv.start(hi) + c0 * lay.dv.row;
-          if constexpr (in_place) {
-            key_block(h, c0, cols, dq_acc, {dk_j, lay.dk.row}, {dv_j, lay.dv.row});
-          } else {
-            key_block(h, c0, cols, dq_acc, {dkv, dh}, {dkv + kBc * dh, dh});
-            store_rows(dkv, dk_j, cols, dh, lay.dk.row);
-            store_rows(dkv + kBc * dh, dv_j, cols, dh, lay.dv.row);
+  const int64_t item_work = group * t * t * std::max<int64_t>(dh, 1) * 5;
+  const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(item_work, 1));
+  // Gradients accumulate in place when the output already has the math type.
+  constexpr bool in_place = std::is_same_v<T, A>;
+  parallel_for(kv_heads, grain, [&](int64_t k0, int64_t k1) {
+    for (int64_t ki = k0; ki < k1; ++ki) {
+      T* dk_h = dk + lay.dk.start(ki);
+      T* dv_h = dv + lay.dv.start(ki);
+      A* dkv = in_place ? nullptr : scratch<A>(9, 2 * t * dh);  // dK, dV [T, Dh] each
+      const GradRows<A> dk_acc =
+          in_place ? GradRows<A>{reinterpret_cast<A*>(dk_h), lay.dk.row} : GradRows<A>{dkv, dh};
+      const GradRows<A> dv_acc = in_place ? GradRows<A>{reinterpret_cast<A*>(dv_h), lay.dv.row}
+                                          : GradRows<A>{dkv + t * dh, dh};
+      for (int64_t r = 0; r < t; ++r) {
+        std::fill(dk_acc.p + r * dk_acc.ld, dk_acc.p + r * dk_acc.ld + dh, A(0));
+        std::fill(dv_acc.p + r * dv_acc.ld, dv_acc.p + r * dv_acc.ld + dh, A(0));
+      }
+      bool native = false;
+      if constexpr (std::is_same_v<G, T>) native = native_bf16<T>();
+      // Widened once per key/value head, shared by its query heads.
+      const Rows<A> kw = native ? Rows<A>{} : widened(k + lay.k.start(ki), t, dh, lay.k.row, 1);
+      const Rows<A> vw = native ? Rows<A>{} : widened(v + lay.v.start(ki), t, dh, lay.v.row, 2);
+      const int64_t first = ki / lay.k.heads * lay.q.heads + ki % lay.k.heads * group;
+      for (int64_t hi = first; hi < first + group; ++hi) {
+        // d [T] = rowsum(dO ∘ O), O unrounded when forward kept it.
+        const auto o = widened(out + lay.out.start(hi), t, dh, lay.out.row, 6);  // [T, Dh]
+        const auto dout_acc = widened(dout + lay.dout.start(hi), t, dh, lay.dout.row, 3);
+        A* d = scratch<A>(7, t);
+        const RowOps<A>& ops = row_ops<A>();
+        for (int64_t r = 0; r < t; ++r) d[r] = ops.dot(dout_acc.at(r), o.at(r), dh);
+        T* dq_h = dq + lay.dq.start(hi);
+        const GradRows<A> dq_acc = in_place ? GradRows<A>{reinterpret_cast<A*>(dq_h), lay.dq.row}
+                                            : GradRows<A>{scratch<A>(8, t * dh), dh};  // [T, Dh]
+        for (int64_t r = 0; r < t; ++r)
+          std::fill(dq_acc.p + r * dq_acc.ld, dq_acc.p + r * dq_acc.ld + dh, A(0));
+        auto key_blocks = [&]<class E>(const Head<A, E>& h) {
+          for (int64_t c0 = 0; c0 < t; c0 += kBc)
+            key_block(h, c0, std::min(kBc, t - c0), dq_acc, {dk_acc.p + c0 * dk_acc.ld, dk_acc.ld},
+                      {dv_acc.p + c0 * dv_acc.ld, dv_acc.ld});
+        };
+        if constexpr (std::is_same_v<G, T>) {
+          if (native) {  // the products read the stored rows
+            key_blocks(Head<A, T>{{q + lay.q.start(hi), lay.q.row},
+                                  {k + lay.k.start(ki), lay.k.row},
+                                  {v + lay.v.start(ki), lay.v.row},
+                                  {dout + lay.dout.start(hi), lay.dout.row},
+                                  lse + hi * t,
+                                  d,
+                                  t,
+                                  dh,
+                                  causal,
+                                  scale});
           }
         }
-      };
-      if constexpr (std::is_same_v<G, T>) {
-        if (native_bf16<T>()) {  // the products read the stored rows
-          key_blocks(Head<A, T>{{q + lay.q.start(hi), lay.q.row},
-                                {k + lay.k.start(hi), lay.k.row},
-                                {v + lay.v.start(hi), lay.v.row},
-                                {dout + lay.dout.start(hi), lay.dout.row},
-                                lse + hi * t,
-                                d,
-                                t,
-                                dh,
-                                causal,
-                                scale});
-          if constexpr (!in_place) store_rows(dq_acc.p, dq_h, t, dh, lay.dq.row);
-          continue;
-        }
+        if (!native)
+          key_blocks(Head<A, A>{widened(q + lay.q.start(hi), t, dh, lay.q.row, 0), kw, vw, dout_acc,
+                                lse + hi * t, d, t, dh, causal, scale});
+        if constexpr (!in_place) store_rows(dq_acc.p, dq_h, t, dh, lay.dq.row);
       }
-      key_blocks(Head<A, A>{widened(q + lay.q.start(hi), t, dh, lay.q.row, 0),
-                            widened(k + lay.k.start(hi), t, dh, lay.k.row, 1),
-                            widened(v + lay.v.start(hi), t, dh, lay.v.row, 2), dout_acc,
-                            lse + hi * t, d, t, dh, causal, scale});
-      if constexpr (!in_place) store_rows(dq_acc.p, dq_h, t, dh, lay.dq.row);
+      if constexpr (!in_place) {
+        store_rows(dk_acc.p, dk_h, t, dh, lay.dk.row);
+        store_rows(dv_acc.p, dv_h, t, dh, lay.dv.row);
+      }
     }
   });
 }
@@ -162,7 +171,7 @@ void backward(const T* q, const T* k, const T* v, const O* out, const acc_t<T>* 
 AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& out, const Tensor& lse, const Tensor& dout,
                                   bool causal, double scale) {
-  const int64_t heads = q.size(0) * q.size(1), t = q.size(2), dh = q.size(3);
+  const int64_t kv_heads = k.size(0) * k.size(1), t = q.size(2), dh = q.size(3);
   AttentionGrads g{empty_like_rows(q, q.dtype()), empty_like_rows(k, q.dtype()),
                    empty_like_rows(v, q.dtype())};
   if (q.numel() == 0) return g;
@@ -173,7 +182,8 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
       auto with_out = [&]<class O>() {
         backward<T, G, O>(q.data<T>(), k.data<T>(), v.data<T>(), out.data<O>(),
                           lse.data<acc_t<T>>(), dout.data<G>(), g.dq.data<T>(), g.dk.data<T>(),
-                          g.dv.data<T>(), lay, heads, t, dh, causal, static_cast<acc_t<T>>(scale));
+                          g.dv.data<T>(), lay, kv_heads, t, dh, causal,
+                          static_cast<acc_t<T>>(scale));
       };
       if (out.dtype() == q.dtype()) return with_out.template operator()<T>();
       MIXPREC_CHECK(out.dtype() == DType::f32, "scaled_dot_product_attention backward",

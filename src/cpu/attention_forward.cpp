@@ -88,8 +88,9 @@ void forward(const T* q, const T* k, const T* v, T* out, acc_t<T>* lse, acc_t<T>
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t h = w / chunks, q0 = (w % chunks) * kChunk, q1 = std::min(t, q0 + kChunk);
       const int64_t kend = causal ? q1 : t;  // keys any row of the chunk sees
-      const T* kp = k + lay.k.start(h);
-      const T* vp = v + lay.v.start(h);
+      const int64_t kvh = kv_head(h, lay.q.heads, lay.k.heads);
+      const T* kp = k + lay.k.start(kvh);
+      const T* vp = v + lay.v.start(kvh);
       const bool native = native_bf16<T>();
       const auto kh =
           native ? Rows<acc_t<T>>{} : widened(kp, kend, dh, lay.k.row, 0);  // [kend, Dh]

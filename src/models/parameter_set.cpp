@@ -1,5 +1,6 @@
 #include "mixprec/models/parameter_set.h"
 
+#include <algorithm>
 #include <cmath>
 
 #include "mixprec/core/parallel.h"
@@ -35,11 +36,18 @@ Tensor initial_values_range(const ParamSpec& spec, uint64_t seed, int64_t begin,
       Tensor t = Tensor::empty({end - begin});
       float* out = t.data<float>();
       const uint64_t stream = name_stream(spec.name);
+      const auto numel = static_cast<uint64_t>(spec.numel());
+      const double cutoff = spec.init.cutoff;
       parallel_for(end - begin, 4096, [&](int64_t lo, int64_t hi) {
-        for (int64_t i = lo; i < hi; ++i)
-          out[i] = static_cast<float>(
-              0.0 + spec.init.std *
-                        Generator::standard_normal(seed, stream, static_cast<uint64_t>(begin + i)));
+        for (int64_t i = lo; i < hi; ++i) {
+          auto counter = static_cast<uint64_t>(begin + i);
+          double z = Generator::standard_normal(seed, stream, counter);
+          // Redraws are rare (0.27% at cutoff 3); after 64 of them (never seen) clamp.
+          for (int redraw = 0; cutoff > 0 && std::fabs(z) > cutoff && redraw < 64; ++redraw)
+            z = Generator::standard_normal(seed, stream, counter += numel);
+          if (cutoff > 0) z = std::clamp(z, -cutoff, cutoff);
+          out[i] = static_cast<float>(0.0 + spec.init.std * z);
+        }
       });
       return t;
     }
@@ -56,6 +64,8 @@ void ParameterSet::add(ParamSpec spec) {
     MIXPREC_CHECK(s > 0, where, "shape " + shape_to_string(spec.shape) + " has a size <= 0");
   MIXPREC_CHECK(spec.init.std >= 0 && std::isfinite(spec.init.std), where,
                 "init std " + std::to_string(spec.init.std) + " must be finite and >= 0");
+  MIXPREC_CHECK(spec.init.cutoff >= 0 && std::isfinite(spec.init.cutoff), where,
+                "init cutoff " + std::to_string(spec.init.cutoff) + " must be finite and >= 0");
   index_.emplace(spec.name, specs_.size());
   specs_.push_back(std::move(spec));
 }

@@ -19,6 +19,9 @@ constexpr std::array kFamilies{
                 make<Transformer>},
     ModelFamily{"gpt", "the same transformer with a dense MLP (GPT-2 / nanoGPT shape)",
                 make<Transformer>},
+    ModelFamily{"llama3",
+                "torchtitan's Llama 3: RMSNorm, RoPE, SwiGLU, grouped-query attention, no biases",
+                make<Transformer>},
 };
 
 }  // namespace

@@ -78,9 +78,14 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
   MIXPREC_CHECK(q.defined() && k.defined() && v.defined(), kSdpa, "undefined input");
   MIXPREC_CHECK(q.ndim() == 4, kSdpa,
                 "expects q, k, v [B, H, T, Dh], got q " + shape_to_string(q.shape()));
-  MIXPREC_CHECK(k.shape() == q.shape() && v.shape() == q.shape(), kSdpa,
-                "q, k, v must share one shape [B, H, T, Dh], got q " + shape_to_string(q.shape()) +
-                    ", k " + shape_to_string(k.shape()) + ", v " + shape_to_string(v.shape()));
+  // k and v may have fewer heads than q (grouped-query attention): Hkv dividing H.
+  const bool kv_fits = k.ndim() == 4 && v.shape() == k.shape() && k.size(0) == q.size(0) &&
+                       k.size(2) == q.size(2) && k.size(3) == q.size(3) &&
+                       (k.size(1) == q.size(1) || (k.size(1) > 0 && q.size(1) % k.size(1) == 0));
+  MIXPREC_CHECK(kv_fits, kSdpa,
+                "expects q [B, H, T, Dh] and k, v [B, Hkv, T, Dh] with Hkv dividing H, got q " +
+                    shape_to_string(q.shape()) + ", k " + shape_to_string(k.shape()) + ", v " +
+                    shape_to_string(v.shape()));
   MIXPREC_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), kSdpa,
                 std::string("q, k, v must share a dtype, got ") + dtype_name(q.dtype()) + ", " +
                     dtype_name(k.dtype()) + ", " + dtype_name(v.dtype()) +

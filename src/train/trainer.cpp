@@ -27,6 +27,8 @@
 #include "mixprec/dist/parallelism.h"
 #include "mixprec/io/atomic_file.h"
 #include "mixprec/io/checkpoint_export.h"
+#include "mixprec/io/checkpoint_state.h"
+#include "mixprec/io/hf_weights.h"
 #include "mixprec/optim/clip.h"
 #include "mixprec/report/plot.h"
 #include "mixprec/tensor/allocator.h"
@@ -134,6 +136,7 @@ struct Trainer::State {
   void open_data();
   void build_model();
   void resume();
+  void init_from_hf();
   std::optional<io::Checkpoint> resumable_checkpoint();
   StepMetrics step();
   models::LossParts forward_backward(const data::Batch& batch, float loss_scale);
@@ -262,6 +265,22 @@ void Trainer::State::resume() {
   progress.message("resumed from " + latest->path + " (step " + std::to_string(next_step) + ")");
 }
 
+// The weights of a Hugging Face folder in place of the initial ones: every rank reads the
+// folder (all fail together), keeps its part, and restores it into its masters.
+void Trainer::State::init_from_hf() {
+  const std::string& dir = options.init_from;
+  dist::all_or_none(*comm, [&] {
+    TensorMap local = parallelism->local_training_state(io::import_hf(dir, config.model));
+    for (const auto& p : parallelism->parameters()) {  // narrow masters in the pure modes
+      const auto it = local.find(io::kModelPrefix + p->name());
+      if (it != local.end()) it->second = it->second.to(p->master().dtype());
+    }
+    io::restore_training_state(local, io::TrainingState{parallelism->parameters()});
+  });
+  progress.message("initial weights: " + dir + " (Hugging Face " +
+                   io::hf_layout_name(io::hf_layout_of(config.model)) + ")");
+}
+
 namespace {
 
 // Every rank must run rank 0's config: an MPMD launch (or a --set or file that differs per
@@ -322,6 +341,7 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
   s.open_data();  // a missing corpus fails before anything is allocated
   s.build_model();
   if (s.options.resume) s.resume();
+  if (!s.options.init_from.empty() && s.next_step == 0) s.init_from_hf();
 }
 
 Trainer::~Trainer() = default;

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "dtype_command.h"
+#include "export_command.h"
 #include "memory_command.h"
 #include "mixprec/backend/backend.h"
 #include "mixprec/core/error.h"
@@ -44,6 +45,7 @@ int main(int argc, char** argv) {
   mixprec::cli::add_train_command(app, exit_code);
   mixprec::cli::add_eval_command(app, exit_code);
   mixprec::cli::add_sample_command(app, exit_code);
+  mixprec::cli::add_export_command(app, exit_code);
   mixprec::cli::add_report_commands(app, exit_code);
   mixprec::cli::add_memory_command(app, exit_code);
   try {

@@ -34,6 +34,7 @@ struct TrainArgs {
   std::optional<int64_t> steps;
   std::vector<std::string> set;
   bool resume = false;
+  std::string init_from;
   std::string progress = "auto";
   int64_t stop_at_step = -1;
   bool detect_anomaly = false;
@@ -51,6 +52,7 @@ config::TrainConfig load(const TrainArgs& a) {
 void train_rank(const TrainArgs& a, dist::Communicator& comm) {
   train::TrainerOptions options;
   options.resume = a.resume;
+  options.init_from = a.init_from;
   options.progress = train::parse_progress_style(a.progress);
   options.stop_at_step = a.stop_at_step;
   options.detect_anomaly = a.detect_anomaly;
@@ -129,6 +131,8 @@ void add_train_command(CLI::App& app, int& exit_code) {
       "  mixprec train --config configs/gpt_small.toml --precision fp16-mixed --steps 200\n"
       "  mixprec train configs/tiny.toml --set model.d_model=96 --set optimizer.lr=1e-3\n"
       "  mixprec train configs/moe_small.toml --resume     # continue from the newest checkpoint\n"
+      "  mixprec train configs/llama3_debug.toml --init-from exports/llama3  # fine-tune HF "
+      "weights\n"
       "  mpirun -np 2 mixprec train configs/moe_small.toml  # fully sharded over 2 ranks (FSDP)\n"
       "Writes <run_dir>/metrics.jsonl (one JSON object per step) and, with [checkpoint] enable,\n"
       "<run_dir>/checkpoint/step-<N>.safetensors.");
@@ -145,6 +149,10 @@ void add_train_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Range(int64_t{1}, std::numeric_limits<int64_t>::max()));
   cmd->add_option("--set", args->set, "override a config key: section.key=value (repeatable)");
   cmd->add_flag("--resume", args->resume, "continue from the newest valid checkpoint");
+  cmd->add_option("--init-from", args->init_from,
+                  "start from a Hugging Face folder's weights (Llama or GPT-2 layout; its "
+                  "config.json must describe the config's model); a checkpoint --resume finds "
+                  "wins");
   cmd->add_option("--progress", args->progress, "auto (bar on a terminal), bar, lines, quiet")
       ->check(CLI::IsMember({"auto", "bar", "lines", "quiet"}));
   cmd->add_flag("--detect-anomaly", args->detect_anomaly,

@@ -24,16 +24,26 @@ struct MoeConfig {
 };
 
 struct ModelConfig {
-  std::string kind = "moe";  // moe | gpt
+  std::string kind = "moe";  // moe | gpt | llama3
   std::int64_t vocab_size = 256;
   std::int64_t d_model = 128;
   std::int64_t n_layers = 4;
   std::int64_t n_heads = 4;
+  // Key/value heads (grouped-query attention; n_heads / n_kv_heads query heads share each);
+  // 0 = n_heads.
+  std::int64_t n_kv_heads = 0;
   std::int64_t d_ff = 192;  // hidden width of the MLP (of each expert for moe)
+  // torchtitan's Llama sizing: when multiple_of > 0, d_ff is derived from d_model as
+  // round_up(int(multiplier · int(2 · 4 · d_model / 3)), multiple_of) (multiplier 1 when
+  // ffn_dim_multiplier is 0), and a d_ff given beside it must equal that.
+  std::int64_t multiple_of = 0;
+  double ffn_dim_multiplier = 0.0;
   std::int64_t max_seq_len = 128;
-  std::string norm = "rmsnorm";    // rmsnorm | layernorm
+  std::string norm = "rmsnorm";  // rmsnorm | layernorm
+  double norm_eps = 1e-5;
   std::string mlp = "swiglu";      // swiglu | gelu
   std::string positions = "rope";  // rope | learned
+  double rope_theta = 10000.0;     // RoPE base (Llama 3: 500000)
   bool tie_embeddings = true;
   bool bias = false;  // biases on the attention and MLP linears (GPT-2 style)
   MoeConfig moe;

@@ -37,7 +37,9 @@ HeadRows head_rows(const Tensor& t);  // requires rows_are_dense(t)
 // seen as [B, H, T, Dh] when like's rows are further apart than its heads, else contiguous.
 Tensor empty_like_rows(const Tensor& like, DType dtype);
 
-// q, k, v: [B, H, T, Dh] of one dtype (f64, f32, bf16, f16) with rows_are_dense; scale > 0.
+// q [B, H, T, Dh], k and v [B, Hkv, T, Dh] (H a multiple of Hkv: grouped-query attention,
+// read in place, never repeated) of one dtype (f64, f32, bf16, f16) with rows_are_dense;
+// scale > 0.
 // out is laid out as q (empty_like_rows). Causal: query i sees keys 0..i. Work items are
 // (head, query chunk): bits never depend on the thread count or the layouts.
 // keep_acc_out: for bf16/f16 inputs also return the unrounded f32 output, which backward
@@ -69,6 +71,12 @@ namespace attention_detail {
 // Block sizes of both passes: query rows and keys per block.
 constexpr int64_t kBr = 128;
 constexpr int64_t kBc = 128;
+
+// Grouped-query attention: the key/value head (of B·Hkv) that query head `head` (of B·H)
+// reads. Each key/value head serves H / Hkv consecutive query heads (Hkv = H: its own).
+inline int64_t kv_head(int64_t head, int64_t h, int64_t hkv) {
+  return head / h * hkv + head % h / (h / hkv);
+}
 
 // The GEMM dtype of math type A.
 template <class A>

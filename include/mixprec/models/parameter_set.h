@@ -29,6 +29,9 @@ enum class InitKind { normal, zeros, ones };
 struct InitRule {
   InitKind kind = InitKind::normal;
   double std = 0.02;  // normal only; mean is 0
+  // normal only: > 0 truncates to [-cutoff·std, cutoff·std] (torch's trunc_normal_ with
+  // a = -cutoff·std, b = cutoff·std); an element's draws outside it are redrawn.
+  double cutoff = 0.0;
 };
 
 struct ParamSpec {
@@ -54,7 +57,8 @@ struct ParameterBytes {
 // The Philox stream a parameter's values come from: FNV-1a (64-bit) of its name.
 uint64_t name_stream(std::string_view name);
 // A parameter's initial values in f32 (normals drawn in f64, rounded once):
-// element i of a normal = std * Generator::standard_normal(seed, name_stream(name), i).
+// element i of a normal = std * Generator::standard_normal(seed, name_stream(name), i);
+// truncated, the first of counters i, i + numel, i + 2·numel, ... whose draw is inside.
 Tensor initial_values(const ParamSpec& spec, uint64_t seed);
 // Elements [begin, end) (row-major) of initial_values(spec, seed) as a 1-D f32 tensor, without
 // computing the rest: what a rank of a sharded run materialises (initial_values is this over

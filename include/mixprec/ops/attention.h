@@ -8,16 +8,17 @@
 namespace mixprec {
 
 // q, k, v [B, H, T, Dh] -> [B, H, T, Dh]: softmax(q·kᵀ·scale, causal mask) · v per head.
-// scale <= 0 means 1/sqrt(Dh). Causal: query i attends to keys 0..i. q, k, v share one shape
-// and one dtype (f64, f32, bf16, f16; math in f32, f64 for f64; outputs rounded once).
-// Fused (flash-style): saves only q, k, v, the output (for bf16/f16 inputs its unrounded f32
-// value, so the gradients see one rounding, not several) and one f32 log-sum-exp per row
-// for backward (no T×T tensor); backward recomputes the probabilities block by block.
-// q, k, v are read in place when each row's Dh elements are adjacent (a contiguous tensor, or
-// a [B, T, H·Dh] projection viewed as [B, H, T, Dh]); the output takes q's layout, as
-// PyTorch's CPU flash attention does: for such a view it is [B, T, H, Dh] memory seen as
-// [B, H, T, Dh] (not contiguous; out.transpose(1, 2) is), and the gradients of q, k, v take
-// the layouts of q, k, v.
+// scale <= 0 means 1/sqrt(Dh). Causal: query i attends to keys 0..i. k and v may have fewer
+// heads, [B, Hkv, T, Dh] with Hkv dividing H (grouped-query attention): key/value head j serves
+// query heads j·H/Hkv .. (j+1)·H/Hkv - 1, read in place (never repeated), and its gradients
+// sum over them. q, k, v share one dtype (f64, f32, bf16, f16; math in f32, f64 for f64; outputs
+// rounded once). Fused (flash-style): saves only q, k, v, the output (for bf16/f16 inputs its
+// unrounded f32 value, so the gradients see one rounding, not several) and one f32 log-sum-exp per
+// row for backward (no T×T tensor); backward recomputes the probabilities block by block. q, k, v
+// are read in place when each row's Dh elements are adjacent (a contiguous tensor, or a [B, T,
+// H·Dh] projection viewed as [B, H, T, Dh]); the output takes q's layout, as PyTorch's CPU flash
+// attention does: for such a view it is [B, T, H, Dh] memory seen as [B, H, T, Dh] (not contiguous;
+// out.transpose(1, 2) is), and the gradients of q, k, v take the layouts of q, k, v.
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = true, double scale = 0.0);
 // Rotate-half RoPE (GPT-NeoX / LLaMA): x [B, H, T, Dh] (Dh even), positions

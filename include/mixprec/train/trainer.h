@@ -50,6 +50,9 @@ struct TrainerOptions {
   // When the stop rule ends a diverged run, re-run its last step with per-op checks (autograd
   // anomaly mode) and name the op, the module and the pass that made the first inf/NaN.
   bool detect_anomaly = false;
+  // A Hugging Face folder (io::import_hf) whose weights replace the initial ones of a run
+  // that starts at step 0 (a checkpoint `resume` finds wins); "" = the config's init.
+  std::string init_from = {};
 };
 
 struct TrainSummary {

@@ -1,4 +1,6 @@
-// Reference scaled-dot-product attention: the whole T×T score matrix per head, in f64.
+// Reference scaled-dot-product attention: the whole T×T score matrix per head, in f64. With
+// fewer key/value heads than query heads (grouped-query attention), each key/value head
+// serves a group of consecutive query heads, and its gradients sum over them.
 #include <algorithm>
 #include <cmath>
 #include <limits>
@@ -21,6 +23,13 @@ double dot(const double* a, const double* b, int64_t n) {
   return s;
 }
 
+// The key/value head query head h (of B·H) reads: grouped-query attention shares each of
+// Hkv key/value heads among H / Hkv consecutive query heads.
+struct KvHeads {
+  int64_t h, hkv;
+  int64_t of(int64_t head) const { return head / h * hkv + head % h / (h / hkv); }
+};
+
 // Keys query i sees: 0..i when causal, else all T.
 int64_t visible(bool causal, int64_t i, int64_t t) {
   return causal ? i + 1 : t;
@@ -40,21 +49,22 @@ AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tenso
     return r;
   }
   const Heads Q{values(q), t, dh}, K{values(k), t, dh}, V{values(v), t, dh};
+  const KvHeads kv{q.size(1), k.size(1)};
   std::vector<double> out(static_cast<size_t>(heads * t * dh), 0.0);
   std::vector<double> lse(static_cast<size_t>(heads * t)), s(static_cast<size_t>(t));
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < t; ++i) {
-      const int64_t n = visible(causal, i, t);
+      const int64_t n = visible(causal, i, t), g = kv.of(h);
       double m = -std::numeric_limits<double>::infinity(), l = 0;
       for (int64_t j = 0; j < n; ++j) {
-        s[static_cast<size_t>(j)] = scale * dot(Q.row(h, i), K.row(h, j), dh);
+        s[static_cast<size_t>(j)] = scale * dot(Q.row(h, i), K.row(g, j), dh);
         m = std::max(m, s[static_cast<size_t>(j)]);
       }
       for (int64_t j = 0; j < n; ++j) l += std::exp(s[static_cast<size_t>(j)] - m);
       double* o = out.data() + (h * t + i) * dh;
       for (int64_t j = 0; j < n; ++j) {
         const double p = std::exp(s[static_cast<size_t>(j)] - m) / l;
-        for (int64_t c = 0; c < dh; ++c) o[c] += p * V.row(h, j)[c];
+        for (int64_t c = 0; c < dh; ++c) o[c] += p * V.row(g, j)[c];
       }
       lse[static_cast<size_t>(h * t + i)] = m + std::log(l);
     }
@@ -74,21 +84,23 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
   const Heads Q{values(q), t, dh}, K{values(k), t, dh}, V{values(v), t, dh};
   const Heads O{values(out), t, dh}, dO{values(dout), t, dh};
   const std::vector<double> L = values(lse);
-  std::vector<double> dq(static_cast<size_t>(heads * t * dh), 0.0), dk(dq.size(), 0.0),
-      dv(dq.size(), 0.0);
+  const KvHeads kv{q.size(1), k.size(1)};
+  std::vector<double> dq(static_cast<size_t>(heads * t * dh), 0.0),
+      dk(static_cast<size_t>(k.numel()), 0.0), dv(dk.size(), 0.0);
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < t; ++i) {
+      const int64_t g = kv.of(h);
       const double d = dot(dO.row(h, i), O.row(h, i), dh);
       double* dqi = dq.data() + (h * t + i) * dh;
       for (int64_t j = 0; j < visible(causal, i, t); ++j) {
         const double p =
-            std::exp(scale * dot(Q.row(h, i), K.row(h, j), dh) - L[static_cast<size_t>(h * t + i)]);
-        const double ds = scale * p * (dot(dO.row(h, i), V.row(h, j), dh) - d);
-        double* dkj = dk.data() + (h * t + j) * dh;
-        double* dvj = dv.data() + (h * t + j) * dh;
+            std::exp(scale * dot(Q.row(h, i), K.row(g, j), dh) - L[static_cast<size_t>(h * t + i)]);
+        const double ds = scale * p * (dot(dO.row(h, i), V.row(g, j), dh) - d);
+        double* dkj = dk.data() + (g * t + j) * dh;
+        double* dvj = dv.data() + (g * t + j) * dh;
         for (int64_t c = 0; c < dh; ++c) {
           dvj[c] += p * dO.row(h, i)[c];
-          dqi[c] += ds * K.row(h, j)[c];
+          dqi[c] += ds * K.row(g, j)[c];
           dkj[c] += ds * Q.row(h, i)[c];
         }
       }

@@ -217,6 +217,7 @@ TrainConfig load_config_text(std::string_view toml_text, const std::string& sour
   TableReader(config, origins, where).read(table, "");
   for (const std::string& o : overrides) apply_override(config, origins, where, o);
   detail::resolve_policy(config, origins, where);
+  detail::resolve_model_sizes(config, origins, where);
   detail::validate(config, origins, where);
   return config;
 }

@@ -8,6 +8,7 @@
 #include "../text_bounds.h"
 #include "config_fields.h"
 #include "mixprec/core/error.h"
+#include "mixprec/models/transformer/ffn_sizing.h"
 
 namespace mixprec::config::detail {
 namespace {
@@ -60,6 +61,7 @@ void check_choices(const TrainConfig& config, const Checker& c) {
 constexpr int64_t kMaxWidth = int64_t{1} << 24;
 constexpr int64_t kMaxCount = int64_t{1} << 14;
 constexpr double kMaxProduct = 0x1p40;
+constexpr double kMaxMultiplier = 1000.0;  // Llama 3 405B uses 1.2
 
 void check_bound(const Checker& c, const char* key, int64_t value, int64_t bound) {
   c.require(value <= bound, key, "must be <= " + std::to_string(bound));
@@ -91,7 +93,26 @@ void check_model(const ModelConfig& m, const Checker& c) {
               "gives an odd head size d_model / n_heads with positions = \"rope\" (" +
                   c.show("model.d_model") + ")");
   }
+  c.require(m.n_kv_heads >= 0, "model.n_kv_heads", "must be >= 0 (0 = model.n_heads)");
+  c.require(m.n_kv_heads == 0 || m.n_heads % m.n_kv_heads == 0, "model.n_kv_heads",
+            "must divide " + c.show("model.n_heads") + " (grouped-query attention)");
   c.require(m.d_ff > 0, "model.d_ff", "must be > 0");
+  c.require(m.multiple_of >= 0, "model.multiple_of", "must be >= 0 (0 = d_ff as given)");
+  check_bound(c, "model.multiple_of", m.multiple_of, kMaxWidth);
+  c.require(m.ffn_dim_multiplier >= 0 && m.ffn_dim_multiplier <= kMaxMultiplier,
+            "model.ffn_dim_multiplier", "must be in [0, 1000] (0 = none)");
+  c.require(m.norm_eps > 0 && std::isfinite(m.norm_eps), "model.norm_eps",
+            "must be finite and > 0");
+  c.require(m.rope_theta > 0 && std::isfinite(m.rope_theta), "model.rope_theta",
+            "must be finite and > 0");
+  if (m.kind == "llama3") {
+    // Llama's architecture is fixed; the keys that would change it must say so.
+    c.require(m.norm == "rmsnorm", "model.norm", "must be \"rmsnorm\" for model.kind = \"llama3\"");
+    c.require(m.mlp == "swiglu", "model.mlp", "must be \"swiglu\" for model.kind = \"llama3\"");
+    c.require(m.positions == "rope", "model.positions",
+              "must be \"rope\" for model.kind = \"llama3\"");
+    c.require(!m.bias, "model.bias", "must be false for model.kind = \"llama3\" (no biases)");
+  }
   c.require(m.max_seq_len > 0, "model.max_seq_len", "must be > 0");
   c.require(m.moe.n_experts > 0, "model.moe.n_experts", "must be > 0");
   c.require(m.moe.top_k > 0, "model.moe.top_k", "must be > 0");
@@ -102,6 +123,27 @@ void check_model(const ModelConfig& m, const Checker& c) {
   c.require(m.moe.aux_loss_weight >= 0, "model.moe.aux_loss_weight", "must be >= 0");
   c.require(m.moe.z_loss_weight >= 0, "model.moe.z_loss_weight", "must be >= 0");
 }
+
+}  // namespace
+
+void resolve_model_sizes(TrainConfig& config, const Origins& origins, const std::string& where) {
+  ModelConfig& m = config.model;
+  // Values out of range are validate()'s to report; derive only from sane ones.
+  const bool sane = m.multiple_of > 0 && m.multiple_of <= kMaxWidth && m.d_model > 0 &&
+                    m.d_model <= kMaxWidth && m.ffn_dim_multiplier >= 0 &&
+                    m.ffn_dim_multiplier <= kMaxMultiplier;
+  if (!sane) return;
+  const int64_t derived =
+      models::llama_ffn_hidden_dim(m.d_model, m.multiple_of, m.ffn_dim_multiplier);
+  const Checker c(config, origins, where);
+  c.require(!origins.contains("model.d_ff") || m.d_ff == derived, "model.d_ff",
+            "disagrees with the " + std::to_string(derived) + " that " +
+                c.show("model.multiple_of") + " and " + c.show("model.ffn_dim_multiplier") +
+                " give (set one or the other)");
+  m.d_ff = derived;
+}
+
+namespace {
 
 void check_training(const TrainConfig& cfg, const Checker& c) {
   const TrainingConfig& t = cfg.training;

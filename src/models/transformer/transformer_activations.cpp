@@ -6,7 +6,7 @@
 // Saved per block (pre-norm; each norm runs in f32 under autocast but keeps its narrow input):
 //   attn_norm   input (the residual) r·N·d + rstd a·N (LayerNorm: + mean a·N)
 //   q/k/v in    the one cast copy the three projections share            c·N·d
-//   attention   q, k (after RoPE) and v, contiguous                       3c·N·d
+//   attention   q, k (after RoPE) and v, contiguous  c·N·d + 2c·N·kv (kv = n_kv_heads·d/H)
 //               f32 output before rounding (narrow inputs) or the output  a·N·d
 //               log-sum-exp per row and head                              a·N·H
 //   wo in       the heads merged back (a copy of a transposed view)       c·N·d
@@ -25,7 +25,7 @@
 // block's backward the largest set is the MoE combine's (f32 copies of the output gradient
 // a·N·d, of the experts' outputs and their gradients 2a·R·d, the gradients rounded back c·R·d,
 // plus the residual gradient r·N·d), or the dense MLP's (r·N·d + 2c·N·F), or attention's
-// (r·N·d + 5c·N·d: merged-heads gradient, its contiguous copy, dq, dk, dv).
+// (r·N·d + 3c·N·d + 2c·N·kv: merged-heads gradient, its contiguous copy, dq, dk, dv).
 #include "mixprec/models/transformer/transformer.h"
 
 #include <algorithm>
@@ -44,6 +44,7 @@ Bytes u(int64_t v) {
 struct Sizes {
   Bytes c, r, a;
   int64_t N, d, H, F, V;
+  int64_t kv;  // width of k and v: n_kv_heads · d / H (d without grouped-query attention)
 };
 
 Bytes norm_saved(const Sizes& s, bool layernorm) {
@@ -53,7 +54,7 @@ Bytes norm_saved(const Sizes& s, bool layernorm) {
 Bytes attention_saved(const Sizes& s, bool layernorm) {
   const Bytes nd = u(s.N * s.d);
   return norm_saved(s, layernorm) + s.c * nd  // shared q/k/v input
-         + 3 * s.c * nd                       // q, k, v
+         + s.c * (nd + 2 * u(s.N * s.kv))     // q, k, v
          + s.a * nd + s.a * u(s.N * s.H)      // f32 output, log-sum-exp
          + s.c * nd;                          // wo input
 }
@@ -88,7 +89,7 @@ Bytes mlp_saved(const Sizes& s, const config::ModelConfig& m) {
 
 Bytes block_backward_transient(const Sizes& s, const config::ModelConfig& m) {
   const Bytes nd = u(s.N * s.d), residual_grad = s.r * nd;
-  const Bytes attention = residual_grad + 5 * s.c * nd;
+  const Bytes attention = residual_grad + s.c * (3 * nd + 2 * u(s.N * s.kv));
   Bytes mlp = residual_grad + 2 * s.c * u(s.N * s.F);
   if (m.kind == "moe") {
     const Bytes rd = u(routed_rows(m, s.N) * s.d);
@@ -112,6 +113,7 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   s.N = sequences * seq_len;
   s.d = m.d_model;
   s.H = m.n_heads;
+  s.kv = (m.n_kv_heads > 0 ? m.n_kv_heads : m.n_heads) * (m.d_model / m.n_heads);
   s.F = m.d_ff;
   s.V = m.vocab_size;
   const bool layernorm = m.norm == "layernorm";

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "mixprec/models/transformer/ffn_sizing.h"
+
 namespace mixprec::models {
 namespace {
 
@@ -22,7 +24,8 @@ void check_positive(const char* key, int64_t v) {
 }
 
 void check_config(const config::ModelConfig& c) {
-  check_one_of("kind", c.kind, "gpt", "moe");
+  MIXPREC_CHECK(c.kind == "gpt" || c.kind == "moe" || c.kind == "llama3", kWhere,
+                "model.kind = '" + c.kind + "' is not one of gpt, moe, llama3");
   check_one_of("norm", c.norm, "rmsnorm", "layernorm");
   check_one_of("mlp", c.mlp, "swiglu", "gelu");
   check_one_of("positions", c.positions, "rope", "learned");
@@ -35,6 +38,23 @@ void check_config(const config::ModelConfig& c) {
   MIXPREC_CHECK(c.d_model % c.n_heads == 0, kWhere,
                 "model.d_model = " + std::to_string(c.d_model) +
                     " is not a multiple of model.n_heads = " + std::to_string(c.n_heads));
+  MIXPREC_CHECK(c.n_kv_heads >= 0 && (c.n_kv_heads == 0 || c.n_heads % c.n_kv_heads == 0), kWhere,
+                "model.n_kv_heads = " + std::to_string(c.n_kv_heads) +
+                    " must divide model.n_heads = " + std::to_string(c.n_heads) + " (0 = n_heads)");
+  MIXPREC_CHECK(c.norm_eps > 0 && std::isfinite(c.norm_eps), kWhere,
+                "model.norm_eps = " + std::to_string(c.norm_eps) + " must be finite and > 0");
+  MIXPREC_CHECK(c.rope_theta > 0 && std::isfinite(c.rope_theta), kWhere,
+                "model.rope_theta = " + std::to_string(c.rope_theta) + " must be finite and > 0");
+  if (c.multiple_of > 0) {
+    const int64_t derived = llama_ffn_hidden_dim(c.d_model, c.multiple_of, c.ffn_dim_multiplier);
+    MIXPREC_CHECK(c.d_ff == derived, kWhere,
+                  "model.d_ff = " + std::to_string(c.d_ff) + " is not the " +
+                      std::to_string(derived) + " that model.multiple_of gives");
+  }
+  if (c.kind == "llama3")
+    MIXPREC_CHECK(c.norm == "rmsnorm" && c.mlp == "swiglu" && c.positions == "rope" && !c.bias,
+                  kWhere,
+                  "model.kind = llama3 needs norm rmsnorm, mlp swiglu, positions rope and no bias");
   if (c.positions == "rope")
     MIXPREC_CHECK((c.d_model / c.n_heads) % 2 == 0, kWhere,
                   "rope needs an even head dim, got " + std::to_string(c.d_model / c.n_heads));
@@ -57,15 +77,21 @@ Transformer::Transformer(const config::ModelConfig& config) : Model(config) {
   layernorm_ = config_.norm == "layernorm";
   rope_ = config_.positions == "rope";
   moe_ = config_.kind == "moe";
+  kv_heads_ = config_.n_kv_heads > 0 ? config_.n_kv_heads : config_.n_heads;
   describe_parameters();
 }
 
 void Transformer::describe_parameters() {
   const config::ModelConfig& c = config_;
-  const int64_t d = c.d_model, ff = c.d_ff;
+  const int64_t d = c.d_model, ff = c.d_ff, kv = kv_heads_ * (d / c.n_heads);
+  const bool llama = c.kind == "llama3";
   const InitRule weight{InitKind::normal, 0.02};
-  const InitRule residual{InitKind::normal,
-                          0.02 / std::sqrt(2.0 * static_cast<double>(c.n_layers))};
+  // The residual outputs (wo, w_down; Llama also w_up): GPT-2 scales by the depth of the
+  // whole model, torchtitan's Llama (depth_init) by the layer's own: 0.02 / sqrt(2·(l + 1)).
+  auto residual = [&](int64_t layer) {
+    const double depth = static_cast<double>(llama ? layer + 1 : c.n_layers);
+    return InitRule{InitKind::normal, 0.02 / std::sqrt(2.0 * depth)};
+  };
   const optim::ParamRole no_decay{.no_weight_decay = true};
   std::string unit = "root";  // the unit the parameters added next belong to
   auto add = [&](std::string name, Shape shape, InitRule init, optim::ParamRole role = {}) {
@@ -81,33 +107,38 @@ void Transformer::describe_parameters() {
     add(name, {out, in}, init, role);
     if (c.bias) add(name + "_bias", {out}, {InitKind::zeros}, no_decay);
   };
-  auto add_ffn = [&](const std::string& prefix) {
+  auto add_ffn = [&](const std::string& prefix, int64_t layer) {
     if (mlp_ == MlpKind::swiglu) add_linear(prefix + ".w_gate", ff, d, weight);
-    add_linear(prefix + ".w_up", ff, d, weight);
-    add_linear(prefix + ".w_down", d, ff, residual);
+    add_linear(prefix + ".w_up", ff, d, llama ? residual(layer) : weight);
+    add_linear(prefix + ".w_down", d, ff, residual(layer));
   };
 
-  add("tok_emb.weight", {c.vocab_size, d}, weight);
+  // torchtitan's Llama: embedding N(0, 1); output N(0, d^-1/2) truncated at 3 std.
+  add("tok_emb.weight", {c.vocab_size, d}, llama ? InitRule{InitKind::normal, 1.0} : weight);
   if (!rope_) add("pos_emb.weight", {c.max_seq_len, d}, weight);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     unit = block_unit(l);
     const std::string b = unit + ".";
     add_norm(b + "attn_norm");
     add_linear(b + "attn.wq", d, d, weight, {.heads = c.n_heads});
-    add_linear(b + "attn.wk", d, d, weight, {.heads = c.n_heads});
-    add_linear(b + "attn.wv", d, d, weight);
-    add_linear(b + "attn.wo", d, d, residual);
+    add_linear(b + "attn.wk", kv, d, weight, {.heads = kv_heads_});
+    add_linear(b + "attn.wv", kv, d, weight);
+    add_linear(b + "attn.wo", d, d, residual(l));
     add_norm(b + "mlp_norm");
     if (moe_) {
       add(b + "moe.router", {c.moe.n_experts, d}, weight);
-      for (int64_t e = 0; e < c.moe.n_experts; ++e) add_ffn(b + "moe.experts." + std::to_string(e));
+      for (int64_t e = 0; e < c.moe.n_experts; ++e)
+        add_ffn(b + "moe.experts." + std::to_string(e), l);
     } else {
-      add_ffn(b + "mlp");
+      add_ffn(b + "mlp", l);
     }
   }
   unit = "root";
   add_norm("final_norm");
-  if (!c.tie_embeddings) add("lm_head.weight", {c.vocab_size, d}, weight);
+  const double out_std = 1.0 / std::sqrt(static_cast<double>(d));
+  if (!c.tie_embeddings)
+    add("lm_head.weight", {c.vocab_size, d},
+        llama ? InitRule{InitKind::normal, out_std, 3.0} : weight);
 }
 
 std::vector<std::string> Transformer::shard_units() const {
@@ -118,10 +149,14 @@ std::vector<std::string> Transformer::shard_units() const {
 
 std::string Transformer::describe() const {
   const config::ModelConfig& c = config_;
+  const std::string heads = kv_heads_ == c.n_heads
+                                ? fmt::format("{} heads", c.n_heads)
+                                : fmt::format("{} heads ({} kv)", c.n_heads, kv_heads_);
+  const std::string positions =
+      rope_ ? fmt::format("rope positions (theta {:g})", c.rope_theta) : "learned positions";
   std::string text = fmt::format(
-      "model: {} | d_model {} | {} layers | {} heads | d_ff {} | {} | {} | {} positions | "
-      "vocab {}",
-      c.kind, c.d_model, c.n_layers, c.n_heads, c.d_ff, c.norm, c.mlp, c.positions, c.vocab_size);
+      "model: {} | d_model {} | {} layers | {} | d_ff {} | {} | {} | {} | vocab {}", c.kind,
+      c.d_model, c.n_layers, heads, c.d_ff, c.norm, c.mlp, positions, c.vocab_size);
   if (moe_) text += fmt::format(" | {} experts, top-{}", c.moe.n_experts, c.moe.top_k);
   return text;
 }

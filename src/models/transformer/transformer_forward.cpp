@@ -23,22 +23,23 @@ Tensor Transformer::norm(const Tensor& x, const std::string& prefix, const char*
   amp::ModuleScope scope(name);
   const std::string full = prefix + name;
   const Tensor& w = weight(full + ".weight");
-  return layernorm_ ? layernorm(x, w, weight(full + ".bias")) : rmsnorm(x, w);
+  return layernorm_ ? layernorm(x, w, weight(full + ".bias"), config_.norm_eps)
+                    : rmsnorm(x, w, config_.norm_eps);
 }
 
 Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix) const {
   amp::ModuleScope scope("attn");
   const int64_t B = x_in.size(0), T = x_in.size(1), d = config_.d_model, H = config_.n_heads;
   const Tensor x = as_linear_input(x_in);
-  // [B, T, d] -> [B, H, T, Dh] (a strided view of the projection)
-  auto heads = [&](const char* name) {
-    return project(x, prefix + name).view({B, T, H, d / H}).permute({0, 2, 1, 3});
+  // [B, T, n·Dh] -> [B, n, T, Dh] (a strided view of the projection); k and v have kv_heads_.
+  auto heads = [&](const char* name, int64_t n) {
+    return project(x, prefix + name).view({B, T, n, d / H}).permute({0, 2, 1, 3});
   };
-  Tensor q = heads("attn.wq"), k = heads("attn.wk");
-  const Tensor v = heads("attn.wv");
+  Tensor q = heads("attn.wq", H), k = heads("attn.wk", kv_heads_);
+  const Tensor v = heads("attn.wv", kv_heads_);
   if (rope_) {
-    q = rope(q);
-    k = rope(k);
+    q = rope(q, config_.rope_theta);
+    k = rope(k, config_.rope_theta);
   }
   const Tensor a = scaled_dot_product_attention(q, k, v, /*causal=*/true);
   return project(a.transpose(1, 2).reshape({B, T, d}), prefix + "attn.wo");

@@ -88,6 +88,20 @@ TEST(ConfigFiles, TinyReadsDumpFolderAndKeepsDefaults) {
   EXPECT_FALSE(c.checkpoint.enable);
 }
 
+TEST(ConfigFiles, LlamaConfigsDeriveDffAsTorchtitanDoes) {
+  const TrainConfig debug = load_config(repo_config("llama3_debug.toml"));
+  EXPECT_EQ(debug.model.kind, "llama3");
+  EXPECT_EQ(debug.model.d_model, 256);
+  EXPECT_EQ(debug.model.n_layers, 8);
+  EXPECT_EQ(debug.model.n_heads, 16);
+  EXPECT_EQ(debug.model.d_ff, 768);  // round_up(int(2 * 1024 / 3) = 682, 256)
+  EXPECT_EQ(debug.model.rope_theta, 500000.0);
+  EXPECT_FALSE(debug.model.tie_embeddings);
+  const TrainConfig big = load_config(repo_config("llama3_100m.toml"));
+  EXPECT_EQ(big.model.n_kv_heads, 4);
+  EXPECT_EQ(big.model.d_ff, 2816);  // round_up(int(1.3 * 2048) = 2662, 256)
+}
+
 TEST(ConfigFiles, EmptyFileIsTheDefaults) {
   EXPECT_EQ(testing::load_text(""), TrainConfig{});
   EXPECT_EQ(TrainConfig{}.training.policy, bf16_mixed_by_hand());

@@ -59,9 +59,9 @@ TEST(ConfigErrors, UnknownKeyListsValidKeys) {
                  {"line 2: unknown key 'model.moe.experts'",
                   "valid keys of [model.moe]: n_experts, top_k, capacity_factor, "
                   "aux_loss_weight, z_loss_weight"});
-  expect_message(
-      load_error("[model]\nd_model = 64\n[model.attn]\nx = 1\n"),
-      {"line 3: unknown key 'model.attn'", "positions, tie_embeddings, bias, [model.moe]"});
+  expect_message(load_error("[model]\nd_model = 64\n[model.attn]\nx = 1\n"),
+                 {"line 3: unknown key 'model.attn'",
+                  "positions, rope_theta, tie_embeddings, bias, [model.moe]"});
   expect_message(load_error("runs = \"x\"\n"), {"line 1: unknown key 'runs'",
                                                 "valid keys at the top level: run_dir, "
                                                 "dump_folder, [model], [training]"});
@@ -126,6 +126,22 @@ TEST(ConfigErrors, OutOfRangeNameKeyAndValue) {
            Case{"[training]\ngrad_clip_value = 0.5\n",
                 "line 2: training.grad_clip_value = 0.5 clips by value, and training.grad_clip "
                 "by norm: set one of them to 0"},
+           // Llama 3's keys.
+           Case{"[model]\nn_heads = 4\nn_kv_heads = 3\n",
+                "line 3: model.n_kv_heads = 3 must divide model.n_heads = 4"},
+           Case{"[model]\nd_model = 256\nmultiple_of = 256\nd_ff = 500\n",
+                "line 4: model.d_ff = 500 disagrees with the 768 that model.multiple_of = 256 and "
+                "model.ffn_dim_multiplier = 0.0 give (set one or the other)"},
+           Case{"[model]\nkind = \"llama3\"\nnorm = \"layernorm\"\n",
+                "line 3: model.norm = \"layernorm\" must be \"rmsnorm\" for model.kind = "
+                "\"llama3\""},
+           Case{"[model]\nkind = \"llama3\"\nbias = true\n",
+                "line 3: model.bias = true must be false for model.kind = \"llama3\""},
+           Case{"[model]\nrope_theta = 0\n",
+                "line 2: model.rope_theta = 0.0 must be finite and > 0"},
+           Case{"[model]\nnorm_eps = -1e-5\n", "line 2: model.norm_eps = -1e-05 must be finite"},
+           Case{"[model]\nffn_dim_multiplier = 1e9\nmultiple_of = 8\n",
+                "line 2: model.ffn_dim_multiplier = 1e+09 must be in [0, 1000]"},
            Case{"[training]\ngrad_clip = 0\ngrad_clip_value = -1\n",
                 "line 3: training.grad_clip_value = -1.0 must be finite and >= 0 (0 = off)"},
        }) {

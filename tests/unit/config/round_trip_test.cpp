@@ -15,7 +15,8 @@ using testing::load_text;
 using testing::repo_config;
 
 TEST(ConfigRoundTrip, ShippedConfigs) {
-  for (const char* name : {"tiny.toml", "moe_small.toml", "gpt_small.toml"}) {
+  for (const char* name :
+       {"tiny.toml", "moe_small.toml", "gpt_small.toml", "llama3_debug.toml", "llama3_100m.toml"}) {
     const TrainConfig c = load_config(repo_config(name));
     EXPECT_EQ(load_text(to_toml(c)), c) << name << "\n" << to_toml(c);
   }
@@ -29,11 +30,16 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
              .d_model = 96,
              .n_layers = 3,
              .n_heads = 6,
-             .d_ff = 200,
+             .n_kv_heads = 3,
+             .d_ff = 320,  // round_up(int(1.25 * int(2 * 384 / 3)), 8)
+             .multiple_of = 8,
+             .ffn_dim_multiplier = 1.25,
              .max_seq_len = 256,
              .norm = "layernorm",
+             .norm_eps = 1e-6,
              .mlp = "gelu",
              .positions = "learned",
+             .rope_theta = 1e6,
              .tie_embeddings = false,
              .bias = true,
              .moe = {.n_experts = 3,

@@ -1,23 +1,29 @@
-// The transformer family (models/registry.h: kinds "gpt" and "moe"): language models from
-// config::ModelConfig, kind "gpt" (dense MLP) or "moe"
-// (every block's MLP is a mixture of experts, models/transformer/moe.h).
+// The transformer family (models/registry.h: kinds "gpt", "moe" and "llama3"): language models
+// from config::ModelConfig, kind "gpt" (dense MLP), "moe" (every block's MLP is a mixture of
+// experts, models/transformer/moe.h) or "llama3" (torchtitan's Llama 3: RMSNorm, RoPE with
+// model.rope_theta, SwiGLU sized by model.multiple_of, grouped-query attention, no biases, an
+// untied output, and torchtitan's initialisation).
 //
 //   h = tok_emb[tokens] (+ pos_emb[0..T) when positions = learned)
 //   per block l:  h += attn(norm(h));  h += mlp_or_moe(norm(h))      (pre-norm)
 //   logits = lm_head(final_norm(h))     (lm_head = tok_emb when tie_embeddings)
 //
 // Attention is causal multi-head with the fused op; separate q/k/v/o projections (q and k
-// carry the heads role for Adam-mini), RoPE on q and k when positions = rope. Linear biases
-// only with model.bias (GPT-2 style, "<weight>_bias", zero-initialised, no weight decay);
+// carry the heads role for Adam-mini), RoPE (rotate-half, Hugging Face's convention, base
+// model.rope_theta) on q and k when positions = rope. With model.n_kv_heads < n_heads, wk and
+// wv project to n_kv_heads heads, each shared by n_heads / n_kv_heads query heads (GQA). Linear
+// biases only with model.bias (GPT-2 style, "<weight>_bias", zero-initialised, no weight decay);
 // LayerNorm has its bias. Each submodule runs in an amp::ModuleScope
 // named like its parameters ("tok_emb", "blocks.3.attn", "blocks.3.moe", "final_norm",
 // "lm_head"), so autocast's fp32_modules globs reach them.
 //
 // Parameter names (GPT-2 init: N(0, 0.02); residual outputs wo and w_down N(0, 0.02/sqrt(2L));
-// norm gains 1, biases 0):
+// norm gains 1, biases 0. llama3, torchtitan's: tok_emb N(0, 1); wo, w_up and w_down of layer l
+// N(0, 0.02/sqrt(2(l+1))); lm_head N(0, d^-1/2) truncated at 3 std):
 //   tok_emb.weight [V, d], pos_emb.weight [max_seq_len, d] (learned), lm_head.weight [V, d]
 //   (untied), final_norm.weight (+ .bias), and per block blocks.<l>.:
-//   attn_norm.weight/.bias, attn.wq/wk/wv/wo [d, d], mlp_norm.weight/.bias,
+//   attn_norm.weight/.bias, attn.wq/wo [d, d], attn.wk/wv [n_kv_heads·d/n_heads, d],
+//   mlp_norm.weight/.bias,
 //   gpt: mlp.w_gate (swiglu), mlp.w_up [d_ff, d], mlp.w_down [d, d_ff];
 //   moe: moe.router [E, d], moe.experts.<e>.w_gate/w_up/w_down.
 #pragma once
@@ -63,6 +69,7 @@ class Transformer final : public Model {
 
   MlpKind mlp_;
   bool layernorm_, rope_, moe_;
+  int64_t kv_heads_;  // model.n_kv_heads, or n_heads when it is 0
   std::vector<MoeLayerStats> moe_stats_;
   std::vector<Tensor> router_logits_, aux_losses_, z_losses_;
 };
