@@ -104,7 +104,7 @@ data::TokenSplit random_tokens(int64_t n, uint64_t seed) {
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     t = static_cast<uint8_t>(z ^ (z >> 31));
   }
-  return {buf, {buf->data(), buf->size()}, "random tokens"};
+  return {buf, {buf->data(), static_cast<int64_t>(buf->size()), 1}, "random tokens", "", 0};
 }
 
 data::TokenSplit load_tokens(const std::string& path) {

@@ -10,6 +10,7 @@ PACKAGES=(
   nlohmann-json3-dev                 # safetensors headers
   libtomlplusplus-dev                # TOML training configs (configs/*.toml)
   libopenblas-dev                    # sgemm (found by name via pkg-config openblas)
+  libsentencepiece-dev               # subword tokenizers: mixprec tokenizer train, [model] tokenizer
   clang-format                       # style check in CI
   fortunes                           # default training corpus (/usr/share/games/fortunes)
   gnuplot-nox                        # loss-curve PNGs (mixprec plot, src/report)

@@ -18,18 +18,29 @@ void check_fits(const TokenSplit& split, int64_t batch_size, int64_t seq_len, co
                     std::to_string(split.size()));
 }
 
-// Row r of the result is the window of seq_len + 1 tokens starting at starts[r].
-Batch gather_windows(const TokenSplit& split, const std::vector<int64_t>& starts, int64_t seq_len) {
+// Row r of the result is the window of seq_len + 1 tokens starting at starts[r]. Every id is
+// checked against the vocabulary (vocab_size > 0) as it is read: a token file is mapped, never
+// read whole, so this is where a bad id is met.
+Batch gather_windows(const TokenSplit& split, const std::vector<int64_t>& starts, int64_t seq_len,
+                     int64_t vocab_size) {
   const auto rows = static_cast<int64_t>(starts.size());
   Batch b{Tensor::empty({rows, seq_len}, DType::i64), Tensor::empty({rows, seq_len}, DType::i64)};
   int64_t* in = b.inputs.data<int64_t>();    // [rows, seq_len]
   int64_t* out = b.targets.data<int64_t>();  // [rows, seq_len]
+  std::vector<int64_t> w(static_cast<std::size_t>(seq_len + 1));
   for (int64_t r = 0; r < rows; ++r) {
-    const uint8_t* w = split.tokens.data() + starts[static_cast<std::size_t>(r)];
-    for (int64_t t = 0; t < seq_len; ++t) {
-      in[r * seq_len + t] = w[t];
-      out[r * seq_len + t] = w[t + 1];
+    const int64_t start = starts[static_cast<std::size_t>(r)];
+    for (int64_t t = 0; t <= seq_len; ++t) {
+      const int64_t id = split.tokens[start + t];
+      if (vocab_size > 0 && id >= vocab_size)
+        throw Error(
+            "data " + split.file,
+            "token id " + std::to_string(id) + " at " + split.where(start + t) +
+                " is outside the vocabulary: model.vocab_size = " + std::to_string(vocab_size));
+      w[static_cast<std::size_t>(t)] = id;
     }
+    std::copy(w.begin(), w.end() - 1, in + r * seq_len);
+    std::copy(w.begin() + 1, w.end(), out + r * seq_len);
   }
   return b;
 }
@@ -46,8 +57,13 @@ RowRange rank_rows(int64_t batch_size, int64_t rank, int64_t world) {
   return {rank * batch_size / world, (rank + 1) * batch_size / world};
 }
 
-TrainBatches::TrainBatches(TokenSplit split, int64_t batch_size, int64_t seq_len, uint64_t seed)
-    : split_(std::move(split)), batch_size_(batch_size), seq_len_(seq_len), seed_(seed) {
+TrainBatches::TrainBatches(TokenSplit split, int64_t batch_size, int64_t seq_len, uint64_t seed,
+                           int64_t vocab_size)
+    : split_(std::move(split)),
+      batch_size_(batch_size),
+      seq_len_(seq_len),
+      seed_(seed),
+      vocab_size_(vocab_size) {
   check_fits(split_, batch_size_, seq_len_, "data TrainBatches");
 }
 
@@ -62,11 +78,15 @@ Batch TrainBatches::batch(uint64_t step, int64_t rank, int64_t world) const {
   const RowRange rows = rank_rows(batch_size_, rank, world);
   std::vector<int64_t> starts;
   for (int64_t r = rows.begin; r < rows.end; ++r) starts.push_back(window_start(step, r));
-  return gather_windows(split_, starts, seq_len_);
+  return gather_windows(split_, starts, seq_len_, vocab_size_);
 }
 
-ValidationBatches::ValidationBatches(TokenSplit split, int64_t batch_size, int64_t seq_len)
-    : split_(std::move(split)), batch_size_(batch_size), seq_len_(seq_len) {
+ValidationBatches::ValidationBatches(TokenSplit split, int64_t batch_size, int64_t seq_len,
+                                     int64_t vocab_size)
+    : split_(std::move(split)),
+      batch_size_(batch_size),
+      seq_len_(seq_len),
+      vocab_size_(vocab_size) {
   check_fits(split_, batch_size_, seq_len_, "data ValidationBatches");
 }
 
@@ -78,7 +98,7 @@ Batch ValidationBatches::batch(int64_t index) const {
   const int64_t last = std::min(first + batch_size_, num_windows());
   std::vector<int64_t> starts;
   for (int64_t w = first; w < last; ++w) starts.push_back(w * seq_len_);
-  return gather_windows(split_, starts, seq_len_);
+  return gather_windows(split_, starts, seq_len_, vocab_size_);
 }
 
 }  // namespace mixprec::data

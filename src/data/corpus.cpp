@@ -77,9 +77,8 @@ std::vector<CorpusFile> list_corpus_files(const CorpusSpec& spec) {
   return files;
 }
 
-uint64_t corpus_fingerprint(const std::vector<CorpusFile>& files) {
+uint64_t corpus_fingerprint(const std::vector<CorpusFile>& files, const std::string& tokenizer) {
   uint64_t h = 0xcbf29ce484222325ull;
-  const std::string tokenizer = "byte256";
   fnv1a(h, tokenizer.data(), tokenizer.size() + 1);
   for (const CorpusFile& f : files) {
     const std::string p = f.path.string();

@@ -13,7 +13,7 @@
 
 #include "mixprec/core/error.h"
 #include "mixprec/core/utf8.h"
-#include "mixprec/data/byte_tokenizer.h"
+#include "mixprec/data/documents.h"
 #include "mixprec/io/atomic_file.h"
 
 namespace mixprec::data {
@@ -26,50 +26,40 @@ constexpr char kMagic[8] = {'M', 'X', 'P', 'T', 'O', 'K', 'E', 'N'};
   throw Error("data cache " + path.string(), what);
 }
 
-std::string read_whole(const CorpusFile& f) {
-  std::ifstream in(f.path, std::ios::binary);
-  if (!in)
-    throw Error("data corpus " + f.path.string(),
-                "cannot open: " + std::string(std::strerror(errno)));
-  std::string bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  // The fingerprint was taken from the listed size: a file rewritten since would give a cache
-  // that claims sources it does not hold.
-  if (bytes.size() != f.size) {
-    throw Error("data corpus " + f.path.string(), "changed while being read (" +
-                                                      std::to_string(f.size) + " bytes listed, " +
-                                                      std::to_string(bytes.size()) + " read)");
+// Appends ids at `width` bytes each to `out`.
+void append_ids(std::vector<uint8_t>& out, const std::vector<int64_t>& ids, int width) {
+  const std::size_t at = out.size();
+  out.resize(at + ids.size() * static_cast<std::size_t>(width));
+  for (std::size_t i = 0; i < ids.size(); ++i) {
+    const auto v = static_cast<uint32_t>(ids[i]);
+    std::memcpy(out.data() + at + i * static_cast<std::size_t>(width), &v,
+                static_cast<std::size_t>(width));  // little-endian: the low bytes first
   }
-  return bytes;
 }
 
 // Writes the token stream to the open temporary file `fd`; returns the header to put first.
 TokenCacheHeader write_tokens(int fd, const fs::path& target, const std::vector<CorpusFile>& files,
-                              uint64_t source_hash, const WarningSink& warn,
-                              TokenCacheBuild& result) {
+                              uint64_t source_hash, const Tokenizer& tokenizer,
+                              const WarningSink& warn, TokenCacheBuild& result) {
   TokenCacheHeader header{};
   io::write_all(fd, &header, sizeof header,
                 "data cache " + target.string());  // placeholder until the counts are known
   ByteChecksum checksum;
-  for (const CorpusFile& f : files) {
-    const std::string bytes = read_whole(f);
-    if (const auto bad = first_invalid_utf8(bytes)) {
-      result.skipped.push_back(f.path);
-      if (warn) {
-        warn("data corpus " + f.path.string() + ": skipped, not valid UTF-8 (bad byte at offset " +
-             std::to_string(*bad) + ")");
-      }
-      continue;
-    }
-    // Byte tokenizer: the tokens are the bytes themselves, one byte each on disk.
-    const auto* p = reinterpret_cast<const uint8_t*>(bytes.data());
-    checksum.update({p, bytes.size()});
-    io::write_all(fd, p, bytes.size(), "data cache " + target.string());
-    result.token_count += bytes.size();
-  }
+  const int width = token_width(tokenizer.vocab_size());
+  uint64_t text_bytes = 0;
+  result.skipped = for_each_document(files, warn, [&](std::string_view doc) {
+    std::vector<uint8_t> encoded;
+    append_ids(encoded, encode_document(tokenizer, doc), width);
+    text_bytes += doc.size();
+    checksum.update(encoded);
+    io::write_all(fd, encoded.data(), encoded.size(), "data cache " + target.string());
+    result.token_count += encoded.size() / static_cast<std::size_t>(width);
+  });
   std::memcpy(header.magic, kMagic, sizeof kMagic);
   header.version = kTokenCacheVersion;
-  header.token_bytes = 1;
-  header.vocab_size = ByteTokenizer::kVocabSize;
+  header.token_bytes = static_cast<uint32_t>(width);
+  header.vocab_size = static_cast<uint64_t>(tokenizer.vocab_size());
+  header.text_bytes = text_bytes;
   header.token_count = result.token_count;
   header.source_hash = source_hash;
   header.payload_checksum = checksum.finish();
@@ -87,13 +77,15 @@ std::string token_cache_file_name(uint64_t source_hash) {
 }
 
 TokenCacheBuild build_token_cache(const fs::path& target, const std::vector<CorpusFile>& files,
-                                  uint64_t source_hash, const WarningSink& warn) {
+                                  uint64_t source_hash, const Tokenizer& tokenizer,
+                                  const WarningSink& warn) {
   TokenCacheBuild result;
   const std::string where = "data cache " + target.string();
   io::write_file_atomically(
       target.string(),
       [&](int fd) {
-        const TokenCacheHeader header = write_tokens(fd, target, files, source_hash, warn, result);
+        const TokenCacheHeader header =
+            write_tokens(fd, target, files, source_hash, tokenizer, warn, result);
         if (result.token_count == 0) {
           std::string list;
           for (const CorpusFile& f : files) list += (list.empty() ? "" : ", ") + f.path.string();
@@ -108,12 +100,13 @@ TokenCacheBuild build_token_cache(const fs::path& target, const std::vector<Corp
   return result;
 }
 
-std::span<const uint8_t> TokenCache::tokens() const {
-  return file->bytes().subspan(sizeof(TokenCacheHeader), header.token_count);
+TokenSpan TokenCache::tokens() const {
+  return {file->bytes().data() + sizeof(TokenCacheHeader), static_cast<int64_t>(header.token_count),
+          static_cast<int>(header.token_bytes)};
 }
 
 std::optional<TokenCache> open_token_cache(const fs::path& path, uint64_t source_hash,
-                                           std::string* why) {
+                                           int64_t vocab_size, std::string* why) {
   auto reject = [&](const std::string& reason) -> std::optional<TokenCache> {
     if (why) *why = reason;
     return std::nullopt;
@@ -129,13 +122,15 @@ std::optional<TokenCache> open_token_cache(const fs::path& path, uint64_t source
   std::memcpy(&h, bytes.data(), sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return reject("bad magic");
   if (h.version != kTokenCacheVersion) return reject("version " + std::to_string(h.version));
-  if (h.token_bytes != 1 || h.vocab_size != ByteTokenizer::kVocabSize) {
+  const auto width = static_cast<uint32_t>(token_width(vocab_size));
+  if (h.token_bytes != width || h.vocab_size != static_cast<uint64_t>(vocab_size)) {
     return reject("token width " + std::to_string(h.token_bytes) + " / vocabulary " +
-                  std::to_string(h.vocab_size) + " is not the byte tokenizer's 1 / 256");
+                  std::to_string(h.vocab_size) + " is not the tokenizer's " +
+                  std::to_string(width) + " / " + std::to_string(vocab_size));
   }
   if (h.source_hash != source_hash) return reject("built from other sources");
   const uint64_t payload = bytes.size() - sizeof h;
-  if (payload != h.token_count) {
+  if (payload / width != h.token_count || payload % width != 0) {
     return reject("size mismatch: header says " + std::to_string(h.token_count) +
                   " tokens, file holds " + std::to_string(payload));
   }

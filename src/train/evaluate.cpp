@@ -3,6 +3,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <vector>
 
 #include "mixprec/amp/compute_scope.h"
 #include "mixprec/autograd/grad_mode.h"
@@ -43,6 +44,20 @@ EvalMetrics evaluate(models::Model& model, dist::Parallelism& parallelism,
   m.val_loss = tokens > 0 ? total / static_cast<double>(tokens) : 0.0;
   m.val_ppl = std::exp(m.val_loss);
   return m;
+}
+
+int64_t evaluated_text_bytes(const data::ValidationBatches& batches, int64_t max_batches,
+                             const data::Tokenizer& tokenizer) {
+  const int64_t n =
+      max_batches > 0 ? std::min(max_batches, batches.num_batches()) : batches.num_batches();
+  // The windows are consecutive, so their targets in order are one run of the text: decoded
+  // at once, a subword split at a window edge counts its bytes once.
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < n; ++i) {
+    const Tensor t = batches.batch(i).targets.contiguous();
+    ids.insert(ids.end(), t.data<int64_t>(), t.data<int64_t>() + t.numel());
+  }
+  return static_cast<int64_t>(tokenizer.decode(ids).size());
 }
 
 }  // namespace mixprec::train

@@ -90,9 +90,10 @@ void Progress::step(const StepMetrics& m) {
 }
 
 void Progress::eval(const EvalMetrics& m) {
-  write_line(fmt::format("eval at step {}: val_loss {:.4f} | val_ppl {:.3f} | {} tokens", m.step,
-                         m.val_loss, m.val_ppl, m.val_tokens),
-             false);
+  std::string line = fmt::format("eval at step {}: val_loss {:.4f} | val_ppl {:.3f} | {} tokens",
+                                 m.step, m.val_loss, m.val_ppl, m.val_tokens);
+  if (m.val_loss_per_byte > 0) line += fmt::format(" | {:.4f} nats/byte", m.val_loss_per_byte);
+  write_line(line, false);
 }
 
 void Progress::message(const std::string& line) {

@@ -1,4 +1,4 @@
-// The run's dataset from its config.
+// The run's dataset and tokenizer from its config.
 #include "mixprec/train/run_data.h"
 
 #include <algorithm>
@@ -6,35 +6,51 @@
 #include <vector>
 
 #include "mixprec/core/error.h"
-#include "mixprec/data/byte_tokenizer.h"
 #include "mixprec/data/corpus.h"
 
 namespace mixprec::train {
 
-// Every token id must index the embedding: the byte tokenizer's ids reach 255. A larger
-// vocabulary is a config meant for another tokenizer (GPT-2's 50257): rows no token reaches,
-// never trained; padding up to a multiple of 64 (nanoGPT's 50304) is the only slack allowed.
+std::unique_ptr<data::Tokenizer> open_run_tokenizer(const config::TrainConfig& c) {
+  try {
+    return data::open_tokenizer(c.model.tokenizer);
+  } catch (const Error& e) {
+    throw Error("model.tokenizer", e.what());
+  }
+}
+
 void check_vocabulary(const data::TokenDataset& ds, int64_t vocab_size) {
-  constexpr int64_t kTokenizerVocab = data::ByteTokenizer::kVocabSize;
-  constexpr int64_t kPadded = (kTokenizerVocab + 63) / 64 * 64;
-  MIXPREC_CHECK(vocab_size <= kPadded, "model.vocab_size",
-                std::to_string(vocab_size) + " is larger than the data's vocabulary: the byte " +
-                    "tokenizer has " + std::to_string(kTokenizerVocab) + " token ids, so " +
-                    std::to_string(vocab_size - kTokenizerVocab) +
-                    " embedding rows would never be trained (use " +
-                    std::to_string(kTokenizerVocab) + ")");
-  const data::TokenSplit all = ds.all();
-  const auto it = std::max_element(all.tokens.begin(), all.tokens.end());
-  if (it == all.tokens.end() || *it < vocab_size) return;
-  throw Error("training.data",
-              "token id " + std::to_string(*it) + " at position " +
-                  std::to_string(it - all.tokens.begin()) + " of " + ds.cache_path().string() +
-                  " is outside the vocabulary: model.vocab_size = " + std::to_string(vocab_size) +
-                  " (the byte tokenizer needs 256)");
+  const std::optional<int64_t> data_vocab = ds.vocab_size();
+  if (!data_vocab) return;  // raw ids: each batch checks its own
+  const int64_t v = *data_vocab, padded = (v + 63) / 64 * 64;
+  const std::string whose =
+      "the data's vocabulary (" + ds.source() + ") has " + std::to_string(v) + " ids";
+  if (vocab_size < v) {
+    // Text the run tokenised itself may use fewer ids than its tokenizer has (ASCII bytes):
+    // only an id the data holds must fit. Token files are not read up front.
+    MIXPREC_CHECK(!ds.cache_path().empty(), "model.vocab_size",
+                  std::to_string(vocab_size) + " is smaller than the data's: " + whose +
+                      ", so some would have no embedding row (use " + std::to_string(v) + ")");
+    for (const data::TokenSplit* split : {&ds.train(), &ds.validation()}) {
+      int64_t worst = -1, at = 0;
+      for (int64_t i = 0; i < split->size(); ++i)
+        if (split->tokens[i] > worst) worst = split->tokens[i], at = i;
+      MIXPREC_CHECK(
+          worst < vocab_size, "training.data",
+          "token id " + std::to_string(worst) + " at " + split->where(at) +
+              " is outside the vocabulary: model.vocab_size = " + std::to_string(vocab_size) +
+              " (the tokenizer has " + std::to_string(v) + " ids)");
+    }
+  }
+  MIXPREC_CHECK(vocab_size <= padded, "model.vocab_size",
+                std::to_string(vocab_size) + " is larger than the data's: " + whose + ", so " +
+                    std::to_string(vocab_size - v) +
+                    " embedding rows would never be trained (use " + std::to_string(v) +
+                    ", or a multiple of 64 up to " + std::to_string(padded) + ")");
 }
 
 data::TokenDataset open_run_data(const config::TrainConfig& c,
-                                 const std::filesystem::path& cache_dir, data::WarningSink warn) {
+                                 const std::filesystem::path& cache_dir,
+                                 const data::Tokenizer& tokenizer, data::WarningSink warn) {
   data::DatasetOptions o;
   if (c.training.data.empty()) {
     o.corpus = data::default_corpus();
@@ -46,18 +62,22 @@ data::TokenDataset open_run_data(const config::TrainConfig& c,
   o.cache_dir = cache_dir;
   o.validation_fraction = c.training.val_fraction;
   o.warn = std::move(warn);
+  o.tokenizer = &tokenizer;
   return data::TokenDataset::open(o);
 }
 
-// Entropy (nats per token) of the split's token frequencies: the loss of the best model that
-// ignores context, the bar a language model must get well below.
 double unigram_entropy(const data::TokenSplit& split) {
+  const int64_t n = std::min<int64_t>(split.size(), int64_t{1} << 24);
   std::vector<int64_t> counts(256, 0);
-  for (const uint8_t t : split.tokens) ++counts[t];
+  for (int64_t i = 0; i < n; ++i) {
+    const auto t = static_cast<std::size_t>(split.tokens[i]);
+    if (t >= counts.size()) counts.resize(t + 1, 0);
+    ++counts[t];
+  }
   double h = 0;
-  const double n = static_cast<double>(split.size());
+  const double total = static_cast<double>(n);
   for (const int64_t c : counts)
-    if (c > 0) h -= static_cast<double>(c) / n * std::log(static_cast<double>(c) / n);
+    if (c > 0) h -= static_cast<double>(c) / total * std::log(static_cast<double>(c) / total);
   return h;
 }
 

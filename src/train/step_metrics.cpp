@@ -56,6 +56,7 @@ std::string to_json_line(const EvalMetrics& m) {
   j["val_loss"] = number(m.val_loss);
   j["val_ppl"] = number(m.val_ppl);
   j["val_tokens"] = m.val_tokens;
+  if (m.val_loss_per_byte > 0) j["val_loss_per_byte"] = number(m.val_loss_per_byte);
   return dump(j);
 }
 

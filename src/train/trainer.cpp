@@ -92,6 +92,7 @@ struct Trainer::State {
   std::unique_ptr<dist::Communicator> own_comm;  // when the options give none
   dist::Communicator* comm;
   Progress progress;
+  std::unique_ptr<data::Tokenizer> tokenizer;
   std::optional<data::TokenDataset> dataset;
   std::optional<data::TrainBatches> train_batches;
   std::optional<data::ValidationBatches> val_batches;
@@ -105,6 +106,7 @@ struct Trainer::State {
   std::optional<io::CheckpointStore> store;
   int64_t next_step = 0;  // completed steps
   double unigram_entropy = 0;
+  int64_t val_text_bytes = 0;  // of the evaluated validation text; 0: unknown (token files)
   Clock::time_point started = Clock::now();
   std::optional<MetricsLog> log;       // rank 0, while run() runs
   std::optional<RunDirLock> run_lock;  // rank 0, for the trainer's lifetime
@@ -198,27 +200,32 @@ void Trainer::State::open_data() {
   fs::create_directories(c.run_dir, ec);
   MIXPREC_CHECK(!ec, "run_dir", "cannot create '" + c.run_dir + "': " + ec.message());
   auto on_warning = [this](const std::string& w) { warn(w); };
-  if (leader()) dataset.emplace(open_run_data(c, c.run_dir, on_warning));
+  tokenizer = open_run_tokenizer(c);
+  if (leader()) dataset.emplace(open_run_data(c, c.run_dir, *tokenizer, on_warning));
   comm->barrier();
-  if (!leader()) dataset.emplace(open_run_data(c, c.run_dir, on_warning));
+  if (!leader()) dataset.emplace(open_run_data(c, c.run_dir, *tokenizer, on_warning));
   // The same tokens: a rank on another machine may hold other files under the same path.
-  const uint64_t fingerprint = dataset->payload_checksum() ^ static_cast<uint64_t>(dataset->size());
+  const uint64_t fingerprint = dataset->fingerprint() ^ static_cast<uint64_t>(dataset->size());
   MIXPREC_CHECK(dist::same_on_every_rank(*comm, fingerprint), "training.data",
                 "the ranks read different corpora under '" + c.training.data +
                     "' (fingerprints differ): every rank must train on rank 0's data");
   check_vocabulary(*dataset, c.model.vocab_size);  // every rank, so all fail together
+  const int64_t V = c.model.vocab_size;
   train_batches.emplace(dataset->train(), c.training.batch_size, c.training.seq_len,
-                        static_cast<uint64_t>(c.training.seed));
-  if (c.training.eval_every > 0 && c.training.val_fraction > 0)
-    val_batches.emplace(dataset->validation(), c.training.batch_size, c.training.seq_len);
+                        static_cast<uint64_t>(c.training.seed), V);
+  if (c.training.eval_every > 0 && dataset->validation().size() > 0) {
+    val_batches.emplace(dataset->validation(), c.training.batch_size, c.training.seq_len, V);
+    if (!dataset->cache_path().empty())  // text: the tokenizer decodes what is evaluated
+      val_text_bytes = evaluated_text_bytes(*val_batches, c.training.eval_batches, *tokenizer);
+  }
   unigram_entropy = train::unigram_entropy(dataset->train());
   progress.message(describe_model(*model, c.training.policy));
-  progress.message("data: " + std::to_string(dataset->size()) + " tokens from " +
-                   std::to_string(dataset->num_files()) + " files (" +
-                   std::to_string(dataset->train().size()) + " train, " +
-                   std::to_string(dataset->validation().size()) + " validation), cache " +
-                   dataset->cache_path().string() +
-                   fmt::format("; unigram entropy {:.4f} nats/token", unigram_entropy));
+  progress.message("tokenizer: " + tokenizer->describe());
+  progress.message(
+      "data: " + std::to_string(dataset->size()) + " tokens from " +
+      std::to_string(dataset->num_files()) + " files (" + std::to_string(dataset->train().size()) +
+      " train, " + std::to_string(dataset->validation().size()) + " validation), " +
+      dataset->source() + fmt::format("; unigram entropy {:.4f} nats/token", unigram_entropy));
 }
 
 // The parameters as this job holds them, the optimizer over them, the schedule.
@@ -581,6 +588,9 @@ void Trainer::State::record(StepMetrics m) {
 void Trainer::State::evaluate_at(int64_t step) {
   EvalMetrics m = evaluate(*model, *parallelism, *val_batches, config.training.eval_batches,
                            config.training.policy, step);
+  if (val_text_bytes > 0)
+    m.val_loss_per_byte =
+        m.val_loss * static_cast<double>(m.val_tokens) / static_cast<double>(val_text_bytes);
   progress.eval(m);
   if (log) log->write(to_json_line(m));
   summary.evals.push_back(m);

@@ -14,6 +14,7 @@
 #include "mixprec/core/error.h"
 #include "mixprec/numerics/convert.h"
 #include "sample_command.h"
+#include "tokenizer_command.h"
 #include "train_command.h"
 #include "usage_error.h"
 #include "value_parse.h"
@@ -46,6 +47,7 @@ int main(int argc, char** argv) {
   mixprec::cli::add_eval_command(app, exit_code);
   mixprec::cli::add_sample_command(app, exit_code);
   mixprec::cli::add_export_command(app, exit_code);
+  mixprec::cli::add_tokenizer_command(app, exit_code);
   mixprec::cli::add_report_commands(app, exit_code);
   mixprec::cli::add_memory_command(app, exit_code);
   try {

@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "mixprec/amp/compute_scope.h"
-#include "mixprec/data/byte_tokenizer.h"
 #include "mixprec/infer/sampler.h"
 #include "mixprec/train/run_checkpoint.h"
+#include "mixprec/train/run_data.h"
 #include "sample_command.h"
 #include "usage_error.h"
 
@@ -29,15 +29,21 @@ void run_sample(const SampleArgs& a) {
   if (a.options.top_k > vocab)
     throw UsageError(fmt::format("--top-k {} is more than the model's vocabulary ({} tokens)",
                                  a.options.top_k, vocab));
+  // The run's tokenizer; a document starts with BOS when the vocabulary has one, as in training.
+  const auto tokenizer = train::open_run_tokenizer(loaded.config);
   std::vector<int64_t> prompt;
-  for (const unsigned char byte : a.prompt) prompt.push_back(byte);
+  if (const auto bos = tokenizer->bos()) prompt.push_back(*bos);
+  for (const int64_t id : tokenizer->encode(a.prompt)) prompt.push_back(id);
   std::vector<int64_t> tokens;
   {
     amp::ComputeScope compute(loaded.config.training.policy);
     tokens = infer::generate(*loaded.model, prompt, a.options);
   }
-  std::string text = a.prompt;
-  for (const int64_t t : tokens) text += static_cast<char>(t);
+  // Decoded with the prompt, so a word the prompt began is completed with its spacing.
+  std::vector<int64_t> all(prompt.begin() + (tokenizer->bos() ? 1 : 0), prompt.end());
+  all.insert(all.end(), tokens.begin(), tokens.end());
+  if (const auto eos = tokenizer->eos()) std::erase(all, *eos);
+  std::string text = tokenizer->decode(all);
   fmt::print("{}\n", text);
 }
 
@@ -51,7 +57,8 @@ void add_sample_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("--prompt", args->prompt, "text to continue (default: a newline)");
   // Checked here, so a bad value is reported by the flag the user typed.
-  cmd->add_option("--tokens", args->options.max_new_tokens, "bytes to generate")
+  cmd->add_option("--tokens", args->options.max_new_tokens,
+                  "tokens to generate (bytes with the byte tokenizer)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--temperature", args->options.temperature, "0 = greedy")

@@ -67,9 +67,13 @@ void train_rank(const TrainArgs& a, dist::Communicator& comm) {
   }
   std::string line = fmt::format("trained steps {}..{} at {:.0f} tokens/s (median)",
                                  s.start_step + 1, s.end_step, s.tokens_per_s);
-  if (!s.evals.empty())
-    line += fmt::format("; validation loss {:.4f} (perplexity {:.2f}; unigram entropy {:.4f})",
-                        s.evals.back().val_loss, s.evals.back().val_ppl, s.unigram_entropy);
+  if (!s.evals.empty()) {
+    const train::EvalMetrics& e = s.evals.back();
+    line += fmt::format("; validation loss {:.4f}", e.val_loss);
+    if (e.val_loss_per_byte > 0) line += fmt::format(" ({:.4f} per byte)", e.val_loss_per_byte);
+    line +=
+        fmt::format(" (perplexity {:.2f}; unigram entropy {:.4f})", e.val_ppl, s.unigram_entropy);
+  }
   fmt::print("{}\n", line);
 }
 
@@ -108,12 +112,21 @@ void run_eval(const EvalArgs& a) {
   config::TrainConfig& c = loaded.config;
   if (!a.data.empty()) c.training.data = a.data;
   if (c.training.val_fraction <= 0) c.training.val_fraction = 0.1;  // a run without one
-  const data::TokenDataset ds = train::open_run_data(c, run_dir_of(loaded));
-  const data::ValidationBatches batches(ds.validation(), c.training.batch_size, c.training.seq_len);
+  const auto tokenizer = train::open_run_tokenizer(c);
+  const data::TokenDataset ds = train::open_run_data(c, run_dir_of(loaded), *tokenizer);
+  train::check_vocabulary(ds, c.model.vocab_size);
+  const data::ValidationBatches batches(ds.validation(), c.training.batch_size, c.training.seq_len,
+                                        c.model.vocab_size);
   const train::EvalMetrics m = train::evaluate(*loaded.model, *loaded.parallelism, batches,
                                                a.batches, c.training.policy, loaded.step);
-  fmt::print("checkpoint {} (step {})\nvalidation loss {:.4f} | perplexity {:.3f} | {} tokens\n",
-             loaded.path, loaded.step, m.val_loss, m.val_ppl, m.val_tokens);
+  std::string per_byte;
+  if (!ds.cache_path().empty()) {
+    const auto bytes = train::evaluated_text_bytes(batches, a.batches, *tokenizer);
+    per_byte = fmt::format(" | {:.4f} nats/byte", m.val_loss * static_cast<double>(m.val_tokens) /
+                                                      static_cast<double>(bytes));
+  }
+  fmt::print("checkpoint {} (step {})\nvalidation loss {:.4f} | perplexity {:.3f} | {} tokens{}\n",
+             loaded.path, loaded.step, m.val_loss, m.val_ppl, m.val_tokens, per_byte);
   MIXPREC_CHECK(std::isfinite(m.val_loss), "eval",
                 loaded.path + ": the validation loss is not finite (the weights or the " +
                     amp::display_name(c.training.policy) + " forward pass overflow)");

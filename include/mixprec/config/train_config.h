@@ -46,6 +46,9 @@ struct ModelConfig {
   double rope_theta = 10000.0;     // RoPE base (Llama 3: 500000)
   bool tie_embeddings = true;
   bool bias = false;  // biases on the attention and MLP linears (GPT-2 style)
+  // A sentencepiece .model (data/tokenizer.h; `mixprec tokenizer train` writes one); "" = the
+  // byte tokenizer. vocab_size must cover its ids.
+  std::string tokenizer;
   MoeConfig moe;
   bool operator==(const ModelConfig&) const = default;
 };

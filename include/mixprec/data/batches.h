@@ -39,7 +39,10 @@ RowRange rank_rows(int64_t batch_size, int64_t rank, int64_t world);
 class TrainBatches {
  public:
   // Throws mixprec::Error naming the split when it holds fewer than seq_len + 1 tokens.
-  TrainBatches(TokenSplit split, int64_t batch_size, int64_t seq_len, uint64_t seed);
+  // vocab_size > 0: a batch holding an id >= vocab_size throws an Error naming the file and
+  // the id's byte offset.
+  TrainBatches(TokenSplit split, int64_t batch_size, int64_t seq_len, uint64_t seed,
+               int64_t vocab_size = 0);
 
   Batch batch(uint64_t step) const { return batch(step, 0, 1); }
   Batch batch(uint64_t step, int64_t rank, int64_t world) const;
@@ -55,12 +58,14 @@ class TrainBatches {
   int64_t batch_size_;
   int64_t seq_len_;
   uint64_t seed_;
+  int64_t vocab_size_;
 };
 
 class ValidationBatches {
  public:
-  // Throws mixprec::Error naming the split when it holds fewer than seq_len + 1 tokens.
-  ValidationBatches(TokenSplit split, int64_t batch_size, int64_t seq_len);
+  // Throws mixprec::Error naming the split when it holds fewer than seq_len + 1 tokens; ids
+  // are checked as TrainBatches checks them.
+  ValidationBatches(TokenSplit split, int64_t batch_size, int64_t seq_len, int64_t vocab_size = 0);
 
   int64_t num_windows() const { return (split_.size() - 1) / seq_len_; }
   int64_t num_batches() const { return (num_windows() + batch_size_ - 1) / batch_size_; }
@@ -70,6 +75,7 @@ class ValidationBatches {
   TokenSplit split_;
   int64_t batch_size_;
   int64_t seq_len_;
+  int64_t vocab_size_;
 };
 
 }  // namespace mixprec::data

@@ -29,9 +29,11 @@ struct CorpusFile {
 // directory, and when no file is found at all ("corpus is empty").
 std::vector<CorpusFile> list_corpus_files(const CorpusSpec& spec);
 
-// 64-bit FNV-1a over the tokenizer name and, per file, path + size + mtime: equal inputs give
-// equal hashes on every run; any added, removed, renamed, resized or touched file changes it.
-uint64_t corpus_fingerprint(const std::vector<CorpusFile>& files);
+// 64-bit FNV-1a over the tokenizer's id and, per file, path + size + mtime: equal inputs give
+// equal hashes on every run; any added, removed, renamed, resized or touched file, or another
+// tokenizer, changes it.
+uint64_t corpus_fingerprint(const std::vector<CorpusFile>& files,
+                            const std::string& tokenizer_id = "byte256");
 
 // Debian's `fortunes` package: text files under /usr/share/games/fortunes.
 std::filesystem::path default_corpus_path();

@@ -1,9 +1,13 @@
 // The token cache: a corpus tokenised once into <dir>/tokens-<fingerprint>.bin, then
-// memory-mapped on every later run while the sources are unchanged.
+// memory-mapped on every later run while the sources and the tokenizer are unchanged.
+//
+// Documents: a text file is one; a JSONL file (*.jsonl, what Hugging Face `datasets` exports)
+// holds one per line, its "text" field. Each document is [bos] + ids + [eos] when the
+// tokenizer has those (sentencepiece); the byte tokenizer's documents are their bytes.
 //
 // File layout (little-endian, as on every supported target):
 //   [0, 64)  TokenCacheHeader
-//   [64, 64 + token_count * token_bytes)  the tokens, one byte each for the byte tokenizer
+//   [64, 64 + token_count * token_bytes)  the tokens, token_bytes = token_width(vocab_size)
 // A file is used only if its size, magic, version, token width, vocabulary, fingerprint and
 // payload checksum all match; anything else (truncation, a flipped bit, an old version) is
 // reported by open_token_cache and the caller rebuilds. A rebuild writes a temporary file
@@ -23,24 +27,26 @@
 
 #include "mixprec/data/corpus.h"
 #include "mixprec/data/mapped_file.h"
+#include "mixprec/data/token_span.h"
+#include "mixprec/data/tokenizer.h"
 
 namespace mixprec::data {
 
 struct TokenCacheHeader {
   char magic[8];              // "MXPTOKEN"
   uint32_t version;           // kTokenCacheVersion
-  uint32_t token_bytes;       // bytes per token on disk (1)
-  uint64_t vocab_size;        // 256
+  uint32_t token_bytes;       // bytes per token on disk: 1, 2 or 4
+  uint64_t vocab_size;        // the tokenizer's
   uint64_t token_count;       // tokens after the header
   uint64_t source_hash;       // corpus_fingerprint() of the files it was built from
   uint64_t payload_checksum;  // byte_checksum() of the tokens
   uint32_t file_count;        // corpus files listed
   uint32_t skipped_count;     // of which left out as not valid UTF-8
-  uint64_t reserved;          // 0
+  uint64_t text_bytes;        // UTF-8 bytes of the documents' text (for loss per byte)
 };
 static_assert(sizeof(TokenCacheHeader) == 64, "the on-disk header is 64 bytes");
 
-inline constexpr uint32_t kTokenCacheVersion = 1;
+inline constexpr uint32_t kTokenCacheVersion = 2;
 
 // "tokens-<16 hex digits>.bin"
 std::string token_cache_file_name(uint64_t source_hash);
@@ -52,24 +58,26 @@ struct TokenCacheBuild {
   std::vector<std::filesystem::path> skipped;  // files that were not valid UTF-8
 };
 
-// Concatenates the files' bytes (each validated as UTF-8; a file that is not is skipped and
-// reported through `warn`) into a new cache at `target`, atomically. Throws mixprec::Error
-// naming the corpus when no token results, and naming a file that cannot be read or changed
-// size while being read.
+// Tokenises the files' documents (each file validated as UTF-8; a file that is not is skipped
+// and reported through `warn`) into a new cache at `target`, atomically. Throws mixprec::Error
+// naming the corpus when no token results, naming a file that cannot be read or changed size
+// while being read, and naming the file and line of a JSONL line that is not an object with
+// a string "text".
 TokenCacheBuild build_token_cache(const std::filesystem::path& target,
                                   const std::vector<CorpusFile>& files, uint64_t source_hash,
-                                  const WarningSink& warn);
+                                  const Tokenizer& tokenizer, const WarningSink& warn);
 
 // A mapped, validated cache file.
 struct TokenCache {
   std::shared_ptr<const MappedFile> file;
   TokenCacheHeader header;
-  std::span<const uint8_t> tokens() const;
+  TokenSpan tokens() const;
 };
 
-// The cache at `path` when it exists and is valid for `source_hash`; otherwise nullopt and,
-// when `why` is given, the reason ("missing", "truncated: ...", "checksum mismatch", ...).
+// The cache at `path` when it exists and is valid for `source_hash` and the tokenizer's
+// vocabulary; otherwise nullopt and, when `why` is given, the reason ("missing",
+// "truncated: ...", "checksum mismatch", ...).
 std::optional<TokenCache> open_token_cache(const std::filesystem::path& path, uint64_t source_hash,
-                                           std::string* why = nullptr);
+                                           int64_t vocab_size, std::string* why = nullptr);
 
 }  // namespace mixprec::data

@@ -7,6 +7,7 @@
 
 #include "mixprec/amp/policy.h"
 #include "mixprec/data/batches.h"
+#include "mixprec/data/tokenizer.h"
 #include "mixprec/dist/parallelism.h"
 #include "mixprec/models/model.h"
 #include "mixprec/train/step_metrics.h"
@@ -18,5 +19,10 @@ namespace mixprec::train {
 EvalMetrics evaluate(models::Model& model, dist::Parallelism& parallelism,
                      const data::ValidationBatches& batches, int64_t max_batches,
                      const amp::MixedPrecisionPolicy& policy, int64_t step);
+
+// UTF-8 bytes of the text whose tokens evaluate() predicts (the targets of the same batches),
+// decoded by `tokenizer`: the denominator of the loss per byte.
+int64_t evaluated_text_bytes(const data::ValidationBatches& batches, int64_t max_batches,
+                             const data::Tokenizer& tokenizer);
 
 }  // namespace mixprec::train

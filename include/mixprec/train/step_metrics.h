@@ -31,6 +31,9 @@ struct EvalMetrics {
   double val_loss = 0;  // mean token cross-entropy over the evaluated batches
   double val_ppl = 0;   // exp(val_loss)
   int64_t val_tokens = 0;
+  // val_loss in nats per UTF-8 byte of the evaluated text (val_loss · tokens / bytes): runs
+  // with different tokenizers compare on it. 0 when the text is not known (token files).
+  double val_loss_per_byte = 0;
 };
 
 std::string to_json_line(const StepMetrics& m);

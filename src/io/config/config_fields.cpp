@@ -51,6 +51,7 @@ std::vector<Field> make_fields() {
       FIELD("model", model, rope_theta),
       FIELD("model", model, tie_embeddings),
       FIELD("model", model, bias),
+      FIELD("model", model, tokenizer),
       FIELD("model.moe", model.moe, n_experts),
       FIELD("model.moe", model.moe, top_k),
       FIELD("model.moe", model.moe, capacity_factor),

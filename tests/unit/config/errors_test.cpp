@@ -61,7 +61,7 @@ TEST(ConfigErrors, UnknownKeyListsValidKeys) {
                   "aux_loss_weight, z_loss_weight"});
   expect_message(load_error("[model]\nd_model = 64\n[model.attn]\nx = 1\n"),
                  {"line 3: unknown key 'model.attn'",
-                  "positions, rope_theta, tie_embeddings, bias, [model.moe]"});
+                  "positions, rope_theta, tie_embeddings, bias, tokenizer, [model.moe]"});
   expect_message(load_error("runs = \"x\"\n"), {"line 1: unknown key 'runs'",
                                                 "valid keys at the top level: run_dir, "
                                                 "dump_folder, [model], [training]"});

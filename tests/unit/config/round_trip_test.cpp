@@ -42,6 +42,7 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
              .rope_theta = 1e6,
              .tie_embeddings = false,
              .bias = true,
+             .tokenizer = "tok/a \"b\".model",
              .moe = {.n_experts = 3,
                      .top_k = 3,
                      .capacity_factor = 1.25,

@@ -19,7 +19,7 @@ using mixprec::testing::with_threads;
 // A split over an owned buffer: the batch code only needs tokens and a name.
 TokenSplit split_of(const std::vector<uint8_t>& tokens, const std::string& name = "test split") {
   auto owner = std::make_shared<std::vector<uint8_t>>(tokens);
-  return TokenSplit{owner, {owner->data(), owner->size()}, name};
+  return TokenSplit{owner, {owner->data(), static_cast<int64_t>(owner->size()), 1}, name, "", 0};
 }
 
 std::vector<uint8_t> ramp(std::size_t n) {

@@ -27,8 +27,16 @@ inline void shift_mtime(const fs::path& path, int seconds) {
   fs::last_write_time(path, fs::last_write_time(path) + std::chrono::seconds(seconds));
 }
 
+// The split's ids as bytes (the byte tokenizer's ids are the text).
 inline std::string as_string(const TokenSplit& split) {
-  return {reinterpret_cast<const char*>(split.tokens.data()), split.tokens.size()};
+  std::string s;
+  for (int64_t i = 0; i < split.size(); ++i) s += static_cast<char>(split.tokens[i]);
+  return s;
+}
+
+// The whole stream: train split, then validation split.
+inline std::string as_string(const TokenDataset& ds) {
+  return as_string(ds.train()) + as_string(ds.validation());
 }
 
 // Options that collect warnings into `warnings` instead of printing them.

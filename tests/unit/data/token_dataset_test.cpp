@@ -45,7 +45,7 @@ TEST(TokenDataset, ConcatenatesFilesInPathOrder) {
   std::vector<std::string> warnings;
   const TokenDataset ds = TokenDataset::open(options_for(c.root, c.run, warnings));
   EXPECT_TRUE(ds.rebuilt());
-  EXPECT_EQ(as_string(ds.all()), c.expected);
+  EXPECT_EQ(as_string(ds), c.expected);
   EXPECT_EQ(ds.num_files(), 3);
   EXPECT_EQ(ds.num_skipped_files(), 0);
   EXPECT_TRUE(warnings.empty());
@@ -95,7 +95,7 @@ TEST(TokenDataset, ReusesAnUnchangedCache) {
   EXPECT_EQ(second.cache_path(), path);
   EXPECT_EQ(fs::last_write_time(path), mtime);
   EXPECT_EQ(inode_of(path), inode);  // not replaced by a rename either
-  EXPECT_EQ(as_string(second.all()), c.expected);
+  EXPECT_EQ(as_string(second), c.expected);
   EXPECT_TRUE(warnings.empty());
 }
 
@@ -110,15 +110,15 @@ TEST(TokenDataset, RebuildsWhenASourceChanges) {
   EXPECT_TRUE(second.rebuilt());
   EXPECT_NE(second.source_hash(), first.source_hash());
   EXPECT_NE(second.cache_path(), first.cache_path());
-  EXPECT_EQ(as_string(second.all()), "first: \xC3\xA9t\xC3\xA9\nCHANGED\nsecond file\n");
+  EXPECT_EQ(as_string(second), "first: \xC3\xA9t\xC3\xA9\nCHANGED\nsecond file\n");
   // The first dataset's mapping is untouched: it still reads its own snapshot.
-  EXPECT_EQ(as_string(first.all()), c.expected);
+  EXPECT_EQ(as_string(first), c.expected);
 
   // A new file also counts as a change.
   write_file(c.root / "0.txt", "zero\n");
   const TokenDataset third = TokenDataset::open(options_for(c.root, c.run, warnings));
   EXPECT_TRUE(third.rebuilt());
-  EXPECT_TRUE(as_string(third.all()).starts_with("zero\n"));
+  EXPECT_TRUE(as_string(third).starts_with("zero\n"));
 }
 
 // Damages the cache with `damage`, then expects a rebuild with the right tokens and a
@@ -131,7 +131,7 @@ void expect_rebuild_after(const std::function<void(const fs::path&)>& damage,
   damage(path);
   const TokenDataset ds = TokenDataset::open(options_for(c.root, c.run, warnings));
   EXPECT_TRUE(ds.rebuilt()) << reason;
-  EXPECT_EQ(as_string(ds.all()), c.expected) << reason;
+  EXPECT_EQ(as_string(ds), c.expected) << reason;
   ASSERT_EQ(warnings.size(), 1u) << reason;
   EXPECT_NE(warnings[0].find(reason), std::string::npos) << warnings[0];
   EXPECT_NE(warnings[0].find(path.string()), std::string::npos) << warnings[0];
@@ -164,7 +164,7 @@ TEST(TokenDataset, SkipsFilesThatAreNotUtf8WithAWarning) {
   write_file(c.root / "a/binary.bin", std::string("ok\xFF\xFEno", 6));
   std::vector<std::string> warnings;
   const TokenDataset ds = TokenDataset::open(options_for(c.root, c.run, warnings));
-  EXPECT_EQ(as_string(ds.all()), c.expected);
+  EXPECT_EQ(as_string(ds), c.expected);
   EXPECT_EQ(ds.num_files(), 4);
   EXPECT_EQ(ds.num_skipped_files(), 1);
   ASSERT_EQ(warnings.size(), 1u);

@@ -1,0 +1,160 @@
+// sentencepiece models: loading (the Tokenizer interface over SentencePieceProcessor) and
+// training from sentences held in memory, the model written atomically by us.
+#include "mixprec/data/sentencepiece_tokenizer.h"
+
+#include <sentencepiece_processor.h>
+#include <sentencepiece_trainer.h>
+
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <unordered_map>
+
+#include "mixprec/core/error.h"
+#include "mixprec/io/atomic_file.h"
+
+namespace mixprec::data {
+namespace {
+
+namespace fs = std::filesystem;
+
+uint64_t fnv1a(const std::string& bytes) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (const char c : bytes) {
+    h ^= static_cast<unsigned char>(c);
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+constexpr uint64_t kMaxModelBytes = 1ull << 30;  // real models are a few MB
+
+class SentencepieceTokenizer final : public Tokenizer {
+ public:
+  SentencepieceTokenizer(const std::string& path, const std::string& bytes) : path_(path) {
+    const auto status = sp_.LoadFromSerializedProto(bytes);
+    MIXPREC_CHECK(status.ok(), "tokenizer " + path,
+                  "is not a sentencepiece model: " + std::string(status.message()));
+    vocab_ = sp_.GetPieceSize();
+    MIXPREC_CHECK(vocab_ > 0, "tokenizer " + path, "holds no pieces");
+    id_ = "sentencepiece-" + std::to_string(fnv1a(bytes));
+  }
+  std::string id() const override { return id_; }
+  std::string describe() const override {
+    return "sentencepiece, " + std::to_string(vocab_) + " ids (" + path_ + ")";
+  }
+  int64_t vocab_size() const override { return vocab_; }
+  std::vector<int64_t> encode(std::string_view text) const override {
+    std::vector<int> ids;
+    const auto status = sp_.Encode(text, &ids);
+    MIXPREC_CHECK(status.ok(), "tokenizer " + path_, std::string(status.message()));
+    return {ids.begin(), ids.end()};
+  }
+  std::string decode(std::span<const int64_t> ids) const override {
+    std::vector<int> narrow(ids.size());
+    for (std::size_t i = 0; i < ids.size(); ++i) {
+      MIXPREC_CHECK(ids[i] >= 0 && ids[i] < vocab_, "tokenizer " + path_,
+                    "token " + std::to_string(ids[i]) + " at position " + std::to_string(i) +
+                        " is outside the vocabulary [0, " + std::to_string(vocab_) + ")");
+      narrow[i] = static_cast<int>(ids[i]);
+    }
+    std::string text;
+    const auto status = sp_.Decode(narrow, &text);
+    MIXPREC_CHECK(status.ok(), "tokenizer " + path_, std::string(status.message()));
+    return text;
+  }
+  std::optional<int64_t> bos() const override { return id_or_none(sp_.bos_id()); }
+  std::optional<int64_t> eos() const override { return id_or_none(sp_.eos_id()); }
+
+ private:
+  std::optional<int64_t> id_or_none(int id) const {
+    if (id < 0 || id >= vocab_) return std::nullopt;  // disabled in this model (-1)
+    return id;
+  }
+  std::string path_, id_;
+  sentencepiece::SentencePieceProcessor sp_;
+  int64_t vocab_ = 0;
+};
+
+// The training sentences: each file's lines, in order.
+class LineIterator final : public sentencepiece::SentenceIterator {
+ public:
+  explicit LineIterator(const std::vector<std::string>& files) : files_(files) { Next(); }
+  bool done() const override { return done_; }
+  void Next() override {
+    while (true) {
+      if (in_.is_open() && std::getline(in_, line_)) return;
+      if (next_ == files_.size()) {
+        done_ = true;
+        return;
+      }
+      in_ = std::ifstream(files_[next_++], std::ios::binary);
+      if (!in_) {
+        status_ = sentencepiece::util::Status(sentencepiece::util::StatusCode::kNotFound,
+                                              "cannot read " + files_[next_ - 1]);
+        done_ = true;
+        return;
+      }
+    }
+  }
+  const std::string& value() const override { return line_; }
+  sentencepiece::util::Status status() const override { return status_; }
+
+ private:
+  const std::vector<std::string>& files_;
+  std::size_t next_ = 0;
+  std::ifstream in_;
+  std::string line_;
+  bool done_ = false;
+  sentencepiece::util::Status status_;
+};
+
+}  // namespace
+
+std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path) {
+  std::error_code ec;
+  MIXPREC_CHECK(fs::is_regular_file(path, ec), "tokenizer " + path,
+                "does not exist or is not a file (model.tokenizer names a sentencepiece .model)");
+  MIXPREC_CHECK(fs::file_size(path, ec) <= kMaxModelBytes, "tokenizer " + path,
+                "is larger than " + std::to_string(kMaxModelBytes) + " bytes");
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream bytes;
+  bytes << in.rdbuf();
+  MIXPREC_CHECK(in.good() || in.eof(), "tokenizer " + path, "cannot be read");
+  return std::make_unique<SentencepieceTokenizer>(path, bytes.str());
+}
+
+void train_sentencepiece(const SentencepieceTraining& o) {
+  const std::string where = "tokenizer train";
+  MIXPREC_CHECK(o.output.ends_with(".model"), where,
+                "--output '" + o.output + "' must end in .model");
+  MIXPREC_CHECK(o.model_type == "bpe" || o.model_type == "unigram", where,
+                "--model-type '" + o.model_type + "' is not bpe or unigram");
+  MIXPREC_CHECK(o.vocab_size >= 8 && o.vocab_size <= (1 << 24), where,
+                "--vocab-size " + std::to_string(o.vocab_size) + " is not in [8, 2^24]");
+  MIXPREC_CHECK(!o.files.empty(), where, "no training text");
+  const std::unordered_map<std::string, std::string> args{
+      {"model_type", o.model_type},
+      {"vocab_size", std::to_string(o.vocab_size)},
+      {"byte_fallback", o.byte_fallback ? "true" : "false"},
+      {"character_coverage", "0.9995"},
+      {"input_sentence_size", std::to_string(o.max_sentences)},
+      {"shuffle_input_sentence", "true"},
+      {"num_threads", std::to_string(std::max(1, o.threads))},
+      {"unk_id", "0"},
+      {"bos_id", "1"},
+      {"eos_id", "2"},
+      {"pad_id", "-1"},
+      {"minloglevel", "2"},  // only errors on stderr
+      {"model_prefix", ""},
+  };
+  LineIterator lines(o.files);
+  std::string model;
+  const auto status = sentencepiece::SentencePieceTrainer::Train(args, &lines, &model);
+  MIXPREC_CHECK(status.ok(), where, std::string(status.message()));
+  io::write_file_atomically(
+      o.output, [&](int fd) { io::write_all(fd, model.data(), model.size(), o.output); },
+      "tokenizer " + o.output);
+}
+
+}  // namespace mixprec::data
