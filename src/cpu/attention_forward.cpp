@@ -76,18 +76,18 @@ struct Layouts {
 
 template <class T>
 void forward(const T* q, const T* k, const T* v, T* out, acc_t<T>* lse, acc_t<T>* out_acc,
-             const Layouts& lay, int64_t heads, int64_t t, int64_t dh, bool causal,
+             const Layouts& lay, int64_t heads, int64_t t, int64_t tk, int64_t dh, bool causal,
              acc_t<T> scale) {
   using A = acc_t<T>;
   const int64_t chunks = (t + kChunk - 1) / kChunk;
   // Items are independent (each writes its own rows), so the grain only keeps tiny problems
   // out of a parallel region: about 2^20 multiply-adds per chunk at least.
-  const int64_t item_work = std::min(t, kChunk) * t * std::max<int64_t>(dh, 1) * 2;
+  const int64_t item_work = std::min(t, kChunk) * tk * std::max<int64_t>(dh, 1) * 2;
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(item_work, 1));
   parallel_for(heads * chunks, grain, [&](int64_t w0, int64_t w1) {
     for (int64_t w = w0; w < w1; ++w) {
       const int64_t h = w / chunks, q0 = (w % chunks) * kChunk, q1 = std::min(t, q0 + kChunk);
-      const int64_t kend = causal ? q1 : t;  // keys any row of the chunk sees
+      const int64_t kend = causal ? q1 : tk;  // keys any row of the chunk sees
       const int64_t kvh = kv_head(h, lay.q.heads, lay.k.heads);
       const T* kp = k + lay.k.start(kvh);
       const T* vp = v + lay.v.start(kvh);
@@ -100,7 +100,7 @@ void forward(const T* q, const T* k, const T* v, T* out, acc_t<T>* lse, acc_t<T>
         const int64_t rows = std::min(kBr, q1 - r0);
         const T* qp = q + lay.q.start(h) + r0 * lay.q.row;
         T* o = out + lay.out.start(h) + r0 * lay.out.row;
-        const int64_t cend = causal ? r0 + rows : t;
+        const int64_t cend = causal ? r0 + rows : tk;
         A* lse_b = lse + h * t + r0;
         A* acc_b = out_acc ? out_acc + (h * t + r0) * dh : nullptr;
         if (native)
@@ -131,7 +131,7 @@ Tensor empty_like_rows(const Tensor& like, DType dtype) {
 
 AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tensor& v, bool causal,
                                    double scale, bool keep_acc_out) {
-  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), dh = q.size(3);
+  const int64_t b = q.size(0), h = q.size(1), t = q.size(2), tk = k.size(2), dh = q.size(3);
   AttentionForward r;
   r.out = empty_like_rows(q, q.dtype());
   r.lse = Tensor::empty({b, h, t}, accumulate_dtype(q.dtype()));
@@ -145,7 +145,7 @@ AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tenso
   dispatch_compute(q.dtype(), "scaled_dot_product_attention", [&]<class T>() {
     acc_t<T>* acc = r.out_acc.defined() ? r.out_acc.data<acc_t<T>>() : nullptr;
     forward<T>(q.data<T>(), k.data<T>(), v.data<T>(), r.out.data<T>(), r.lse.data<acc_t<T>>(), acc,
-               lay, b * h, t, dh, causal, static_cast<acc_t<T>>(scale));
+               lay, b * h, t, tk, dh, causal, static_cast<acc_t<T>>(scale));
   });
   return r;
 }

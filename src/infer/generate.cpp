@@ -1,5 +1,8 @@
-// Autoregressive generation: one forward over the (cropped) context per new token.
+// Autoregressive generation: with the model's key/value cache, the prompt once and then one
+// position per new token; without it (or once the context is full and the window slides), one
+// forward over the (cropped) context per new token.
 #include <algorithm>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,12 +28,25 @@ std::vector<int64_t> generate(models::Model& model, std::span<const int64_t> pro
   std::vector<int64_t> sequence(prompt.begin(), prompt.end());
   std::vector<int64_t> generated;
   generated.reserve(static_cast<std::size_t>(options.max_new_tokens));
+  std::unique_ptr<models::DecodeState> cache =
+      options.use_cache ? model.start_decoding(1) : nullptr;
   for (int64_t step = 0; step < options.max_new_tokens; ++step) {
-    // The model sees at most max_seq_len tokens: the most recent ones.
-    const auto T = std::min(static_cast<int64_t>(sequence.size()), context);
-    const std::vector<int64_t> window(sequence.end() - T, sequence.end());
-    const Tensor logits = model.forward(Tensor::from_vector(window, {1, T}));  // [1, T, V]
-    const Tensor last = logits.select(0, 0).select(0, T - 1).to(DType::f32).contiguous();  // [V]
+    const auto n = static_cast<int64_t>(sequence.size());
+    Tensor logits;  // [1, T, V]
+    if (cache && n <= context) {
+      // The positions the cache lacks: the prompt at first, then the last token.
+      const std::vector<int64_t> fresh(sequence.begin() + cache->length(), sequence.end());
+      logits =
+          model.decode(Tensor::from_vector(fresh, {1, static_cast<int64_t>(fresh.size())}), *cache);
+    } else {
+      // The model sees at most max_seq_len tokens: the most recent ones (every position moves,
+      // so a cache would not hold).
+      const auto T = std::min(n, context);
+      const std::vector<int64_t> window(sequence.end() - T, sequence.end());
+      logits = model.forward(Tensor::from_vector(window, {1, T}));
+    }
+    const Tensor last =
+        logits.select(0, 0).select(0, logits.size(1) - 1).to(DType::f32).contiguous();  // [V]
     const int64_t token = sample_next({last.data<float>(), static_cast<std::size_t>(vocab)},
                                       options, sequence.size());
     sequence.push_back(token);

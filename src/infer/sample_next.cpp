@@ -49,6 +49,8 @@ void validate(const SampleOptions& options, int64_t vocab_size) {
   MIXPREC_CHECK(std::isfinite(options.temperature) && options.temperature >= 0,
                 "infer::SampleOptions",
                 "temperature = " + show(options.temperature) + " must be finite and >= 0");
+  MIXPREC_CHECK(options.top_p > 0 && options.top_p <= 1, "infer::SampleOptions",
+                "top_p = " + show(options.top_p) + " must be in (0, 1]");
   MIXPREC_CHECK(options.top_k >= 0 && options.top_k <= vocab_size, "infer::SampleOptions",
                 "top_k = " + std::to_string(options.top_k) + " must be in [0, vocab_size = " +
                     std::to_string(vocab_size) + "] (0 = the full vocabulary)");
@@ -83,6 +85,18 @@ int64_t sample_next(std::span<const float> logits, const SampleOptions& options,
   for (int64_t j = 0; j < k; ++j) {
     weight[j] = std::exp((static_cast<double>(logits[order[j]]) - top) / options.temperature);
     total += weight[j];
+  }
+  if (options.top_p < 1) {
+    // The nucleus: candidates in order until their mass reaches top_p; the rest get weight 0.
+    double kept = 0;
+    for (int64_t j = 0; j < k; ++j) {
+      if (kept >= options.top_p * total) {
+        weight[j] = 0;
+        continue;
+      }
+      kept += weight[j];
+    }
+    total = kept;
   }
   const double target = sample_uniform(options.seed, position) * total;
   double cumulative = 0;

@@ -79,11 +79,14 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
   MIXPREC_CHECK(q.ndim() == 4, kSdpa,
                 "expects q, k, v [B, H, T, Dh], got q " + shape_to_string(q.shape()));
   // k and v may have fewer heads than q (grouped-query attention): Hkv dividing H.
+  // Without a causal mask, more keys than queries (a decoding step against cached keys).
   const bool kv_fits = k.ndim() == 4 && v.shape() == k.shape() && k.size(0) == q.size(0) &&
-                       k.size(2) == q.size(2) && k.size(3) == q.size(3) &&
+                       (k.size(2) == q.size(2) || (!causal && k.size(2) > q.size(2))) &&
+                       k.size(3) == q.size(3) &&
                        (k.size(1) == q.size(1) || (k.size(1) > 0 && q.size(1) % k.size(1) == 0));
   MIXPREC_CHECK(kv_fits, kSdpa,
-                "expects q [B, H, T, Dh] and k, v [B, Hkv, T, Dh] with Hkv dividing H, got q " +
+                "expects q [B, H, T, Dh] and k, v [B, Hkv, T, Dh] with Hkv dividing H (Tk > T "
+                "without a causal mask), got q " +
                     shape_to_string(q.shape()) + ", k " + shape_to_string(k.shape()) + ", v " +
                     shape_to_string(v.shape()));
   MIXPREC_CHECK(k.dtype() == q.dtype() && v.dtype() == q.dtype(), kSdpa,
@@ -100,6 +103,8 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
   const Tensor qc = with_dense_rows(q.detach()), kc = with_dense_rows(k.detach()),
                vc = with_dense_rows(v.detach());
   const bool needs_grad = any_requires_grad({&q, &k, &v});
+  MIXPREC_CHECK(!needs_grad || k.size(2) == q.size(2), kSdpa,
+                "more keys than queries is for decoding: no gradients (run under NoGradGuard)");
   backend::AttentionForward f =
       backend::current().attention_forward(qc, kc, vc, causal, scale, needs_grad);
   Tensor out = f.out;

@@ -105,7 +105,8 @@ void restore_run_checkpoint(const io::Checkpoint& c, const io::TrainingState& st
   }
 }
 
-LoadedModel load_model(const std::string& checkpoint_or_run_dir) {
+LoadedModel load_model(const std::string& checkpoint_or_run_dir,
+                       const std::optional<amp::MixedPrecisionPolicy>& policy) {
   namespace fs = std::filesystem;
   MIXPREC_CHECK(fs::exists(checkpoint_or_run_dir), "checkpoint",
                 checkpoint_or_run_dir + " does not exist");
@@ -128,6 +129,7 @@ LoadedModel load_model(const std::string& checkpoint_or_run_dir) {
   }
   LoadedModel out;
   out.config = checkpoint_config(c);
+  if (policy) out.config.training.policy = *policy;
   out.step = checkpoint_step(c);
   out.path = c.path;
   // The stored config is as hostile as the file: its model must fit this machine, checked in

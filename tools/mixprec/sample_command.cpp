@@ -20,11 +20,26 @@ namespace {
 struct SampleArgs {
   std::string checkpoint;
   std::string prompt = "\n";
+  std::string precision;  // "" = the run's
+  bool no_cache = false;
   infer::SampleOptions options;
 };
 
 void run_sample(const SampleArgs& a) {
-  train::LoadedModel loaded = train::load_model(a.checkpoint);
+  std::optional<amp::MixedPrecisionPolicy> chosen;
+  if (!a.precision.empty()) {
+    try {
+      chosen = amp::parse_policy(a.precision);
+    } catch (const Error& e) {
+      throw UsageError("--precision: " + std::string(e.what()));
+    }
+  }
+  // Working copies in the chosen precision (a bf16 run's weights sampled in fp32 are its f32
+  // masters, not their bf16 copies).
+  train::LoadedModel loaded = train::load_model(a.checkpoint, chosen);
+  const amp::MixedPrecisionPolicy policy = loaded.config.training.policy;
+  infer::SampleOptions options = a.options;
+  options.use_cache = !a.no_cache;
   const int64_t vocab = loaded.config.model.vocab_size;
   if (a.options.top_k > vocab)
     throw UsageError(fmt::format("--top-k {} is more than the model's vocabulary ({} tokens)",
@@ -36,8 +51,8 @@ void run_sample(const SampleArgs& a) {
   for (const int64_t id : tokenizer->encode(a.prompt)) prompt.push_back(id);
   std::vector<int64_t> tokens;
   {
-    amp::ComputeScope compute(loaded.config.training.policy);
-    tokens = infer::generate(*loaded.model, prompt, a.options);
+    amp::ComputeScope compute(policy);
+    tokens = infer::generate(*loaded.model, prompt, options);
   }
   // Decoded with the prompt, so a word the prompt began is completed with its spacing.
   std::vector<int64_t> all(prompt.begin() + (tokenizer->bos() ? 1 : 0), prompt.end());
@@ -73,7 +88,15 @@ void add_sample_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--top-k", args->options.top_k, "sample among the k likeliest (0 = all)")
       ->capture_default_str()
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--top-p", args->options.top_p,
+                  "nucleus: the fewest likeliest tokens holding this probability (1 = all)")
+      ->capture_default_str()
+      ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--seed", args->options.seed, "same seed, same text")->capture_default_str();
+  cmd->add_option("--precision", args->precision,
+                  "compute precision for sampling (fp32, bf16-mixed, ...; default: the run's)");
+  cmd->add_flag("--no-cache", args->no_cache,
+                "recompute the whole context for every token instead of the key/value cache");
   cmd->callback([args, &exit_code] {
     run_sample(*args);
     exit_code = 0;

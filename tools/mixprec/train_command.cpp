@@ -69,10 +69,9 @@ void train_rank(const TrainArgs& a, dist::Communicator& comm) {
                                  s.start_step + 1, s.end_step, s.tokens_per_s);
   if (!s.evals.empty()) {
     const train::EvalMetrics& e = s.evals.back();
-    line += fmt::format("; validation loss {:.4f}", e.val_loss);
-    if (e.val_loss_per_byte > 0) line += fmt::format(" ({:.4f} per byte)", e.val_loss_per_byte);
-    line +=
-        fmt::format(" (perplexity {:.2f}; unigram entropy {:.4f})", e.val_ppl, s.unigram_entropy);
+    line += fmt::format("; validation loss {:.4f} (", e.val_loss);
+    if (e.val_loss_per_byte > 0) line += fmt::format("{:.4f} per byte; ", e.val_loss_per_byte);
+    line += fmt::format("perplexity {:.2f}; unigram entropy {:.4f})", e.val_ppl, s.unigram_entropy);
   }
   fmt::print("{}\n", line);
 }

@@ -1,8 +1,10 @@
-// Text generation from a Transformer: greedy decoding or temperature + top-k sampling.
+// Text generation from a Transformer: greedy decoding or temperature + top-k + top-p sampling.
 //
-// Each new token is drawn from the logits of the last position of a forward pass over the
-// context (the last model.max_seq_len tokens of prompt + generated so far; no KV cache, so
-// one forward per new token over at most max_seq_len tokens). The draw is keyed by
+// Each new token is drawn from the logits of the last position of the context (the last
+// model.max_seq_len tokens of prompt + generated so far). With the model's key/value cache
+// (Model::decode; the default when the family has one) the prompt runs once and each new
+// token costs one position; without it, or once the context is full, each new token costs a
+// forward over the whole context. The draw is keyed by
 // (seed, position) through Philox, position being the new token's index in the whole
 // sequence (prompt first), so a run is reproducible and independent of the thread count.
 //
@@ -22,7 +24,11 @@ struct SampleOptions {
   int64_t max_new_tokens = 200;  // >= 0
   double temperature = 0.8;      // >= 0 and finite; 0 = greedy (argmax, lowest index on ties)
   int64_t top_k = 40;            // 0 = the full vocabulary; at most vocab_size
+  // Nucleus sampling: among the top_k, the fewest likeliest tokens whose probabilities sum to
+  // at least top_p (the likeliest always kept); 1 = all of them. In (0, 1].
+  double top_p = 1.0;
   uint64_t seed = 0;
+  bool use_cache = true;  // the key/value cache, when the model has one
 };
 
 // Checks the options against a vocabulary of `vocab_size` tokens; mixprec::Error naming the
@@ -32,7 +38,8 @@ void validate(const SampleOptions& options, int64_t vocab_size);
 // The token drawn from one row of logits (f32, length vocab_size) for the token at
 // `position`. Temperature 0 (or top_k 1): argmax, lowest index on ties. Otherwise: the top_k
 // largest logits (ties: lower index first), softmax of logit / temperature over them in f64,
-// then inverse-CDF with a 53-bit uniform u = philox(seed, stream = position). -inf logits
+// cut to the top_p nucleus, then inverse-CDF with a 53-bit uniform u = philox(seed,
+// stream = position). -inf logits
 // have probability 0; a NaN or +inf logit, or all -inf, is an Error (a diverged model).
 int64_t sample_next(std::span<const float> logits, const SampleOptions& options, uint64_t position);
 

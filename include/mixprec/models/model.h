@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -47,6 +48,13 @@ struct ActivationEstimate {
   std::size_t total() const;
 };
 
+// What incremental decoding keeps between calls (a transformer's key/value cache).
+class DecodeState {
+ public:
+  virtual ~DecodeState() = default;
+  virtual int64_t length() const = 0;  // positions decoded so far
+};
+
 class Model {
  public:
   virtual ~Model() = default;
@@ -64,6 +72,14 @@ class Model {
   virtual Tensor forward(const Tensor& tokens) = 0;
   // Cross-entropy of forward(tokens) against targets [B, T], plus the family's extra terms.
   virtual LossParts loss(const Tensor& tokens, const Tensor& targets) = 0;
+
+  // Incremental decoding for generation (no gradients): a fresh state for `batch` sequences,
+  // or null when the family has none (generation then recomputes every position).
+  virtual std::unique_ptr<DecodeState> start_decoding(int64_t /*batch*/) { return nullptr; }
+  // tokens [B, n] at positions state.length() .. + n - 1 -> logits [B, n, vocab] of those
+  // positions, as forward() would give them; the state then covers them too. n may exceed 1
+  // only on an empty state (the prompt); state.length() + n <= max_seq_len.
+  virtual Tensor decode(const Tensor& tokens, DecodeState& state);
 
   // The units a sharded runtime gathers and reduces together, in the order the forward
   // enters them. The first is the root (what no block holds; it stays gathered for the step,

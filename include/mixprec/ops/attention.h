@@ -11,7 +11,9 @@ namespace mixprec {
 // scale <= 0 means 1/sqrt(Dh). Causal: query i attends to keys 0..i. k and v may have fewer
 // heads, [B, Hkv, T, Dh] with Hkv dividing H (grouped-query attention): key/value head j serves
 // query heads j·H/Hkv .. (j+1)·H/Hkv - 1, read in place (never repeated), and its gradients
-// sum over them. q, k, v share one dtype (f64, f32, bf16, f16; math in f32, f64 for f64; outputs
+// sum over them. Without the causal mask, k and v may hold more positions than q (Tk > T:
+// each query sees every key, a decoding step against cached keys; no gradients). q, k, v share
+// one dtype (f64, f32, bf16, f16; math in f32, f64 for f64; outputs
 // rounded once). Fused (flash-style): saves only q, k, v, the output (for bf16/f16 inputs its
 // unrounded f32 value, so the gradients see one rounding, not several) and one f32 log-sum-exp per
 // row for backward (no T×T tensor); backward recomputes the probabilities block by block. q, k, v

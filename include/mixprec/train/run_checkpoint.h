@@ -41,7 +41,9 @@ void restore_run_checkpoint(const io::Checkpoint& checkpoint, const io::Training
 
 // For eval and sample: the model of a checkpoint file, or of the newest valid checkpoint in
 // a run directory (its checkpoint folder), with master weights restored and working copies
-// under the checkpoint's precision policy, held by a single process's parallelism.
+// under the checkpoint's precision policy (or `policy`, e.g. sampling in fp32 from a
+// bf16-mixed run; its master dtype must be the checkpoint's), held by a single process's
+// parallelism.
 struct LoadedModel {
   config::TrainConfig config;
   std::unique_ptr<models::Model> model;
@@ -50,6 +52,7 @@ struct LoadedModel {
   int64_t step = 0;
   std::string path;
 };
-LoadedModel load_model(const std::string& checkpoint_or_run_dir);
+LoadedModel load_model(const std::string& checkpoint_or_run_dir,
+                       const std::optional<amp::MixedPrecisionPolicy>& policy = std::nullopt);
 
 }  // namespace mixprec::train

@@ -48,13 +48,14 @@ AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tenso
                  stats_dtype(q.dtype()));
     return r;
   }
-  const Heads Q{values(q), t, dh}, K{values(k), t, dh}, V{values(v), t, dh};
+  const int64_t tk = k.size(2);  // keys: more than queries only without a causal mask
+  const Heads Q{values(q), t, dh}, K{values(k), tk, dh}, V{values(v), tk, dh};
   const KvHeads kv{q.size(1), k.size(1)};
   std::vector<double> out(static_cast<size_t>(heads * t * dh), 0.0);
-  std::vector<double> lse(static_cast<size_t>(heads * t)), s(static_cast<size_t>(t));
+  std::vector<double> lse(static_cast<size_t>(heads * t)), s(static_cast<size_t>(tk));
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t i = 0; i < t; ++i) {
-      const int64_t n = visible(causal, i, t), g = kv.of(h);
+      const int64_t n = visible(causal, i, tk), g = kv.of(h);
       double m = -std::numeric_limits<double>::infinity(), l = 0;
       for (int64_t j = 0; j < n; ++j) {
         s[static_cast<size_t>(j)] = scale * dot(Q.row(h, i), K.row(g, j), dh);

@@ -1,7 +1,10 @@
 // Transformer forward pass and loss.
+#include <cmath>
+#include <memory>
 #include <string>
 
 #include "mixprec/amp/autocast.h"
+#include "mixprec/autograd/grad_mode.h"
 #include "mixprec/models/transformer/transformer.h"
 #include "mixprec/ops.h"
 
@@ -18,6 +21,13 @@ Tensor as_linear_input(const Tensor& x) {
 
 }  // namespace
 
+// The keys and values each block has seen, written in place as positions are decoded.
+struct Transformer::KvCache final : DecodeState {
+  std::vector<Tensor> k, v;  // per block [B, Hkv, max_seq_len, Dh]
+  int64_t len = 0;
+  int64_t length() const override { return len; }
+};
+
 // `prefix` is "blocks.3." or "" (top level); `name` the norm's own name.
 Tensor Transformer::norm(const Tensor& x, const std::string& prefix, const char* name) const {
   amp::ModuleScope scope(name);
@@ -27,7 +37,8 @@ Tensor Transformer::norm(const Tensor& x, const std::string& prefix, const char*
                     : rmsnorm(x, w, config_.norm_eps);
 }
 
-Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix) const {
+Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix, KvCache* cache,
+                              int64_t layer) const {
   amp::ModuleScope scope("attn");
   const int64_t B = x_in.size(0), T = x_in.size(1), d = config_.d_model, H = config_.n_heads;
   const Tensor x = as_linear_input(x_in);
@@ -35,13 +46,29 @@ Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix) con
   auto heads = [&](const char* name, int64_t n) {
     return project(x, prefix + name).view({B, T, n, d / H}).permute({0, 2, 1, 3});
   };
+  const int64_t offset = cache ? cache->len : 0;
   Tensor q = heads("attn.wq", H), k = heads("attn.wk", kv_heads_);
-  const Tensor v = heads("attn.wv", kv_heads_);
+  Tensor v = heads("attn.wv", kv_heads_);
   if (rope_) {
-    q = rope(q, config_.rope_theta);
-    k = rope(k, config_.rope_theta);
+    q = rope(q, config_.rope_theta, offset);
+    k = rope(k, config_.rope_theta, offset);
   }
-  const Tensor a = scaled_dot_product_attention(q, k, v, /*causal=*/true);
+  if (cache) {
+    auto& ck = cache->k[static_cast<std::size_t>(layer)];
+    auto& cv = cache->v[static_cast<std::size_t>(layer)];
+    if (!ck.defined()) {
+      const Shape s{B, kv_heads_, config_.max_seq_len, d / H};
+      ck = Tensor::empty(s, k.dtype());
+      cv = Tensor::empty(s, v.dtype());
+    }
+    ck.slice(2, offset, offset + T).copy_from(k);
+    cv.slice(2, offset, offset + T).copy_from(v);
+    k = ck.slice(2, 0, offset + T);
+    v = cv.slice(2, 0, offset + T);
+  }
+  // After the prompt, one new query sees every cached key: no mask (decode() allows one
+  // token at a time then), the same fused kernel as the whole-sequence forward.
+  const Tensor a = scaled_dot_product_attention(q, k, v, /*causal=*/offset == 0);
   return project(a.transpose(1, 2).reshape({B, T, d}), prefix + "attn.wo");
 }
 
@@ -66,11 +93,11 @@ FeedForwardWeights Transformer::ffn_weights(const std::string& prefix) const {
   return w;
 }
 
-Tensor Transformer::block(const Tensor& h_in, int64_t layer) {
+Tensor Transformer::block(const Tensor& h_in, int64_t layer, KvCache* cache) {
   const std::string name = block_unit(layer);
   const std::string prefix = name + ".";
   amp::ModuleScope scope(name);
-  Tensor h = add(h_in, attention(norm(h_in, prefix, "attn_norm"), prefix));
+  Tensor h = add(h_in, attention(norm(h_in, prefix, "attn_norm"), prefix, cache, layer));
   const Tensor x = norm(h, prefix, "mlp_norm");
   if (!moe_) {
     amp::ModuleScope mlp_scope("mlp");
@@ -95,13 +122,43 @@ Tensor Transformer::block(const Tensor& h_in, int64_t layer) {
 }
 
 Tensor Transformer::forward(const Tensor& tokens) {
+  return run(tokens, nullptr);
+}
+
+std::unique_ptr<DecodeState> Transformer::start_decoding(int64_t batch) {
+  MIXPREC_CHECK(batch >= 1, "Transformer::start_decoding",
+                "batch " + std::to_string(batch) + " < 1");
+  auto cache = std::make_unique<KvCache>();
+  cache->k.resize(static_cast<std::size_t>(config_.n_layers));
+  cache->v.resize(static_cast<std::size_t>(config_.n_layers));
+  return cache;
+}
+
+Tensor Transformer::decode(const Tensor& tokens, DecodeState& state) {
+  auto* cache = dynamic_cast<KvCache*>(&state);
+  MIXPREC_CHECK(cache != nullptr, "Transformer::decode", "the state is not this family's");
+  MIXPREC_CHECK(tokens.ndim() == 2, "Transformer::decode",
+                "expects tokens [B, n], got " + shape_to_string(tokens.shape()));
+  const int64_t n = tokens.size(1);
+  MIXPREC_CHECK(cache->len == 0 || n == 1, "Transformer::decode",
+                "after the prompt, one token at a time (got " + std::to_string(n) + ")");
+  MIXPREC_CHECK(cache->len + n <= config_.max_seq_len, "Transformer::decode",
+                "positions " + std::to_string(cache->len) + " + " + std::to_string(n) +
+                    " exceed model.max_seq_len = " + std::to_string(config_.max_seq_len));
+  NoGradGuard no_grad;
+  Tensor logits = run(tokens, cache);
+  cache->len += n;
+  return logits;
+}
+
+Tensor Transformer::run(const Tensor& tokens, KvCache* cache) {
   MIXPREC_CHECK(
       tokens.ndim() == 2 && (tokens.dtype() == DType::i64 || tokens.dtype() == DType::i32),
       "Transformer::forward",
       "expects integer tokens [B, T], got " + shape_to_string(tokens.shape()) + " " +
           dtype_name(tokens.dtype()));
-  const int64_t T = tokens.size(1);
-  MIXPREC_CHECK(T <= config_.max_seq_len, "Transformer::forward",
+  const int64_t T = tokens.size(1), offset = cache ? cache->len : 0;
+  MIXPREC_CHECK(offset + T <= config_.max_seq_len, "Transformer::forward",
                 "sequence length " + std::to_string(T) +
                     " exceeds model.max_seq_len = " + std::to_string(config_.max_seq_len));
   moe_stats_.clear();
@@ -117,12 +174,12 @@ Tensor Transformer::forward(const Tensor& tokens) {
   if (!rope_) {
     amp::ModuleScope scope("pos_emb");
     std::vector<int64_t> positions(static_cast<std::size_t>(T));
-    for (int64_t t = 0; t < T; ++t) positions[static_cast<std::size_t>(t)] = t;
+    for (int64_t t = 0; t < T; ++t) positions[static_cast<std::size_t>(t)] = offset + t;
     h = add(h, embedding(Tensor::from_vector(positions), weight("pos_emb.weight")));
   }
   for (int64_t l = 0; l < config_.n_layers; ++l) {
     const std::string unit = block_unit(l);
-    h = leave_unit(unit, block(enter_unit(unit, h), l));
+    h = leave_unit(unit, block(enter_unit(unit, h), l, cache));
   }
   h = norm(h, "", "final_norm");
   amp::ModuleScope scope("lm_head");

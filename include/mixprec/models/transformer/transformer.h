@@ -43,6 +43,9 @@ class Transformer final : public Model {
   explicit Transformer(const config::ModelConfig& config);
 
   Tensor forward(const Tensor& tokens) override;
+  // A key/value cache per block, [B, n_kv_heads, max_seq_len, Dh] in the compute dtype.
+  std::unique_ptr<DecodeState> start_decoding(int64_t batch) override;
+  Tensor decode(const Tensor& tokens, DecodeState& state) override;
   LossParts loss(const Tensor& tokens, const Tensor& targets) override;
   // "root", then "blocks.0", "blocks.1", ...: a block's parameters are "blocks.<l>.*".
   std::vector<std::string> shard_units() const override;
@@ -56,13 +59,16 @@ class Transformer final : public Model {
   const std::vector<Tensor>& router_logits() const { return router_logits_; }
 
  private:
+  struct KvCache;
+  // forward() without a cache; decode() with one (positions from cache->length()).
+  Tensor run(const Tensor& tokens, KvCache* cache);
   Tensor norm(const Tensor& x, const std::string& prefix, const char* name) const;
-  Tensor attention(const Tensor& x, const std::string& prefix) const;
+  Tensor attention(const Tensor& x, const std::string& prefix, KvCache* cache, int64_t layer) const;
   // linear(x, weight, its bias when config.bias) for the parameter named `weight`.
   Tensor project(const Tensor& x, const std::string& weight) const;
   Tensor bias(const std::string& weight) const;  // undefined without config.bias
   FeedForwardWeights ffn_weights(const std::string& prefix) const;
-  Tensor block(const Tensor& h, int64_t layer);
+  Tensor block(const Tensor& h, int64_t layer, KvCache* cache);
   // "blocks.<layer>": the block's shard unit and its parameters' prefix.
   static std::string block_unit(int64_t layer) { return "blocks." + std::to_string(layer); }
   void describe_parameters();
