@@ -79,8 +79,16 @@ std::vector<fs::path> for_each_document(const std::vector<CorpusFile>& files,
       take(bytes);
       continue;
     }
+    // A JSONL document ends in a newline, so documents stay apart in a tokenizer without EOS
+    // (the byte tokenizer), as separate text files usually do.
     std::vector<std::string> storage;
-    for (const std::string_view doc : jsonl_texts(bytes, f.path, storage)) take(doc);
+    for (std::string_view doc : jsonl_texts(bytes, f.path, storage)) {
+      if (doc.empty() || doc.back() == '\n') {
+        take(doc);
+        continue;
+      }
+      take(std::string(doc) + "\n");
+    }
   }
   return skipped;
 }

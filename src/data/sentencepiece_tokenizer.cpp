@@ -138,6 +138,11 @@ void train_sentencepiece(const SentencepieceTraining& o) {
       {"vocab_size", std::to_string(o.vocab_size)},
       {"byte_fallback", o.byte_fallback ? "true" : "false"},
       {"character_coverage", "0.9995"},
+      // Lossless: no NFKC folding, whitespace kept as written (sentencepiece's defaults
+      // collapse runs of spaces, and newlines never reach it: it trains on lines).
+      {"normalization_rule_name", "identity"},
+      {"remove_extra_whitespaces", "false"},
+      {"allow_whitespace_only_pieces", "true"},
       {"input_sentence_size", std::to_string(o.max_sentences)},
       {"shuffle_input_sentence", "true"},
       {"num_threads", std::to_string(std::max(1, o.threads))},

@@ -157,7 +157,9 @@ bool same_value(const json& a, const json& b) {
 
 void check_config(const json& file, const config::ModelConfig& m, HfLayout layout,
                   const std::string& path) {
-  const std::string type = file.value("model_type", std::string());
+  MIXPREC_CHECK(file.contains("model_type") && file["model_type"].is_string(), "hf " + path,
+                "has no string \"model_type\" (\"llama\" or \"gpt2\")");
+  const std::string type = file["model_type"].get<std::string>();
   MIXPREC_CHECK(type == hf_layout_name(layout), "hf " + path,
                 "model_type = \"" + type + "\", but this model exports as \"" +
                     hf_layout_name(layout) + "\"");

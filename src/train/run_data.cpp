@@ -66,13 +66,13 @@ data::TokenDataset open_run_data(const config::TrainConfig& c,
   return data::TokenDataset::open(o);
 }
 
-double unigram_entropy(const data::TokenSplit& split) {
+double unigram_entropy(const data::TokenSplit& split, int64_t vocab_size) {
   const int64_t n = std::min<int64_t>(split.size(), int64_t{1} << 24);
-  std::vector<int64_t> counts(256, 0);
+  // Ids outside the vocabulary are not counted (the batches refuse them, naming where).
+  std::vector<int64_t> counts(static_cast<std::size_t>(std::max<int64_t>(vocab_size, 1)), 0);
   for (int64_t i = 0; i < n; ++i) {
     const auto t = static_cast<std::size_t>(split.tokens[i]);
-    if (t >= counts.size()) counts.resize(t + 1, 0);
-    ++counts[t];
+    if (t < counts.size()) ++counts[t];
   }
   double h = 0;
   const double total = static_cast<double>(n);

@@ -218,7 +218,7 @@ void Trainer::State::open_data() {
     if (!dataset->cache_path().empty())  // text: the tokenizer decodes what is evaluated
       val_text_bytes = evaluated_text_bytes(*val_batches, c.training.eval_batches, *tokenizer);
   }
-  unigram_entropy = train::unigram_entropy(dataset->train());
+  unigram_entropy = train::unigram_entropy(dataset->train(), V);
   progress.message(describe_model(*model, c.training.policy));
   progress.message("tokenizer: " + tokenizer->describe());
   progress.message(

@@ -46,6 +46,14 @@ void run_sample(const SampleArgs& a) {
                                  a.options.top_k, vocab));
   // The run's tokenizer; a document starts with BOS when the vocabulary has one, as in training.
   const auto tokenizer = train::open_run_tokenizer(loaded.config);
+  // A run on token files (nanoGPT's, llm.c's GPT-2 ids) had no tokenizer of ours for its ids.
+  const int64_t covered = (tokenizer->vocab_size() + 63) / 64 * 64;
+  if (loaded.config.model.vocab_size > covered)
+    throw UsageError(fmt::format(
+        "{} has model.vocab_size = {}, but its tokenizer ({}) has {} ids: it was trained on "
+        "pre-tokenized ids this tokenizer cannot encode or decode (set model.tokenizer)",
+        loaded.path, loaded.config.model.vocab_size, tokenizer->describe(),
+        tokenizer->vocab_size()));
   std::vector<int64_t> prompt;
   if (const auto bos = tokenizer->bos()) prompt.push_back(*bos);
   for (const int64_t id : tokenizer->encode(a.prompt)) prompt.push_back(id);
@@ -91,7 +99,12 @@ void add_sample_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--top-p", args->options.top_p,
                   "nucleus: the fewest likeliest tokens holding this probability (1 = all)")
       ->capture_default_str()
-      ->check(CLI::Range(0.0, 1.0));
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            const double p = std::strtod(text.c_str(), nullptr);
+            return p > 0 && p <= 1 ? std::string() : "must be in (0, 1], got " + text;
+          },
+          "FLOAT in (0, 1]"));
   cmd->add_option("--seed", args->options.seed, "same seed, same text")->capture_default_str();
   cmd->add_option("--precision", args->precision,
                   "compute precision for sampling (fp32, bf16-mixed, ...; default: the run's)");

@@ -120,7 +120,8 @@ void run_eval(const EvalArgs& a) {
                                                a.batches, c.training.policy, loaded.step);
   std::string per_byte;
   if (!ds.cache_path().empty()) {
-    const auto bytes = train::evaluated_text_bytes(batches, a.batches, *tokenizer);
+    const auto bytes =
+        std::max<int64_t>(1, train::evaluated_text_bytes(batches, a.batches, *tokenizer));
     per_byte = fmt::format(" | {:.4f} nats/byte", m.val_loss * static_cast<double>(m.val_tokens) /
                                                       static_cast<double>(bytes));
   }

@@ -1,6 +1,7 @@
 // The documents of a text corpus: a text file is one document; a JSONL file (*.jsonl, what
 // Hugging Face `datasets` exports, and what torchtitan's C4 loader reads) holds one per line,
-// its "text" field. The token cache and `mixprec tokenizer train` read corpora through this.
+// its "text" field, ended by a newline when it has none. The token cache and `mixprec tokenizer
+// train` read corpora through this.
 #pragma once
 
 #include <filesystem>

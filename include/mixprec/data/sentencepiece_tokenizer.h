@@ -20,8 +20,9 @@ struct SentencepieceTraining {
   std::string output;              // the model to write: PATH.model (and PATH.vocab beside it)
   int64_t vocab_size = 4096;
   std::string model_type = "bpe";  // bpe | unigram
-  // Byte fallback (Llama's choice): text outside the pieces becomes <0xNN> byte pieces, so
-  // every input encodes and decodes losslessly.
+  // Byte fallback (Llama's choice): text outside the pieces (newlines too) becomes <0xNN>
+  // byte pieces; with the identity normalization and whitespace kept as written, every input
+  // decodes back to itself.
   bool byte_fallback = true;
   int64_t max_sentences = 2'000'000;  // sentencepiece's input_sentence_size: a sample of lines
   int threads = 2;

@@ -25,8 +25,9 @@ data::TokenDataset open_run_data(const config::TrainConfig& config,
 // to a multiple of 64 (nanoGPT's 50304 padding) leaves rows no token trains.
 void check_vocabulary(const data::TokenDataset& dataset, int64_t vocab_size);
 
-// Entropy (nats per token) of the split's token frequencies over its first 2^24 tokens: the
-// loss of the best model that ignores context, the bar a language model must get well below.
-double unigram_entropy(const data::TokenSplit& split);
+// Entropy (nats per token) of the split's token frequencies over its first 2^24 tokens (ids
+// below vocab_size): the loss of the best model that ignores context, the bar a language
+// model must get well below.
+double unigram_entropy(const data::TokenSplit& split, int64_t vocab_size);
 
 }  // namespace mixprec::train

@@ -113,8 +113,13 @@ void Transformer::describe_parameters() {
     add_linear(prefix + ".w_down", d, ff, residual(layer));
   };
 
-  // torchtitan's Llama: embedding N(0, 1); output N(0, d^-1/2) truncated at 3 std.
-  add("tok_emb.weight", {c.vocab_size, d}, llama ? InitRule{InitKind::normal, 1.0} : weight);
+  // torchtitan's Llama: embedding N(0, 1); output N(0, d^-1/2) truncated at 3 std. A tied
+  // Llama (as Llama 3.2 1B; torchtitan has none) takes Hugging Face's initializer_range,
+  // N(0, 0.02): through the final RMSNorm a token's own logit is about d·std, 4096 with
+  // N(0, 1).
+  const InitRule out{InitKind::normal, 1.0 / std::sqrt(static_cast<double>(d)), 3.0};
+  const InitRule embedding = c.tie_embeddings ? weight : InitRule{InitKind::normal, 1.0};
+  add("tok_emb.weight", {c.vocab_size, d}, llama ? embedding : weight);
   if (!rope_) add("pos_emb.weight", {c.max_seq_len, d}, weight);
   for (int64_t l = 0; l < c.n_layers; ++l) {
     unit = block_unit(l);
@@ -135,10 +140,7 @@ void Transformer::describe_parameters() {
   }
   unit = "root";
   add_norm("final_norm");
-  const double out_std = 1.0 / std::sqrt(static_cast<double>(d));
-  if (!c.tie_embeddings)
-    add("lm_head.weight", {c.vocab_size, d},
-        llama ? InitRule{InitKind::normal, out_std, 3.0} : weight);
+  if (!c.tie_embeddings) add("lm_head.weight", {c.vocab_size, d}, llama ? out : weight);
 }
 
 std::vector<std::string> Transformer::shard_units() const {

@@ -32,7 +32,7 @@ TEST(Jsonl, EachLinesTextIsADocument) {
              "{\"timestamp\": 1, \"text\": \"caf\\u00e9\"}\r\n"
              "{\"text\": \"\"}");
   EXPECT_EQ(documents_of(dir / "c4.jsonl"),
-            (std::vector<std::string>{"first doc\nwith two lines", "caf\xC3\xA9", ""}));
+            (std::vector<std::string>{"first doc\nwith two lines\n", "caf\xC3\xA9\n", ""}));
   // A plain file is one document, JSON or not.
   write_file(dir / "notes.txt", "{\"text\": \"kept as written\"}\n");
   EXPECT_EQ(documents_of(dir / "notes.txt"),
@@ -87,6 +87,9 @@ TEST_F(Sentencepiece, TrainsAModelThatRoundTripsText) {
   const std::vector<int64_t> ids = tok->encode(text);
   EXPECT_LT(ids.size(), text.size());  // pieces, not bytes
   EXPECT_EQ(tok->decode(ids), text);
+  // Lossless: newlines, runs of spaces, leading and trailing blanks and tabs come back.
+  const std::string layout = "  dog\n    indented  line 0\n\n\tthe end  ";
+  EXPECT_EQ(tok->decode(tok->encode(layout)), layout);
   // Byte fallback: text no piece covers still round-trips.
   const std::string odd = "\xE2\x82\xAC zebra \xF0\x9F\x98\x80";
   EXPECT_EQ(tok->decode(tok->encode(odd)), odd);
@@ -124,8 +127,8 @@ TEST_F(Sentencepiece, CacheHoldsBosAndEosAroundEachDocumentIn2Bytes) {
   DatasetOptions o = options_for(dir / "docs.jsonl", dir / "run", w, 0.0);
   o.tokenizer = tok.get();
   const TokenDataset ds = TokenDataset::open(o);
-  std::vector<int64_t> expect = encode_document(*tok, "the quick fox");
-  const std::vector<int64_t> second = encode_document(*tok, "the lazy dog");
+  std::vector<int64_t> expect = encode_document(*tok, "the quick fox\n");
+  const std::vector<int64_t> second = encode_document(*tok, "the lazy dog\n");
   expect.insert(expect.end(), second.begin(), second.end());
   std::vector<int64_t> got;
   for (int64_t i = 0; i < ds.train().size(); ++i) got.push_back(ds.train().tokens[i]);
@@ -138,7 +141,7 @@ TEST_F(Sentencepiece, CacheHoldsBosAndEosAroundEachDocumentIn2Bytes) {
   DatasetOptions b = options_for(dir / "docs.jsonl", dir / "run", w, 0.0);
   const TokenDataset bytes = TokenDataset::open(b);
   EXPECT_NE(bytes.cache_path(), ds.cache_path());
-  EXPECT_EQ(as_string(bytes), "the quick foxthe lazy dog");
+  EXPECT_EQ(as_string(bytes), "the quick fox\nthe lazy dog\n");
   EXPECT_TRUE(TokenDataset::open(o).cache_path() == ds.cache_path());
 }
 

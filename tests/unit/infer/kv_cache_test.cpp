@@ -113,7 +113,14 @@ TEST(TopP, KeepsTheFewestLikeliestTokensHoldingP) {
   // Renormalised over the nucleus: 0.5 / 0.8 and 0.3 / 0.8.
   EXPECT_NEAR(seen[1] / 2000.0, 0.625, 0.04);
   EXPECT_NEAR(seen[3] / 2000.0, 0.375, 0.04);
-  // p at the edge of a token's mass keeps it: 0.8 keeps exactly the two, 0.81 three.
+  // p at the edge of a token's mass: 0.79 and 0.8 keep exactly the two, 0.81 three.
+  for (double p : {0.79, 0.8}) {
+    o.top_p = p;
+    for (uint64_t pos = 0; pos < 2000; ++pos) {
+      const int64_t t = sample_next(logits, o, pos);
+      ASSERT_TRUE(t == 1 || t == 3) << p << " drew " << t;
+    }
+  }
   o.top_p = 0.81;
   bool third = false;
   for (uint64_t pos = 0; pos < 2000; ++pos) third = third || sample_next(logits, o, pos) == 0;

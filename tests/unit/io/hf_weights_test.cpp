@@ -197,6 +197,21 @@ TEST(HfWeights, ConfigJsonMustDescribeTheSameModel) {
     EXPECT_NE(e.find(k.expect), std::string::npos) << k.field << ": " << e;
     EXPECT_NE(e.find("config.json"), std::string::npos) << e;
   }
+  // config.json values of the wrong JSON type: refused naming the key, never a JSON library
+  // exception.
+  for (const std::string& bad :
+       {std::string("\"model_type\": 5"), std::string("\"model_type\": null"),
+        std::string("\"hidden_size\": \"64\"")}) {
+    const fs::path d = tmp / ("bad" + std::to_string(bad.size()));
+    fs::copy(tmp / "hf", d);
+    json j = read_json(d / "config.json");
+    const json patch = json::parse("{" + bad + "}");
+    j.update(patch);
+    write_file(d / "config.json", j.dump());
+    const std::string e = import_error(d, c);
+    EXPECT_NE(e.find("config.json"), std::string::npos) << bad << ": " << e;
+    EXPECT_EQ(e.find("json.exception"), std::string::npos) << bad << ": " << e;
+  }
   // A GPT-2 folder is not a Llama.
   const auto g = hf_test_model(hf_gpt2_config(), 10);
   export_hf((tmp / "gpt2").string(), hf_gpt2_config(), g->parameters().parameters());

@@ -3,6 +3,7 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <iostream>
 #include <string>
 
 #include "mixprec/models/parameter_set.h"
@@ -88,6 +89,20 @@ TEST(Llama, InitIsTorchtitans) {
   const Moments emb = moments(initial_values(p.spec("tok_emb.weight"), 5));
   EXPECT_NEAR(emb.std, 1.0, 0.01);
   EXPECT_GT(emb.max_abs, 4.0);  // untruncated
+}
+
+TEST(Llama, ATiedLlamaStartsFromHuggingFacesInitializerRange) {
+  config::ModelConfig c = llama(0);
+  c.tie_embeddings = true;  // as Llama 3.2 1B
+  const auto m = make_model(c);
+  const InitRule r = m->parameters().spec("tok_emb.weight").init;
+  EXPECT_DOUBLE_EQ(r.std, 0.02);
+  // The first loss is near ln V, not the tens an N(0, 1) tied matrix gives.
+  m->materialize(2, testing::fp32_policy());
+  const double loss =
+      m->loss(testing::token_grid(2, 16, 256), testing::token_grid(2, 16, 256, 1)).total.item();
+  EXPECT_NEAR(loss, std::log(256.0), 1.0);
+  std::cout << "tied llama3, first loss " << loss << "\n";
 }
 
 TEST(Llama, TruncatedRangeIsASliceOfTheWhole) {

@@ -81,8 +81,9 @@ TEST(AttentionGqa, EqualsRepeatedKeysAndValues) {
 }
 
 TEST(AttentionGqa, CpuKernelMatchesReferenceBackend) {
-  const Tensor q = randn({1, 6, 70, 8}, DType::f64, 11), k = randn({1, 3, 70, 8}, DType::f64, 12),
-               v = randn({1, 3, 70, 8}, DType::f64, 13), g = randn({1, 6, 70, 8}, DType::f64, 14);
+  // Two sequences: the batch part of the head mapping too.
+  const Tensor q = randn({2, 6, 70, 8}, DType::f64, 11), k = randn({2, 3, 70, 8}, DType::f64, 12),
+               v = randn({2, 3, 70, 8}, DType::f64, 13), g = randn({2, 6, 70, 8}, DType::f64, 14);
   const double scale = 0.35;
   for (bool causal : {true, false}) {
     const auto& cpu = backend::cpu_backend();
@@ -146,7 +147,17 @@ TEST(AttentionGqa, HeadCountsThatDoNotDivideAreRefused) {
   EXPECT_NE(e.find("[1, 4, 5, 4]"), std::string::npos) << e;
   const Tensor k2 = randn({1, 2, 5, 4}, DType::f32, 43), k3 = randn({1, 3, 5, 4}, DType::f32, 44);
   EXPECT_THROW(scaled_dot_product_attention(q, k2, k3), Error);  // k and v differ
-  EXPECT_THROW(scaled_dot_product_attention(q, randn({1, 2, 6, 4}, DType::f32, 45), k2), Error);
+  // More keys than queries: only without the causal mask, and only without gradients.
+  const Tensor k6 = randn({1, 2, 6, 4}, DType::f32, 45);
+  EXPECT_NE(error_of([&] { scaled_dot_product_attention(q, k6, k6, true); }).find("Tk > T"),
+            std::string::npos);
+  EXPECT_NO_THROW(scaled_dot_product_attention(q, k6, k6, false));
+  Tensor qg = q.detach().set_requires_grad(true);
+  EXPECT_NE(error_of([&] { scaled_dot_product_attention(qg, k6, k6, false); }).find("decoding"),
+            std::string::npos);
+  EXPECT_THROW(scaled_dot_product_attention(q, randn({1, 2, 4, 4}, DType::f32, 46),
+                                            randn({1, 2, 4, 4}, DType::f32, 47), false),
+               Error);  // fewer keys than queries
   EXPECT_THROW(scaled_dot_product_attention(q, Tensor::zeros({1, 0, 5, 4}, DType::f32),
                                             Tensor::zeros({1, 0, 5, 4}, DType::f32)),
                Error);
