@@ -46,7 +46,7 @@ struct Link {
 };
 
 int64_t kv_width(const config::ModelConfig& m) {
-  return (m.n_kv_heads > 0 ? m.n_kv_heads : m.n_heads) * (m.d_model / m.n_heads);
+  return m.kv_heads() * (m.d_model / m.n_heads);
 }
 
 std::vector<Link> llama_links(const config::ModelConfig& m) {
@@ -114,7 +114,7 @@ struct Key {
 };
 
 std::vector<Key> config_keys(const config::ModelConfig& m, HfLayout layout) {
-  const int64_t heads = m.n_heads, kv = m.n_kv_heads > 0 ? m.n_kv_heads : heads;
+  const int64_t heads = m.n_heads, kv = m.kv_heads();
   if (layout == HfLayout::llama)
     return {
         {"vocab_size", m.vocab_size, "model.vocab_size", nullptr},
@@ -214,10 +214,10 @@ const char* hf_layout_name(HfLayout layout) {
 HfLayout hf_layout_of(const config::ModelConfig& m) {
   MIXPREC_CHECK(m.kind != "moe", "hf",
                 "model.kind = \"moe\" has no Hugging Face layout here (Llama and GPT-2 only)");
-  const int64_t kv = m.n_kv_heads > 0 ? m.n_kv_heads : m.n_heads;
   if (m.norm == "rmsnorm" && m.mlp == "swiglu" && m.positions == "rope" && !m.bias)
     return HfLayout::llama;
-  if (m.norm == "layernorm" && m.mlp == "gelu" && m.positions == "learned" && kv == m.n_heads)
+  if (m.norm == "layernorm" && m.mlp == "gelu" && m.positions == "learned" &&
+      m.kv_heads() == m.n_heads)
     return HfLayout::gpt2;
   throw Error("hf", fmt::format("model.norm = \"{}\", mlp = \"{}\", positions = \"{}\", bias = {}, "
                                 "n_kv_heads = {} fit no Hugging Face layout: Llama needs rmsnorm, "

@@ -60,4 +60,10 @@ int64_t evaluated_text_bytes(const data::ValidationBatches& batches, int64_t max
   return static_cast<int64_t>(tokenizer.decode(ids).size());
 }
 
+void set_loss_per_byte(EvalMetrics& m, int64_t text_bytes) {
+  if (text_bytes > 0)
+    m.val_loss_per_byte =
+        m.val_loss * static_cast<double>(m.val_tokens) / static_cast<double>(text_bytes);
+}
+
 }  // namespace mixprec::train

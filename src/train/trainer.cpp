@@ -588,9 +588,7 @@ void Trainer::State::record(StepMetrics m) {
 void Trainer::State::evaluate_at(int64_t step) {
   EvalMetrics m = evaluate(*model, *parallelism, *val_batches, config.training.eval_batches,
                            config.training.policy, step);
-  if (val_text_bytes > 0)
-    m.val_loss_per_byte =
-        m.val_loss * static_cast<double>(m.val_tokens) / static_cast<double>(val_text_bytes);
+  set_loss_per_byte(m, val_text_bytes);
   progress.eval(m);
   if (log) log->write(to_json_line(m));
   summary.evals.push_back(m);

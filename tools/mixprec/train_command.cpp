@@ -116,15 +116,12 @@ void run_eval(const EvalArgs& a) {
   train::check_vocabulary(ds, c.model.vocab_size);
   const data::ValidationBatches batches(ds.validation(), c.training.batch_size, c.training.seq_len,
                                         c.model.vocab_size);
-  const train::EvalMetrics m = train::evaluate(*loaded.model, *loaded.parallelism, batches,
-                                               a.batches, c.training.policy, loaded.step);
-  std::string per_byte;
-  if (!ds.cache_path().empty()) {
-    const auto bytes =
-        std::max<int64_t>(1, train::evaluated_text_bytes(batches, a.batches, *tokenizer));
-    per_byte = fmt::format(" | {:.4f} nats/byte", m.val_loss * static_cast<double>(m.val_tokens) /
-                                                      static_cast<double>(bytes));
-  }
+  train::EvalMetrics m = train::evaluate(*loaded.model, *loaded.parallelism, batches, a.batches,
+                                         c.training.policy, loaded.step);
+  if (!ds.cache_path().empty())  // text: the tokenizer decodes what was evaluated
+    train::set_loss_per_byte(m, train::evaluated_text_bytes(batches, a.batches, *tokenizer));
+  const std::string per_byte =
+      m.val_loss_per_byte > 0 ? fmt::format(" | {:.4f} nats/byte", m.val_loss_per_byte) : "";
   fmt::print("checkpoint {} (step {})\nvalidation loss {:.4f} | perplexity {:.3f} | {} tokens{}\n",
              loaded.path, loaded.step, m.val_loss, m.val_ppl, m.val_tokens, per_byte);
   MIXPREC_CHECK(std::isfinite(m.val_loss), "eval",

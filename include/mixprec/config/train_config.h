@@ -51,6 +51,8 @@ struct ModelConfig {
   std::string tokenizer;
   MoeConfig moe;
   bool operator==(const ModelConfig&) const = default;
+  // The key/value heads attention has: n_kv_heads, or n_heads when it is 0.
+  std::int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
 };
 
 struct TrainingConfig {

@@ -24,5 +24,7 @@ EvalMetrics evaluate(models::Model& model, dist::Parallelism& parallelism,
 // decoded by `tokenizer`: the denominator of the loss per byte.
 int64_t evaluated_text_bytes(const data::ValidationBatches& batches, int64_t max_batches,
                              const data::Tokenizer& tokenizer);
+// Sets m.val_loss_per_byte from the evaluated text's bytes (none: left 0, unknown).
+void set_loss_per_byte(EvalMetrics& m, int64_t text_bytes);
 
 }  // namespace mixprec::train

@@ -113,7 +113,7 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   s.N = sequences * seq_len;
   s.d = m.d_model;
   s.H = m.n_heads;
-  s.kv = (m.n_kv_heads > 0 ? m.n_kv_heads : m.n_heads) * (m.d_model / m.n_heads);
+  s.kv = m.kv_heads() * (m.d_model / m.n_heads);
   s.F = m.d_ff;
   s.V = m.vocab_size;
   const bool layernorm = m.norm == "layernorm";

@@ -77,7 +77,7 @@ Transformer::Transformer(const config::ModelConfig& config) : Model(config) {
   layernorm_ = config_.norm == "layernorm";
   rope_ = config_.positions == "rope";
   moe_ = config_.kind == "moe";
-  kv_heads_ = config_.n_kv_heads > 0 ? config_.n_kv_heads : config_.n_heads;
+  kv_heads_ = config_.kv_heads();
   describe_parameters();
 }
 
