@@ -19,6 +19,9 @@ struct Corner {
 
 Corner plan_at(config::TrainConfig c, int world_size, int64_t layers, int64_t sequences) {
   c.model.n_layers = layers;
+  // Every block alike (as the bilinear fit assumes): an MoE's first dense blocks count as MoE
+  // blocks, about their size.
+  c.model.moe.n_dense_layers = 0;
   c.training.batch_size = sequences * world_size;
   const MemoryPlan p = plan_memory(c, world_size);
   const double state = static_cast<double>(p.master + p.working + p.grads + p.optimizer + p.comm);

@@ -196,6 +196,13 @@ Tensor ShardedModel::enter_unit(const std::string& unit_name, const Tensor& x) {
       x, [this, u] { on_backward_done(u); }, "UnitBackwardDone");
 }
 
+void ShardedModel::sum_counts_over_ranks(std::vector<int64_t>& counts) {
+  Tensor buffer = Tensor::from_vector(counts, {static_cast<int64_t>(counts.size())});
+  comm_.all_reduce(buffer);  // integers: exact, the same at every world size
+  const int64_t* summed = buffer.data<int64_t>();
+  std::copy(summed, summed + counts.size(), counts.begin());
+}
+
 Tensor ShardedModel::leave_unit(const std::string& unit_name, const Tensor& y) {
   const std::size_t u = unit_of(unit_name);
   if (u == 0) {  // the root stays gathered for the backward; note which weights it read
@@ -339,7 +346,10 @@ double ShardedModel::global_norm(double local_norm) {
 
 io::TensorMap ShardedModel::full_training_state(optim::Optimizer* optimizer,
                                                 amp::GradScaler* scaler) const {
-  return gather_training_state(*this, optimizer, scaler);
+  io::TensorMap full = gather_training_state(*this, optimizer, scaler);
+  // Buffers are whole on every rank (updated from all-reduced statistics).
+  for (const auto& [name, b] : model_.buffers()) full[io::kBufferPrefix + name] = b.clone();
+  return full;
 }
 
 io::TensorMap ShardedModel::local_training_state(const io::TensorMap& full) const {

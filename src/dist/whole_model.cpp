@@ -19,7 +19,7 @@ void WholeModel::materialize(uint64_t seed) {
 
 io::TensorMap WholeModel::full_training_state(optim::Optimizer* optimizer,
                                               amp::GradScaler* scaler) const {
-  return io::flatten_training_state({params_, optimizer, scaler});
+  return io::flatten_training_state({params_, optimizer, scaler, model_.buffers()});
 }
 
 }  // namespace mixprec::dist

@@ -52,6 +52,7 @@ TensorMap flatten_training_state(const TrainingState& state) {
   if (state.scaler)
     for (const auto& [key, t] : state.scaler->checkpoint_dict())
       out.emplace(kScalerPrefix + key, t);
+  for (const auto& [name, t] : state.buffers) out.emplace(kBufferPrefix + name, t.clone());
   return out;
 }
 
@@ -86,7 +87,31 @@ void restore_training_state(const TensorMap& tensors, const TrainingState& state
                             "' holds inf or NaN: the weights are damaged or come from a run that "
                             "had diverged");
 
-  // 2. The scaler's state, tried on a copy.
+  // 2. Buffers: each one's entry, of its shape, f32 and finite.
+  std::vector<const Tensor*> buffer_values;
+  if (!state.buffers.empty()) {
+    std::set<std::string> buffer_names;
+    for (const auto& [name, b] : state.buffers) {
+      buffer_names.insert(name);
+      const std::string key = kBufferPrefix + name;
+      const auto it = tensors.find(key);
+      MIXPREC_CHECK(it != tensors.end(), kWhere,
+                    "no entry '" + key + "' for buffer '" + name + "'");
+      const Tensor& t = it->second;
+      MIXPREC_CHECK(t.defined() && t.dtype() == b.dtype() && t.shape() == b.shape() && !t.is_meta(),
+                    kWhere,
+                    "entry '" + key + "' is " + describe(t) + ", the buffer is " + describe(b));
+      const std::vector<Tensor> scan{t.contiguous()};
+      MIXPREC_CHECK(backend::current().first_nonfinite(scan, 1.0f) < 0, kWhere,
+                    "entry '" + key + "' holds inf or NaN");
+      buffer_values.push_back(&t);
+    }
+    for (const auto& [key, t] : section(tensors, kBufferPrefix))
+      MIXPREC_CHECK(buffer_names.count(key), kWhere,
+                    "entry '" + std::string(kBufferPrefix) + key + "' matches no buffer");
+  }
+
+  // 3. The scaler's state, tried on a copy.
   const optim::StateDict scaler_state = section(tensors, kScalerPrefix);
   if (state.scaler) {
     amp::GradScaler trial = *state.scaler;
@@ -97,7 +122,7 @@ void restore_training_state(const TensorMap& tensors, const TrainingState& state
     }
   }
 
-  // 3. The optimizer checks everything before it changes anything; it is the first change.
+  // 4. The optimizer checks everything before it changes anything; it is the first change.
   if (state.optimizer) {
     try {
       state.optimizer->load_state_dict(section(tensors, kOptimPrefix));
@@ -105,9 +130,13 @@ void restore_training_state(const TensorMap& tensors, const TrainingState& state
       rethrow_in(e, kOptimPrefix);
     }
   }
-  // 4. What remains cannot fail: it was all checked above.
+  // 5. What remains cannot fail: it was all checked above.
   if (state.scaler) state.scaler->load_checkpoint_dict(scaler_state);
   NoGradGuard no_grad;
+  for (std::size_t i = 0; i < buffer_values.size(); ++i) {
+    Tensor buffer = state.buffers[i].second;  // a handle: writes the model's storage
+    buffer.copy_from(*buffer_values[i]);
+  }
   for (std::size_t i = 0; i < state.params.size(); ++i) {
     state.params[i]->master().copy_from(*masters[i]);
     state.params[i]->refresh();

@@ -1,5 +1,5 @@
 // The gnuplot inputs: one data file per run (train, and eval when there is any) and a script
-// with three stacked panels sharing the step axis.
+// with three stacked panels sharing the step axis (four for an MoE run: its expert load band).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -116,11 +116,13 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
     const std::vector<double> smoothed = trailing_mean(run.train, window);
     const std::vector<double> marks = mark_heights(run.train, smoothed);
     std::string train =
-        "# step loss smoothed_loss loss_scale grad_norm skipped_or_nonfinite_mark\n";
+        "# step loss smoothed_loss loss_scale grad_norm skipped_or_nonfinite_mark "
+        "expert_load_max expert_load_min\n";
     for (std::size_t j = 0; j < run.train.size(); ++j) {
       const TrainRecord& r = run.train[j];
       train += std::to_string(r.step) + " " + value(r.loss) + " " + value(smoothed[j]) + " " +
-               value(r.loss_scale) + " " + value(r.grad_norm) + " " + value(marks[j]) + "\n";
+               value(r.loss_scale) + " " + value(r.grad_norm) + " " + value(marks[j]) + " " +
+               value(r.expert_load_max) + " " + value(r.expert_load_min) + "\n";
     }
     files.train_data.push_back(dir / ("run" + std::to_string(i) + "_train.dat"));
     write_text(files.train_data.back(), train);
@@ -150,7 +152,7 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
     for (std::size_t i = 0; i < series.size(); ++i) s += (i ? ", \\\n     " : "") + series[i];
     return s + "\n";
   };
-  std::vector<std::string> loss, scale, norm;
+  std::vector<std::string> loss, scale, norm, load;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunMetrics& run = runs[i];
     const std::string colour = kColours[i % std::size(kColours)];
@@ -173,6 +175,12 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
     if (any_train(run, [](const TrainRecord& r) { return r.grad_norm > 0; }))
       norm.push_back(train + " using 1:($5 > 0 ? $5 : 1/0) with lines lw 1" + solid + " title " +
                      quoted(name));
+    if (any_train(run, [](const TrainRecord& r) { return std::isfinite(r.expert_load_max); })) {
+      load.push_back(train + " using 1:7 with lines lw 1" + solid + " title " +
+                     quoted(name + ": max"));
+      load.push_back(train + " using 1:8 with lines lw 1 dt 2" + solid + " title " +
+                     quoted(name + ": min"));
+    }
   }
 
   // A single step still needs a non-empty x range.
@@ -182,7 +190,8 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
             std::to_string(options.height) + " noenhanced font ',10'\n";
   script += "set output " + quoted(png.string()) + "\n";
   script += "set datafile missing '?'\n";
-  script += "set multiplot layout 3,1";
+  // An MoE run adds a fourth panel: the band its expert loads kept.
+  script += load.empty() ? "set multiplot layout 3,1" : "set multiplot layout 4,1";
   if (!options.title.empty()) script += " title " + quoted(options.title);
   script += "\nset grid\nset key top right opaque\nset xlabel 'step'\n";
   script += "set xrange [" + std::to_string(first_step) + ":" + std::to_string(x_hi) + "]\n";
@@ -191,6 +200,9 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
                   false, loss, "no finite losses");
   script += panel("loss scale", true, scale, "no loss scale logged");
   script += panel("gradient norm", true, norm, "no finite gradient norms");
+  if (!load.empty())
+    script += panel("expert load: tokens / mean, largest and smallest over experts and blocks",
+                    false, load, "");
   script += "unset multiplot\nset output\n";
   write_text(files.script, script);
   return files;

@@ -1,4 +1,5 @@
 // metrics.jsonl -> RunMetrics: per-line JSON objects, forward compatible, resume-aware.
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <iterator>
@@ -86,6 +87,18 @@ TrainRecord train_record(const json& o, const LineRef& ref) {
   r.peak_bytes = integer(o, "peak_bytes", ref);
   r.underflow_fraction = number(o, "underflow_fraction", ref);
   r.overflow_fraction = number(o, "overflow_fraction", ref);
+  if (const auto it = o.find("expert_load"); it != o.end() && !it->is_null()) {
+    if (!it->is_array()) bad_key(ref, "expert_load", *it, "an array of arrays of numbers");
+    for (const json& block : *it) {
+      if (!block.is_array()) bad_key(ref, "expert_load", *it, "an array of arrays of numbers");
+      for (const json& load : block) {
+        if (!load.is_number()) bad_key(ref, "expert_load", *it, "an array of arrays of numbers");
+        const double v = load.get<double>();
+        r.expert_load_max = std::isnan(r.expert_load_max) ? v : std::max(r.expert_load_max, v);
+        r.expert_load_min = std::isnan(r.expert_load_min) ? v : std::min(r.expert_load_min, v);
+      }
+    }
+  }
   return r;
 }
 

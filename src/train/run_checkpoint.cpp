@@ -151,8 +151,9 @@ LoadedModel load_model(const std::string& checkpoint_or_run_dir,
   out.parallelism = dist::make_parallelism(*out.model, *out.comm, out.config.training.policy);
   out.parallelism->materialize(static_cast<uint64_t>(out.config.training.seed));
   try {
-    io::restore_training_state(out.parallelism->local_training_state(c.tensors),
-                               {out.parallelism->parameters(), nullptr, nullptr});
+    io::restore_training_state(
+        out.parallelism->local_training_state(c.tensors),
+        {out.parallelism->parameters(), nullptr, nullptr, out.model->buffers()});
   } catch (const Error& e) {
     throw Error("checkpoint", c.path + ": " + e.what_only());
   }

@@ -41,6 +41,15 @@ std::string to_json_line(const StepMetrics& m) {
   j["comm_bytes"] = m.comm_bytes;
   j["underflow_fraction"] = m.underflow_fraction;
   j["overflow_fraction"] = m.overflow_fraction;
+  if (!m.expert_load.empty()) {
+    nlohmann::ordered_json blocks = nlohmann::ordered_json::array();
+    for (const auto& block : m.expert_load) {
+      nlohmann::ordered_json loads = nlohmann::ordered_json::array();
+      for (double load : block) loads.push_back(std::round(load * 1e4) / 1e4);  // 4 decimals
+      blocks.push_back(std::move(loads));
+    }
+    j["expert_load"] = std::move(blocks);
+  }
   std::string line = dump(j);
   if (!m.numerics_json.empty()) {  // already JSON: spliced in, not parsed again
     line.pop_back();

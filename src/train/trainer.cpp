@@ -33,6 +33,7 @@
 #include "mixprec/report/plot.h"
 #include "mixprec/tensor/allocator.h"
 #include "mixprec/train/evaluate.h"
+#include "mixprec/train/expert_load.h"
 #include "mixprec/train/metrics_log.h"
 #include "mixprec/train/model_report.h"
 #include "mixprec/train/optimizer_factory.h"
@@ -127,7 +128,7 @@ struct Trainer::State {
 
   bool leader() const { return comm->rank() == 0; }
   io::TrainingState training_state() {
-    return {parallelism->parameters(), optimizer.get(), &scaler};
+    return {parallelism->parameters(), optimizer.get(), &scaler, model->buffers()};
   }
   // Rank 0's: the other ranks see the same files and would repeat it once each.
   void warn(const std::string& w) {
@@ -146,6 +147,7 @@ struct Trainer::State {
   void stop_if_diverged(const StepMetrics& m);
   std::string nonfinite_origin(const StepMetrics& m);
   amp::StepReport apply_gradients(StepMetrics& m, amp::StepNumerics& numerics, float loss_scale);
+  void balance_experts(std::vector<int64_t> counts, bool stepped, StepMetrics& m);
   std::string save(int64_t step);
   std::string export_weights();
   void begin_run();
@@ -393,6 +395,18 @@ amp::StepReport Trainer::State::apply_gradients(StepMetrics& m, amp::StepNumeric
   return report;
 }
 
+// The step's expert counts over every rank's rows (one small all-reduce) give the loads the
+// metrics show and, after a step that was taken, the expert biases' update: a skipped step
+// leaves the model as it was, biases included.
+void Trainer::State::balance_experts(std::vector<int64_t> counts, bool stepped, StepMetrics& m) {
+  if (counts.empty()) return;
+  std::vector<double> summed(counts.begin(), counts.end());  // exact below 2^53
+  dist::sum_over_ranks(*comm, summed);
+  for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = static_cast<int64_t>(summed[i]);
+  m.expert_load = expert_loads(counts, config.model.moe.n_experts);
+  if (stepped) model->update_expert_bias(counts);
+}
+
 // The loss of `batch`, and its gradients at `loss_scale` (1 without loss scaling).
 models::LossParts Trainer::State::forward_backward(const data::Batch& batch, float loss_scale) {
   models::LossParts loss;
@@ -429,11 +443,13 @@ StepMetrics Trainer::State::step() {
   // The values, then the graph goes (it would otherwise live through the next forward).
   std::vector<double> losses{loss.total.item(), loss.ce.item(), loss.aux.item(), loss.z.item()};
   loss = {};
+  std::vector<int64_t> counts = model->expert_counts();
 
   StepMetrics m;
   m.step = next_step + 1;
   amp::StepNumerics numerics;
   const amp::StepReport report = apply_gradients(m, numerics, loss_scale);
+  balance_experts(std::move(counts), report.stepped, m);
   const auto t1 = Clock::now();
 
   // Each rank's loss is the mean over its rows: the job's is the mean over ranks.
@@ -631,6 +647,8 @@ TrainSummary Trainer::run() {
     }
   }
   s.progress.finish();
+  if (const std::string band = describe_expert_load_band(s.summary.steps); !band.empty())
+    s.progress.message(band);
 
   const bool ran = !s.summary.steps.empty();
   if (ran && s.summary.end_step == c.training.steps && c.checkpoint.export_bf16) s.export_weights();

@@ -9,9 +9,12 @@
 // training dynamics then carry: losses agree to 2e-2 absolute over 24 steps (about 0.5% of
 // the loss; measured up to ~1e-2 on this config). Adam-mini's blocks that a shard boundary
 // cuts add their parts over the ranks (adam_mini.h), so it is as tight as AdamW. MoE runs set
-// the load-balancing loss to 0:
-// each rank balances its own rows (as in torchtitan and Megatron), which is a different
-// objective from balancing the whole batch.
+// the load-balancing loss to 0 unless a case turns it on: with balance_scope = "global" (the
+// default) the expert counts are summed over the ranks, so the 2-rank run balances the same
+// whole batch as the 1-rank run and follows it as tightly as a dense run; the expert biases
+// of auxiliary-loss-free balancing are updated from those global counts too. Balancing each
+// rank's own rows (balance_scope = "rank", as torchtitan and Megatron) is another objective,
+// and its trajectory leaves the 1-rank one.
 #include <gtest/gtest.h>
 #include <unistd.h>
 
@@ -82,20 +85,31 @@ struct Case {
   const char* precision;
   double rel, abs;
   const char* optimizer = "adamw";
+  std::vector<std::string> extra = {};  // more overrides
+  const char* name = "";                // what the extra overrides test, for the test's name
 };
 
 void PrintTo(const Case& c, std::ostream* os) {
-  *os << c.kind << " " << c.precision << " " << c.optimizer;
+  *os << c.kind << " " << c.precision << " " << c.optimizer << " " << c.name;
 }
+
+// Global-batch balancing with the Switch loss on; then DeepSeek's routing with the expert
+// biases updated every step as well.
+const std::vector<std::string> kAuxLoss = {"model.moe.aux_loss_weight=0.01"};
+const std::vector<std::string> kDeepSeek = {
+    "model.moe.aux_loss_weight=0.01", "model.moe.load_balance_coeff=0.01",
+    "model.moe.n_shared_experts=1",   "model.moe.score_func=sigmoid",
+    "model.moe.route_norm=false",     "model.moe.route_scale=2"};
 
 class TwoRanks : public ::testing::TestWithParam<Case> {};
 
 TEST_P(TwoRanks, FollowTheOneRankTrajectory) {
   const Case k = GetParam();
   SharedDir dir("trajectory");
-  const std::vector<std::string> o = {std::string("model.kind=") + k.kind,
-                                      std::string("training.precision=") + k.precision,
-                                      std::string("optimizer.name=") + k.optimizer};
+  std::vector<std::string> o = {std::string("model.kind=") + k.kind,
+                                std::string("training.precision=") + k.precision,
+                                std::string("optimizer.name=") + k.optimizer};
+  o.insert(o.end(), k.extra.begin(), k.extra.end());
   const TrainSummary two = run(config_in(dir.path(), "two", o), &world());
   ASSERT_EQ(two.steps.size(), 24u);
   if (world().rank() != 0) return;
@@ -107,20 +121,39 @@ TEST_P(TwoRanks, FollowTheOneRankTrajectory) {
                 std::max(k.abs, k.rel * one.evals[i].val_loss));
 }
 
-INSTANTIATE_TEST_SUITE_P(Policies, TwoRanks,
-                         ::testing::Values(Case{"gpt", "fp32", 1e-5, 0},
-                                           Case{"moe", "fp32", 1e-5, 0},
-                                           Case{"gpt", "bf16-mixed", 0, 2e-2},
-                                           Case{"moe", "bf16-mixed", 0, 2e-2},
-                                           Case{"gpt", "fp32", 1e-5, 0, "sgd"},
-                                           Case{"gpt", "fp32", 1e-5, 0, "adam-mini"}),
-                         [](const auto& info) {
-                           std::string n = std::string(info.param.kind) + "_" +
-                                           info.param.precision + "_" + info.param.optimizer;
-                           for (char& ch : n)
-                             if (ch == '-') ch = '_';
-                           return n;
-                         });
+INSTANTIATE_TEST_SUITE_P(
+    Policies, TwoRanks,
+    ::testing::Values(Case{"gpt", "fp32", 1e-5, 0}, Case{"moe", "fp32", 1e-5, 0},
+                      Case{"gpt", "bf16-mixed", 0, 2e-2}, Case{"moe", "bf16-mixed", 0, 2e-2},
+                      Case{"gpt", "fp32", 1e-5, 0, "sgd"},
+                      Case{"gpt", "fp32", 1e-5, 0, "adam-mini"},
+                      Case{"moe", "fp32", 1e-5, 0, "adamw", kAuxLoss, "aux_loss"},
+                      Case{"moe", "fp32", 1e-5, 0, "adamw", kDeepSeek, "deepseek_bias"},
+                      Case{"moe", "bf16-mixed", 0, 2e-2, "adamw", kDeepSeek, "deepseek_bias"}),
+    [](const auto& info) {
+      std::string n =
+          std::string(info.param.kind) + "_" + info.param.precision + "_" + info.param.optimizer;
+      if (*info.param.name) n += std::string("_") + info.param.name;
+      for (char& ch : n)
+        if (ch == '-') ch = '_';
+      return n;
+    });
+
+// Per-rank balancing is another objective: its 2-rank trajectory leaves the 1-rank one (the
+// global default above follows it to 1e-5).
+TEST(TwoRanksPerRankBalancing, LeavesTheOneRankTrajectory) {
+  SharedDir dir("per_rank");
+  const std::vector<std::string> o = {"model.kind=moe", "training.precision=fp32",
+                                      "model.moe.aux_loss_weight=0.01",
+                                      "model.moe.balance_scope=rank"};
+  const TrainSummary two = run(config_in(dir.path(), "two", o), &world());
+  if (world().rank() != 0) return;
+  const TrainSummary one = run(config_in(dir.path(), "one", o), nullptr);
+  double worst = 0;
+  for (std::size_t i = 0; i < one.steps.size(); ++i)
+    worst = std::max(worst, std::abs(one.steps[i].loss - two.steps[i].loss) / one.steps[i].loss);
+  EXPECT_GT(worst, 1e-4);
+}
 
 // A checkpoint written by 2 ranks resumes on 1 and continues the 2-rank trajectory; one
 // written by 1 rank resumes on 2 and continues the 1-rank trajectory (1e-5 relative).

@@ -20,6 +20,30 @@ struct MoeConfig {
   double capacity_factor = 0.0;
   double aux_loss_weight = 0.01;  // load-balancing loss (Switch Transformer)
   double z_loss_weight = 0.001;   // router z-loss (ST-MoE)
+  // DeepSeek-style routing (torchtitan's deepseek_v3 MoE). The router's scores are
+  // softmax or sigmoid of its logits; each token's top_k experts are picked by score (+ the
+  // expert bias), optionally only from its n_limited_groups best of n_expert_groups groups
+  // (a group ranks by the sum of its two best scores); the gates are those experts' unbiased
+  // scores, divided by their sum when route_norm, times route_scale.
+  std::string score_func = "softmax";  // softmax | sigmoid
+  bool route_norm = true;
+  double route_scale = 1.0;
+  std::int64_t n_expert_groups = 0;   // 0 = no group-limited routing
+  std::int64_t n_limited_groups = 0;  // groups a token may use (with n_expert_groups)
+  // Always-on shared experts: one SwiGLU/GELU MLP of width n_shared_experts · d_ff beside the
+  // routed ones, its output added ungated.
+  std::int64_t n_shared_experts = 0;
+  // The first n_dense_layers blocks have a dense MLP of width dense_d_ff instead of experts.
+  std::int64_t n_dense_layers = 0;
+  std::int64_t dense_d_ff = 0;
+  // DeepSeek-V3's auxiliary-loss-free balancing: after each optimizer step every expert's
+  // bias (f32, checkpointed, used only to pick experts) moves by load_balance_coeff toward
+  // balance, from the step's expert counts over the global batch. 0 = off (torchtitan: 1e-3).
+  double load_balance_coeff = 0.0;
+  // Over which rows the auxiliary loss counts expert loads: "global" (every rank's rows of
+  // the step's batch, one all-reduce per MoE layer: the same loss at every world size) or
+  // "rank" (each rank its own rows, as torchtitan and Megatron do).
+  std::string balance_scope = "global";
   bool operator==(const MoeConfig&) const = default;
 };
 

@@ -101,6 +101,7 @@ class ShardedModel final : public Parallelism, public models::UnitHooks {
   const Tensor& weight(std::string_view name) override;
   Tensor enter_unit(const std::string& unit, const Tensor& x) override;
   Tensor leave_unit(const std::string& unit, const Tensor& y) override;
+  void sum_counts_over_ranks(std::vector<int64_t>& counts) override;
 
   // Called by the unit-boundary autograd nodes.
   void on_backward_begin(std::size_t unit);

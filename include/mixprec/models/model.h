@@ -15,6 +15,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include "mixprec/amp/policy.h"
@@ -95,6 +96,18 @@ class Model {
   // mixture of experts); nullopt: all of them.
   virtual std::optional<int64_t> active_parameter_count() const { return std::nullopt; }
 
+  // State a family keeps beside its parameters and updates itself, not by gradients (MoE: the
+  // expert biases of auxiliary-loss-free balancing): named f32 tensors, the same on every
+  // rank, saved in checkpoints as "buffer.<name>" (io/checkpoint_state.h).
+  const std::vector<std::pair<std::string, Tensor>>& buffers() const { return buffers_; }
+  // Tokens the last forward routed to each expert (before any capacity drop), MoE layer
+  // after MoE layer; empty for a family without experts.
+  virtual std::vector<int64_t> expert_counts() const { return {}; }
+  // After an optimizer step: balances the experts from the step's counts (expert_counts()'
+  // layout, summed over the step's micro-batches and every rank). A no-op without expert
+  // biases.
+  virtual void update_expert_bias(const std::vector<int64_t>& /*counts*/) {}
+
   // Routes weights and unit boundaries through `hooks` (null: the working copies). The hooks
   // must outlive every forward and backward that uses them.
   void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
@@ -118,6 +131,7 @@ class Model {
 
   config::ModelConfig config_;
   ParameterSet params_;
+  std::vector<std::pair<std::string, Tensor>> buffers_;
 
  private:
   UnitHooks* hooks_ = nullptr;

@@ -5,8 +5,10 @@
 // Without hooks a model reads its ParameterSet's working copies.
 #pragma once
 
+#include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mixprec/tensor/tensor.h"
 
@@ -22,6 +24,10 @@ class UnitHooks {
   // every weight outside the blocks has been read by then.
   virtual Tensor enter_unit(const std::string& unit, const Tensor& x) = 0;
   virtual Tensor leave_unit(const std::string& unit, const Tensor& y) = 0;
+  // Sums `counts` over the data-parallel ranks in place (a collective every rank's forward
+  // makes at the same point): statistics of the whole batch, such as an MoE layer's expert
+  // loads for global-batch balancing.
+  virtual void sum_counts_over_ranks(std::vector<int64_t>& counts) = 0;
 };
 
 }  // namespace mixprec::models

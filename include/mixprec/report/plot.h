@@ -1,7 +1,8 @@
 // Loss curves of one or more runs in one PNG, drawn by gnuplot (Debian: gnuplot-nox), three
 // panels sharing the step axis, one colour per run (legend = run name):
 //   1. training loss: raw (faint) and a trailing mean (solid), validation loss as points;
-//   2. loss scale (log y);  3. gradient norm (log y; non-finite / non-positive left out).
+//   2. loss scale (log y);  3. gradient norm (log y; non-finite / non-positive left out);
+//   4. for a run with experts: the largest and smallest expert load per step.
 // The data and the script go to a private temporary folder; gnuplot runs without a shell
 // (paths never reach one) and the PNG replaces `png` atomically.
 #pragma once
@@ -26,7 +27,8 @@ struct PlotOptions {
 
 struct PlotFiles {
   std::filesystem::path script;  // plot.gp
-  // Per run, in order: columns "step loss smoothed_loss loss_scale grad_norm", and
+  // Per run, in order: columns "step loss smoothed_loss loss_scale grad_norm mark
+  // expert_load_max expert_load_min", and
   // "step val_loss"; '?' marks a missing (NaN) value. No eval file for a run without evals.
   std::vector<std::filesystem::path> train_data, eval_data;
 };

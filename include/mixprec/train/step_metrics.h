@@ -5,6 +5,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <vector>
 
 namespace mixprec::train {
 
@@ -24,6 +25,9 @@ struct StepMetrics {
   uint64_t comm_bytes = 0;       // bytes rank 0 handed to collectives in the step (dist::CommStats)
   double underflow_fraction = 0, overflow_fraction = 0;  // f16 range, at the step's scale
   std::string numerics_json;  // the monitor's StepNumerics::to_json (per parameter on log steps)
+  // Per MoE block, each expert's tokens / the block's mean, over the whole batch (every rank's
+  // rows and micro-batches); empty without experts.
+  std::vector<std::vector<double>> expert_load;
 };
 
 struct EvalMetrics {

@@ -76,9 +76,11 @@ void check_model(const ModelConfig& m, const Checker& c) {
   check_bound(c, "model.d_ff", m.d_ff, kMaxWidth);
   check_bound(c, "model.max_seq_len", m.max_seq_len, kMaxWidth);
   check_bound(c, "model.moe.n_experts", m.moe.n_experts, kMaxCount);
+  check_bound(c, "model.moe.n_shared_experts", m.moe.n_shared_experts, kMaxCount);
   // Products too: the memory planner counts a layer's weights and an attention's scores in
   // int64 bytes. 2^40 weights in one layer is a thousand times today's largest.
-  const double experts = m.kind == "moe" ? static_cast<double>(m.moe.n_experts) : 1.0;
+  const double experts =
+      m.kind == "moe" ? static_cast<double>(m.moe.n_experts + m.moe.n_shared_experts) : 1.0;
   c.require(experts * static_cast<double>(m.d_model) * static_cast<double>(m.d_ff) <= kMaxProduct,
             "model.d_ff",
             "times model.d_model" + std::string(m.kind == "moe" ? " and model.moe.n_experts" : "") +
@@ -122,6 +124,38 @@ void check_model(const ModelConfig& m, const Checker& c) {
             "must be >= 0 (0 = no dropping)");
   c.require(m.moe.aux_loss_weight >= 0, "model.moe.aux_loss_weight", "must be >= 0");
   c.require(m.moe.z_loss_weight >= 0, "model.moe.z_loss_weight", "must be >= 0");
+  c.require(m.moe.route_scale > 0 && std::isfinite(m.moe.route_scale), "model.moe.route_scale",
+            "must be finite and > 0");
+  c.require(m.moe.n_expert_groups >= 0, "model.moe.n_expert_groups",
+            "must be >= 0 (0 = no group-limited routing)");
+  if (m.moe.n_expert_groups > 0) {
+    const int64_t groups = m.moe.n_expert_groups;
+    c.require(m.moe.n_experts % groups == 0, "model.moe.n_expert_groups",
+              "must divide " + c.show("model.moe.n_experts"));
+    c.require(m.moe.n_limited_groups >= 1 && m.moe.n_limited_groups <= groups,
+              "model.moe.n_limited_groups",
+              "must be in [1, " + c.show("model.moe.n_expert_groups") + "]");
+    c.require(m.moe.n_experts % groups != 0 ||
+                  m.moe.top_k <= m.moe.n_limited_groups * (m.moe.n_experts / groups),
+              "model.moe.top_k",
+              "must be <= the experts of model.moe.n_limited_groups groups (" +
+                  std::to_string(m.moe.n_limited_groups * (m.moe.n_experts / groups)) + ")");
+  } else {
+    c.require(m.moe.n_limited_groups == 0, "model.moe.n_limited_groups",
+              "needs model.moe.n_expert_groups > 0");
+  }
+  c.require(m.moe.n_shared_experts >= 0, "model.moe.n_shared_experts", "must be >= 0");
+  c.require(m.moe.n_dense_layers >= 0 && m.moe.n_dense_layers <= m.n_layers,
+            "model.moe.n_dense_layers", "must be in [0, " + c.show("model.n_layers") + "]");
+  c.require(m.moe.dense_d_ff >= 0, "model.moe.dense_d_ff", "must be >= 0");
+  check_bound(c, "model.moe.dense_d_ff", m.moe.dense_d_ff, kMaxWidth);
+  c.require(static_cast<double>(m.moe.dense_d_ff) * static_cast<double>(m.d_model) <= kMaxProduct,
+            "model.moe.dense_d_ff",
+            "times model.d_model must be <= 2^40 (the weights of one layer)");
+  c.require(m.moe.n_dense_layers == 0 || m.moe.dense_d_ff > 0, "model.moe.dense_d_ff",
+            "must be > 0 when model.moe.n_dense_layers > 0 (the dense MLPs' width)");
+  c.require(m.moe.load_balance_coeff >= 0 && std::isfinite(m.moe.load_balance_coeff),
+            "model.moe.load_balance_coeff", "must be finite and >= 0 (0 = off)");
 }
 
 }  // namespace

@@ -66,6 +66,13 @@ void check_config(const config::ModelConfig& c) {
     MIXPREC_CHECK(
         c.moe.capacity_factor >= 0, kWhere,
         "model.moe.capacity_factor = " + std::to_string(c.moe.capacity_factor) + " must be >= 0");
+    MIXPREC_CHECK(c.moe.n_shared_experts >= 0 && c.moe.n_dense_layers >= 0 &&
+                      c.moe.n_dense_layers <= c.n_layers &&
+                      (c.moe.n_dense_layers == 0 || c.moe.dense_d_ff > 0),
+                  kWhere,
+                  "model.moe.n_shared_experts, n_dense_layers (<= model.n_layers) and dense_d_ff "
+                  "(> 0 with dense layers) are out of range");
+    check_one_of("moe.balance_scope", c.moe.balance_scope, "global", "rank");
   }
 }
 
@@ -78,12 +85,27 @@ Transformer::Transformer(const config::ModelConfig& config) : Model(config) {
   rope_ = config_.positions == "rope";
   moe_ = config_.kind == "moe";
   kv_heads_ = config_.kv_heads();
+  const config::MoeConfig& m = config_.moe;
+  moe_options_ = {.top_k = m.top_k,
+                  .capacity_factor = m.capacity_factor,
+                  .mlp = mlp_,
+                  .score_func = parse_score_func(m.score_func),
+                  .route_norm = m.route_norm,
+                  .route_scale = m.route_scale,
+                  .n_groups = m.n_expert_groups,
+                  .n_limited_groups = m.n_limited_groups,
+                  .global_counts = nullptr};
   describe_parameters();
+  if (moe_ && m.load_balance_coeff > 0)
+    for (int64_t l = m.n_dense_layers; l < config_.n_layers; ++l) {
+      expert_bias_.push_back(Tensor::zeros({m.n_experts}, DType::f32));
+      buffers_.emplace_back(block_unit(l) + ".moe.expert_bias", expert_bias_.back());
+    }
 }
 
 void Transformer::describe_parameters() {
   const config::ModelConfig& c = config_;
-  const int64_t d = c.d_model, ff = c.d_ff, kv = kv_heads_ * (d / c.n_heads);
+  const int64_t d = c.d_model, kv = kv_heads_ * (d / c.n_heads);
   const bool llama = c.kind == "llama3";
   const InitRule weight{InitKind::normal, 0.02};
   // The residual outputs (wo, w_down; Llama also w_up): GPT-2 scales by the depth of the
@@ -107,7 +129,7 @@ void Transformer::describe_parameters() {
     add(name, {out, in}, init, role);
     if (c.bias) add(name + "_bias", {out}, {InitKind::zeros}, no_decay);
   };
-  auto add_ffn = [&](const std::string& prefix, int64_t layer) {
+  auto add_ffn = [&](const std::string& prefix, int64_t layer, int64_t ff) {
     if (mlp_ == MlpKind::swiglu) add_linear(prefix + ".w_gate", ff, d, weight);
     add_linear(prefix + ".w_up", ff, d, llama ? residual(layer) : weight);
     add_linear(prefix + ".w_down", d, ff, residual(layer));
@@ -130,12 +152,14 @@ void Transformer::describe_parameters() {
     add_linear(b + "attn.wv", kv, d, weight);
     add_linear(b + "attn.wo", d, d, residual(l));
     add_norm(b + "mlp_norm");
-    if (moe_) {
+    if (moe_block(l)) {
       add(b + "moe.router", {c.moe.n_experts, d}, weight);
       for (int64_t e = 0; e < c.moe.n_experts; ++e)
-        add_ffn(b + "moe.experts." + std::to_string(e), l);
+        add_ffn(b + "moe.experts." + std::to_string(e), l, c.d_ff);
+      if (c.moe.n_shared_experts > 0)
+        add_ffn(b + "moe.shared_experts", l, c.moe.n_shared_experts * c.d_ff);
     } else {
-      add_ffn(b + "mlp", l);
+      add_ffn(b + "mlp", l, moe_ ? c.moe.dense_d_ff : c.d_ff);
     }
   }
   unit = "root";
@@ -159,7 +183,19 @@ std::string Transformer::describe() const {
   std::string text = fmt::format(
       "model: {} | d_model {} | {} layers | {} | d_ff {} | {} | {} | {} | vocab {}", c.kind,
       c.d_model, c.n_layers, heads, c.d_ff, c.norm, c.mlp, positions, c.vocab_size);
-  if (moe_) text += fmt::format(" | {} experts, top-{}", c.moe.n_experts, c.moe.top_k);
+  if (!moe_) return text;
+  const config::MoeConfig& m = c.moe;
+  text += fmt::format(" | {} experts, top-{}", m.n_experts, m.top_k);
+  if (m.n_shared_experts > 0) text += fmt::format(" + {} shared", m.n_shared_experts);
+  if (m.score_func != "softmax" || m.route_scale != 1.0 || !m.route_norm)
+    text += fmt::format(", {} scores{}{}", m.score_func, m.route_norm ? "" : " unnormalised",
+                        m.route_scale != 1.0 ? fmt::format(" x {:g}", m.route_scale) : "");
+  if (m.n_expert_groups > 0)
+    text += fmt::format(", {} of {} groups", m.n_limited_groups, m.n_expert_groups);
+  if (m.n_dense_layers > 0)
+    text += fmt::format(" | first {} dense (d_ff {})", m.n_dense_layers, m.dense_d_ff);
+  if (m.load_balance_coeff > 0)
+    text += fmt::format(" | expert bias balancing {:g}", m.load_balance_coeff);
   return text;
 }
 

@@ -97,28 +97,78 @@ Tensor Transformer::block(const Tensor& h_in, int64_t layer, KvCache* cache) {
   const std::string name = block_unit(layer);
   const std::string prefix = name + ".";
   amp::ModuleScope scope(name);
-  Tensor h = add(h_in, attention(norm(h_in, prefix, "attn_norm"), prefix, cache, layer));
-  const Tensor x = norm(h, prefix, "mlp_norm");
-  if (!moe_) {
-    amp::ModuleScope mlp_scope("mlp");
-    return add(h, feed_forward(as_linear_input(x), ffn_weights(prefix + "mlp"), mlp_));
-  }
+  const Tensor h = add(h_in, attention(norm(h_in, prefix, "attn_norm"), prefix, cache, layer));
+  return add(h, mlp(norm(h, prefix, "mlp_norm"), layer, prefix));
+}
+
+Tensor Transformer::mlp(const Tensor& x, int64_t layer, const std::string& prefix) {
+  if (moe_block(layer)) return moe(x, layer, prefix);
+  amp::ModuleScope mlp_scope("mlp");
+  return feed_forward(as_linear_input(x), ffn_weights(prefix + "mlp"), mlp_);
+}
+
+Tensor Transformer::moe(const Tensor& x, int64_t layer, const std::string& prefix) {
   amp::ModuleScope moe_scope("moe");
+  const config::MoeConfig& c = config_.moe;
   // The experts' shared input in their compute dtype: tokens are gathered, and the combined
   // output returned, in it (as PyTorch's autocast MoE), f32 accumulation inside.
   const Tensor xe = as_linear_input(x);
   MoeWeights w;
   w.router = weight(prefix + "moe.router");
-  for (int64_t e = 0; e < config_.moe.n_experts; ++e)
+  for (int64_t e = 0; e < c.n_experts; ++e)
     w.experts.push_back(ffn_weights(prefix + "moe.experts." + std::to_string(e)));
+  if (c.n_shared_experts > 0) w.shared = ffn_weights(prefix + "moe.shared_experts");
+  if (!expert_bias_.empty())
+    w.expert_bias = expert_bias_[static_cast<std::size_t>(layer - c.n_dense_layers)];
+  MoeOptions options = moe_options_;
+  // Global-batch balancing: the aux loss counts every rank's rows. Only a training forward
+  // needs it (evaluation reports cross-entropy), and every rank's makes the same calls.
+  if (c.balance_scope == "global" && c.aux_loss_weight > 0 && unit_hooks() &&
+      GradMode::is_enabled())
+    options.global_counts = [hooks = unit_hooks()](std::vector<int64_t>& counts) {
+      hooks->sum_counts_over_ranks(counts);
+    };
   const int64_t B = x.size(0), T = x.size(1), d = config_.d_model;
-  MoeOutput m = moe_forward(xe.reshape({B * T, d}), w,
-                            {config_.moe.top_k, config_.moe.capacity_factor, mlp_});
+  MoeOutput m = moe_forward(xe.reshape({B * T, d}), w, options);
   moe_stats_.push_back(std::move(m.stats));
   router_logits_.push_back(m.router_logits);
   aux_losses_.push_back(m.aux_loss);
   z_losses_.push_back(m.z_loss);
-  return add(h, m.out.view({B, T, d}));
+  return m.out.view({B, T, d});
+}
+
+std::vector<int64_t> Transformer::expert_counts() const {
+  std::vector<int64_t> counts;
+  for (const MoeLayerStats& s : moe_stats_)
+    counts.insert(counts.end(), s.routed.begin(), s.routed.end());
+  return counts;
+}
+
+void Transformer::update_expert_bias(const std::vector<int64_t>& counts) {
+  if (expert_bias_.empty()) return;
+  const auto E = static_cast<std::size_t>(config_.moe.n_experts);
+  MIXPREC_CHECK(counts.size() == E * expert_bias_.size(), "Transformer::update_expert_bias",
+                std::to_string(counts.size()) + " counts for " +
+                    std::to_string(expert_bias_.size()) + " MoE blocks of " + std::to_string(E) +
+                    " experts");
+  const double coeff = config_.moe.load_balance_coeff;
+  for (std::size_t l = 0; l < expert_bias_.size(); ++l) {
+    const int64_t* c = counts.data() + l * E;
+    double mean = 0;
+    for (std::size_t e = 0; e < E; ++e) mean += static_cast<double>(c[e]);
+    mean /= static_cast<double>(E);
+    std::vector<double> delta(E);
+    double delta_mean = 0;
+    for (std::size_t e = 0; e < E; ++e) {
+      const double gap = mean - static_cast<double>(c[e]);
+      delta[e] = coeff * static_cast<double>((gap > 0) - (gap < 0));
+      delta_mean += delta[e];
+    }
+    delta_mean /= static_cast<double>(E);
+    float* bias = expert_bias_[l].data<float>();
+    for (std::size_t e = 0; e < E; ++e)
+      bias[e] = static_cast<float>(static_cast<double>(bias[e]) + delta[e] - delta_mean);
+  }
 }
 
 Tensor Transformer::forward(const Tensor& tokens) {

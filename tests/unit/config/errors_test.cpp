@@ -126,6 +126,27 @@ TEST(ConfigErrors, OutOfRangeNameKeyAndValue) {
            Case{"[training]\ngrad_clip_value = 0.5\n",
                 "line 2: training.grad_clip_value = 0.5 clips by value, and training.grad_clip "
                 "by norm: set one of them to 0"},
+           // DeepSeek-style MoE keys.
+           Case{"[model.moe]\nscore_func = \"relu\"\n",
+                "line 2: model.moe.score_func = \"relu\" is not one of: softmax, sigmoid"},
+           Case{"[model.moe]\nn_experts = 8\nn_expert_groups = 3\nn_limited_groups = 1\n",
+                "line 3: model.moe.n_expert_groups = 3 must divide model.moe.n_experts = 8"},
+           Case{"[model.moe]\nn_limited_groups = 2\n",
+                "line 2: model.moe.n_limited_groups = 2 needs model.moe.n_expert_groups > 0"},
+           Case{
+               "[model.moe]\nn_experts = 8\ntop_k = 3\nn_expert_groups = 4\nn_limited_groups = 1\n",
+               "model.moe.top_k = 3 must be <= the experts of model.moe.n_limited_groups groups "
+               "(2)"},
+           Case{"[model.moe]\nn_dense_layers = 1\n",
+                "model.moe.dense_d_ff = 0 must be > 0 when model.moe.n_dense_layers > 0"},
+           Case{"[model]\nn_layers = 2\n[model.moe]\nn_dense_layers = 3\ndense_d_ff = 64\n",
+                "line 4: model.moe.n_dense_layers = 3 must be in [0, model.n_layers = 2]"},
+           Case{"[model.moe]\nroute_scale = 0\n",
+                "line 2: model.moe.route_scale = 0.0 must be finite and > 0"},
+           Case{"[model.moe]\nload_balance_coeff = -1e-3\n",
+                "line 2: model.moe.load_balance_coeff = -0.001 must be finite and >= 0 (0 = off)"},
+           Case{"[model.moe]\nbalance_scope = \"batch\"\n",
+                "line 2: model.moe.balance_scope = \"batch\" is not one of: global, rank"},
            // Llama 3's keys.
            Case{"[model]\nn_heads = 4\nn_kv_heads = 3\n",
                 "line 3: model.n_kv_heads = 3 must divide model.n_heads = 4"},

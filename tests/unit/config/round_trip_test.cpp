@@ -15,8 +15,8 @@ using testing::load_text;
 using testing::repo_config;
 
 TEST(ConfigRoundTrip, ShippedConfigs) {
-  for (const char* name :
-       {"tiny.toml", "moe_small.toml", "gpt_small.toml", "llama3_debug.toml", "llama3_100m.toml"}) {
+  for (const char* name : {"tiny.toml", "moe_small.toml", "gpt_small.toml", "llama3_debug.toml",
+                           "llama3_100m.toml", "deepseek_moe_debug.toml"}) {
     const TrainConfig c = load_config(repo_config(name));
     EXPECT_EQ(load_text(to_toml(c)), c) << name << "\n" << to_toml(c);
   }
@@ -47,7 +47,17 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
                      .top_k = 3,
                      .capacity_factor = 1.25,
                      .aux_loss_weight = 0.1 + 0.2,
-                     .z_loss_weight = 1e-300}};
+                     .z_loss_weight = 1e-300,
+                     .score_func = "sigmoid",
+                     .route_norm = false,
+                     .route_scale = 2.5,
+                     .n_expert_groups = 3,
+                     .n_limited_groups = 3,
+                     .n_shared_experts = 2,
+                     .n_dense_layers = 1,
+                     .dense_d_ff = 100,
+                     .load_balance_coeff = 1e-3,
+                     .balance_scope = "rank"}};
   c.training.steps = 7;
   c.training.batch_size = 3;
   c.training.seq_len = 200;
@@ -90,6 +100,23 @@ TEST(ConfigRoundTrip, TorchtitanPrecisionPair) {
       "[training]\nmixed_precision_param = \"float16\"\nmixed_precision_reduce = \"float32\"\n");
   EXPECT_EQ(c.training.policy, amp::parse_policy("params=f16,compute=f16,reduce=f32,output=f32"));
   EXPECT_EQ(load_text(to_toml(c)), c);
+}
+
+TEST(ConfigRoundTrip, DeepSeekMoeKeys) {
+  const TrainConfig c = load_config(repo_config("deepseek_moe_debug.toml"));
+  EXPECT_EQ(c.model.moe.n_shared_experts, 2);
+  EXPECT_EQ(c.model.moe.n_dense_layers, 1);
+  EXPECT_EQ(c.model.moe.dense_d_ff, 1024);
+  EXPECT_FALSE(c.model.moe.route_norm);
+  EXPECT_EQ(c.model.moe.load_balance_coeff, 1e-3);
+  TrainConfig d = c;
+  d.model.moe.score_func = "sigmoid";
+  d.model.moe.n_expert_groups = 4;
+  d.model.moe.n_limited_groups = 2;
+  d.model.moe.route_scale = 2.5;
+  d.model.moe.balance_scope = "rank";
+  EXPECT_EQ(load_text(to_toml(d)), d);
+  EXPECT_NE(d, c);
 }
 
 TEST(ConfigRoundTrip, DefaultsAndEquality) {

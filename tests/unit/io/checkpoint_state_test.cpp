@@ -203,3 +203,49 @@ TEST(TrainingState, ModelOnlyRestoreAndDuplicateNames) {
 
 }  // namespace
 }  // namespace mixprec::io
+
+namespace mixprec::io {
+namespace {
+
+// A model's buffers (the MoE expert biases): saved as buffer.<name>, restored in place, and a
+// missing, mis-shaped, non-finite or unknown entry refused before anything changes.
+TEST(TrainingState, BuffersRoundTripAndBadEntriesAreRefused) {
+  Tensor bias = Tensor::from_vector<float>({0.5f, -0.25f, 0.0f}, {3});
+  const optim::ParamList params{std::make_shared<optim::Parameter>(
+      "w", Tensor::from_vector<float>({1.0f, 2.0f}, {2}), amp::preset("fp32"))};
+  const TrainingState state{params, nullptr, nullptr, {{"blocks.1.moe.expert_bias", bias}}};
+  const TensorMap saved = flatten_training_state(state);
+  ASSERT_EQ(saved.count("buffer.blocks.1.moe.expert_bias"), 1u);
+
+  Tensor restored = Tensor::zeros({3}, DType::f32);
+  const TrainingState target{params, nullptr, nullptr, {{"blocks.1.moe.expert_bias", restored}}};
+  restore_training_state(saved, target);
+  EXPECT_EQ(restored.to_doubles(), bias.to_doubles());
+
+  auto refused = [&](TensorMap bad, const std::string& needle) {
+    Tensor untouched = Tensor::full({3}, 7.0, DType::f32);
+    const TrainingState t{params, nullptr, nullptr, {{"blocks.1.moe.expert_bias", untouched}}};
+    try {
+      restore_training_state(bad, t);
+      ADD_FAILURE() << "accepted: " << needle;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+    }
+    EXPECT_EQ(untouched.to_doubles(), std::vector<double>(3, 7.0));
+  };
+  TensorMap missing = saved;
+  missing.erase("buffer.blocks.1.moe.expert_bias");
+  refused(missing, "no entry 'buffer.blocks.1.moe.expert_bias'");
+  TensorMap shaped = saved;
+  shaped["buffer.blocks.1.moe.expert_bias"] = Tensor::zeros({4}, DType::f32);
+  refused(shaped, "the buffer is f32 [3]");
+  TensorMap nan = saved;
+  nan["buffer.blocks.1.moe.expert_bias"] = Tensor::from_vector<float>({0.0f, NAN, 0.0f}, {3});
+  refused(nan, "holds inf or NaN");
+  TensorMap unknown = saved;
+  unknown["buffer.blocks.2.moe.expert_bias"] = Tensor::zeros({3}, DType::f32);
+  refused(unknown, "'buffer.blocks.2.moe.expert_bias' matches no buffer");
+}
+
+}  // namespace
+}  // namespace mixprec::io

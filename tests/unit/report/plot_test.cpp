@@ -90,7 +90,7 @@ TEST_F(Plot, DataFilesHoldTheNumbers) {
                                                      {50, 2, 11.0 / 3, 32768, 0.25, NAN}};
   ASSERT_EQ(train.size(), expected.size());
   for (std::size_t i = 0; i < train.size(); ++i) {
-    ASSERT_EQ(train[i].size(), 6u) << "row " << i;
+    ASSERT_EQ(train[i].size(), 8u) << "row " << i;  // + the expert load band (none here)
     for (std::size_t c = 0; c < 6; ++c) {
       if (std::isnan(expected[i][c]))
         EXPECT_TRUE(std::isnan(train[i][c])) << i << "," << c;
@@ -114,6 +114,44 @@ TEST_F(Plot, DataFilesHoldTheNumbers) {
   EXPECT_NE(script.find("size 1200,900"), std::string::npos);
 }
 
+// An MoE run's expert loads: the largest and smallest entry of each step in columns 7 and 8,
+// and a fourth panel; a run without them keeps three.
+TEST_F(Plot, ExpertLoadBandGetsItsOwnPanel) {
+  const std::filesystem::path dir =
+      run_dir("moe", R"({"type":"train","step":1,"loss":4.0,"expert_load":[[1.5,0.5],[1.0,1.0]]})"
+                     "\n"
+                     R"({"type":"train","step":2,"loss":3.0,"expert_load":[[1.1,0.9],[0.8,1.2]]})"
+                     "\n");
+  const auto out = root_ / "work";
+  std::filesystem::create_directories(out);
+  const PlotFiles files = write_plot_files({read_run_metrics(dir)}, out, root_ / "loss.png", {});
+  const auto rows = read_rows(files.train_data[0]);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0][6], 1.5);
+  EXPECT_EQ(rows[0][7], 0.5);
+  EXPECT_EQ(rows[1][6], 1.2);
+  EXPECT_EQ(rows[1][7], 0.8);
+  const std::string script = read_text(files.script);
+  EXPECT_NE(script.find("layout 4,1"), std::string::npos) << script;
+  EXPECT_NE(script.find("expert load"), std::string::npos);
+  // A malformed expert_load names the key.
+  const std::filesystem::path bad =
+      run_dir("bad", R"({"type":"train","step":1,"loss":4.0,"expert_load":[1.0]})"
+                     "\n"
+                     R"({"type":"train","step":2,"loss":3.0})"
+                     "\n");
+  EXPECT_THROW(
+      {
+        try {
+          read_run_metrics(bad);
+        } catch (const Error& e) {
+          EXPECT_NE(std::string(e.what()).find("expert_load"), std::string::npos) << e.what();
+          throw;
+        }
+      },
+      Error);
+}
+
 // A diverging fp16 run: skipped steps and non-finite losses are marked where the curve broke
 // off, not dropped.
 TEST_F(Plot, SkippedAndNonFiniteStepsAreMarked) {
@@ -133,7 +171,7 @@ TEST_F(Plot, SkippedAndNonFiniteStepsAreMarked) {
   ASSERT_EQ(rows.size(), 5u);
   const std::vector<double> marks = {NAN, NAN, 2.5, 2.5, 2.5};
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    ASSERT_EQ(rows[i].size(), 6u);
+    ASSERT_EQ(rows[i].size(), 8u);
     if (std::isnan(marks[i]))
       EXPECT_TRUE(std::isnan(rows[i][5])) << "step " << i + 1 << " is not marked";
     else

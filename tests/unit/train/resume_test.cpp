@@ -5,6 +5,7 @@
 #include <cstring>
 #include <filesystem>
 
+#include "mixprec/io/checkpoint_store.h"
 #include "mixprec/train/trainer.h"
 #include "train_testing.h"
 
@@ -71,6 +72,30 @@ INSTANTIATE_TEST_SUITE_P(Policies, ResumeTest,
                              if (c == '-') c = '_';
                            return n;
                          });
+
+// Auxiliary-loss-free balancing: the expert biases are part of the state a resume restores
+// (without them the resumed steps route differently), and they moved during the run.
+TEST(Resume, ExpertBiasesAreCheckpointedAndResumeBitExact) {
+  const std::vector<std::string> o = {
+      "model.moe.load_balance_coeff=0.01", "model.moe.n_shared_experts=1",
+      "model.moe.score_func=sigmoid", "model.moe.aux_loss_weight=0"};
+  TempDir a, b, c;
+  const TrainSummary run = Trainer(tiny_config(a, o), quiet()).run();
+  const std::vector<StepBits> whole = bits(run);
+  ASSERT_FALSE(run.steps.back().expert_load.empty());
+  EXPECT_EQ(run.steps.back().expert_load.size(), 2u);  // 2 MoE blocks
+  std::vector<std::string> off = o;
+  off[0] = "model.moe.load_balance_coeff=0";
+  EXPECT_NE(tail(bits(Trainer(tiny_config(c, off), quiet()).run()), 2), tail(whole, 2));
+
+  Trainer(tiny_config(b, o), quiet(6)).run();
+  const io::Checkpoint saved =
+      io::load_checkpoint((b / "run/checkpoint/step-00000004.safetensors").string());
+  const Tensor& bias = saved.tensors.at("buffer.blocks.0.moe.expert_bias");
+  EXPECT_NE(bias.to_doubles(), std::vector<double>(4, 0.0));
+  const TrainSummary resumed = Trainer(tiny_config(b, o), quiet(-1, true)).run();
+  EXPECT_EQ(bits(resumed), tail(whole, 4));
+}
 
 TEST(Resume, ATornNewestCheckpointFallsBackToThePreviousOneAndStillMatches) {
   TempDir a, b;

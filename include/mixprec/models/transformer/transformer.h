@@ -25,7 +25,11 @@
 //   attn_norm.weight/.bias, attn.wq/wo [d, d], attn.wk/wv [n_kv_heads·d/n_heads, d],
 //   mlp_norm.weight/.bias,
 //   gpt: mlp.w_gate (swiglu), mlp.w_up [d_ff, d], mlp.w_down [d, d_ff];
-//   moe: moe.router [E, d], moe.experts.<e>.w_gate/w_up/w_down.
+//   moe: moe.router [E, d], moe.experts.<e>.w_gate/w_up/w_down, with shared experts
+//   moe.shared_experts.w_gate/w_up/w_down [n_shared·d_ff, d]; its first model.moe.n_dense_layers
+//   blocks are gpt blocks with d_ff = model.moe.dense_d_ff.
+// Buffers (Model::buffers): with model.moe.load_balance_coeff > 0, blocks.<l>.moe.expert_bias
+// [E] f32 per MoE block, zero at the start.
 #pragma once
 
 #include <cstdint>
@@ -53,8 +57,13 @@ class Transformer final : public Model {
                                           int64_t sequences, int64_t seq_len) const override;
   std::string describe() const override;
   std::optional<int64_t> active_parameter_count() const override;  // moe only
+  std::vector<int64_t> expert_counts() const override;
+  // DeepSeek-V3's update (torchtitan's): per MoE block, with c_e its count and c̄ their mean,
+  // δ_e = coeff · sign(c̄ - c_e), bias_e += δ_e - mean(δ) (in f64, rounded once into f32).
+  void update_expert_bias(const std::vector<int64_t>& counts) override;
 
   // From the last forward: one entry per MoE block (empty for gpt), and the routers' logits.
+  // MoE blocks are the blocks from model.moe.n_dense_layers on.
   const std::vector<MoeLayerStats>& moe_stats() const { return moe_stats_; }
   const std::vector<Tensor>& router_logits() const { return router_logits_; }
 
@@ -69,13 +78,19 @@ class Transformer final : public Model {
   Tensor bias(const std::string& weight) const;  // undefined without config.bias
   FeedForwardWeights ffn_weights(const std::string& prefix) const;
   Tensor block(const Tensor& h, int64_t layer, KvCache* cache);
+  // The block's MLP on its normed input x: dense, or the MoE layer (recording its stats).
+  Tensor mlp(const Tensor& x, int64_t layer, const std::string& prefix);
+  Tensor moe(const Tensor& x, int64_t layer, const std::string& prefix);
+  bool moe_block(int64_t layer) const { return moe_ && layer >= config_.moe.n_dense_layers; }
   // "blocks.<layer>": the block's shard unit and its parameters' prefix.
   static std::string block_unit(int64_t layer) { return "blocks." + std::to_string(layer); }
   void describe_parameters();
 
   MlpKind mlp_;
   bool layernorm_, rope_, moe_;
-  int64_t kv_heads_;  // model.n_kv_heads, or n_heads when it is 0
+  int64_t kv_heads_;                 // model.n_kv_heads, or n_heads when it is 0
+  MoeOptions moe_options_;           // the routing the config asks for (not global_counts)
+  std::vector<Tensor> expert_bias_;  // per MoE block (empty: no bias); also in buffers_
   std::vector<MoeLayerStats> moe_stats_;
   std::vector<Tensor> router_logits_, aux_losses_, z_losses_;
 };

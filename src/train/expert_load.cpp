@@ -1,0 +1,61 @@
+// Expert loads and the band they keep (see expert_load.h).
+#include "mixprec/train/expert_load.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+namespace mixprec::train {
+namespace {
+
+double median(std::vector<double> v) {
+  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
+  return v[v.size() / 2];
+}
+
+}  // namespace
+
+std::vector<std::vector<double>> expert_loads(const std::vector<int64_t>& counts,
+                                              int64_t n_experts) {
+  std::vector<std::vector<double>> loads;
+  if (n_experts <= 0) return loads;
+  const auto E = static_cast<std::size_t>(n_experts);
+  for (std::size_t b = 0; b + E <= counts.size(); b += E) {
+    double total = 0;
+    for (std::size_t e = 0; e < E; ++e) total += static_cast<double>(counts[b + e]);
+    std::vector<double> block(E, 0.0);
+    if (total > 0)
+      for (std::size_t e = 0; e < E; ++e)
+        block[e] = static_cast<double>(counts[b + e]) * static_cast<double>(E) / total;
+    loads.push_back(std::move(block));
+  }
+  return loads;
+}
+
+std::string describe_expert_load_band(const std::vector<StepMetrics>& steps) {
+  std::vector<const StepMetrics*> with;
+  for (const StepMetrics& m : steps)
+    if (!m.expert_load.empty()) with.push_back(&m);
+  if (with.empty()) return "";
+  const std::size_t from = with.size() - std::max<std::size_t>(1, with.size() / 4);
+  std::vector<double> highs, lows;
+  for (std::size_t i = from; i < with.size(); ++i) {
+    double hi = 0, lo = 1e300;
+    for (const auto& block : with[i]->expert_load)
+      for (double load : block) {
+        hi = std::max(hi, load);
+        lo = std::min(lo, load);
+      }
+    highs.push_back(hi);
+    lows.push_back(lo);
+  }
+  const StepMetrics& first = *with[from];
+  return fmt::format(
+      "expert load (tokens / mean; {} MoE blocks x {} experts) over steps {}-{}: max {:.2f} "
+      "(median {:.2f}), min {:.2f} (median {:.2f})",
+      first.expert_load.size(), first.expert_load.front().size(), first.step, with.back()->step,
+      *std::max_element(highs.begin(), highs.end()), median(highs),
+      *std::min_element(lows.begin(), lows.end()), median(lows));
+}
+
+}  // namespace mixprec::train
