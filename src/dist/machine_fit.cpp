@@ -23,6 +23,7 @@ Corner plan_at(config::TrainConfig c, int world_size, int64_t layers, int64_t se
   // blocks, about their size.
   c.model.moe.n_dense_layers = 0;
   c.training.batch_size = sequences * world_size;
+  c.training.local_batch_size = 0;  // `sequences` is already one micro-batch
   const MemoryPlan p = plan_memory(c, world_size);
   const double state = static_cast<double>(p.master + p.working + p.grads + p.optimizer + p.comm);
   const double resident = static_cast<double>(p.master + p.optimizer);
@@ -53,8 +54,11 @@ StepEstimate estimate_step(const config::TrainConfig& config, int world_size) {
   const Corner a = plan_at(config, world_size, 1, 1), b = plan_at(config, world_size, 2, 1),
                c = plan_at(config, world_size, 1, 2), d = plan_at(config, world_size, 2, 2);
   const double layers = static_cast<double>(config.model.n_layers);
+  // One micro-batch's activations are live at a time (gradient accumulation).
   const double sequences =
-      static_cast<double>((config.training.batch_size + world_size - 1) / world_size);
+      config.training.local_batch_size > 0
+          ? static_cast<double>(config.training.local_batch_size)
+          : static_cast<double>((config.training.batch_size + world_size - 1) / world_size);
   const auto at = [&](double Corner::*f) {
     return bilinear(a.*f, b.*f, c.*f, d.*f, layers, sequences);
   };

@@ -203,9 +203,20 @@ int optimizer_buffers_per_element(std::string_view optimizer, double momentum) {
 
 void check_batch_splits(const config::TrainConfig& config, int world_size) {
   check_world_size(world_size);
-  MIXPREC_CHECK(config.training.batch_size % world_size == 0, "training.batch_size",
-                std::to_string(config.training.batch_size) + " does not split evenly over " +
-                    std::to_string(world_size) + " ranks");
+  const int64_t rows = config.training.batch_size, local = config.training.local_batch_size;
+  MIXPREC_CHECK(rows % world_size == 0, "training.batch_size",
+                std::to_string(rows) + " does not split evenly over " + std::to_string(world_size) +
+                    " ranks");
+  MIXPREC_CHECK(local == 0 || (rows / world_size) % local == 0, "training.local_batch_size",
+                std::to_string(local) + " rows per micro-batch do not divide the " +
+                    std::to_string(rows / world_size) + " rows each of " +
+                    std::to_string(world_size) +
+                    " ranks has per step (training.batch_size = " + std::to_string(rows) + ")");
+}
+
+int64_t micro_batch_rows(const config::TrainConfig& config, int world_size) {
+  const int64_t per_rank = config.training.batch_size / world_size;
+  return config.training.local_batch_size > 0 ? config.training.local_batch_size : per_rank;
 }
 
 MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
@@ -221,8 +232,9 @@ MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
   const int64_t extra = per_block_values(layout, kind);
   const Bytes optimizer = optimizer_bytes(u.shard, p, buffers, extra);
 
-  // The global batch is split evenly over the ranks.
-  const int64_t sequences = config.training.batch_size / world_size;
+  // The global batch is split evenly over the ranks, each rank's rows into micro-batches: one
+  // micro-batch's activations are live at a time (the gradients accumulate in place).
+  const int64_t sequences = micro_batch_rows(config, world_size);
   const models::ActivationEstimate a =
       model->estimate_activations(p, sequences, config.training.seq_len);
 

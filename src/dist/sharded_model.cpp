@@ -286,14 +286,21 @@ void ShardedModel::finish_backward() {
   std::vector<std::size_t> first_flag(units_.size(), 0);
   for (std::size_t u = 1; u < units_.size(); ++u)
     first_flag[u] = first_flag[u - 1] + used_[u - 1].size();
+  // A piece that already holds a gradient (an earlier micro-batch of this step: gradient
+  // accumulation) adds this one's reduced shard to it; the optimizer's zero_grad clears them.
   for (std::size_t i = 0; i < pieces_.size(); ++i) {
     const std::size_t u = piece_unit_[i];
     const int64_t at = piece_offset_[i], n = pieces_[i]->master().numel();
+    const Tensor earlier = pieces_[i]->grad();
     if (used.data<int64_t>()[first_flag[u] + piece_slot_[i]] == 0) {
-      pieces_[i]->zero_grad();
+      if (!earlier.defined()) pieces_[i]->zero_grad();
       continue;
     }
-    pieces_[i]->set_grad(units_[u].grad_shard.slice(0, at, at + n));
+    const Tensor shard = units_[u].grad_shard.slice(0, at, at + n);
+    if (earlier.defined())
+      backend::current().accumulate_into(earlier, shard);
+    else
+      pieces_[i]->set_grad(shard);
   }
   for (Unit& unit : units_) unit.grad_shard = Tensor();  // the pieces hold their views
   in_step_ = false;

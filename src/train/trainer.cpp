@@ -142,7 +142,12 @@ struct Trainer::State {
   void init_from_hf();
   std::optional<io::Checkpoint> resumable_checkpoint();
   StepMetrics step();
-  models::LossParts forward_backward(const data::Batch& batch, float loss_scale);
+  struct Pass {
+    std::vector<double> losses;   // total, ce, aux, z: means over this rank's rows
+    std::vector<int64_t> counts;  // the model's expert counts over them
+  };
+  Pass forward_backward(int64_t step, float loss_scale);
+  models::LossParts micro_batch(const data::Batch& batch, double loss_scale, int64_t micro_batches);
   data::Batch local_batch(int64_t step);
   void stop_if_diverged(const StepMetrics& m);
   std::string nonfinite_origin(const StepMetrics& m);
@@ -407,17 +412,47 @@ void Trainer::State::balance_experts(std::vector<int64_t> counts, bool stepped, 
   if (stepped) model->update_expert_bias(counts);
 }
 
-// The loss of `batch`, and its gradients at `loss_scale` (1 without loss scaling).
-models::LossParts Trainer::State::forward_backward(const data::Batch& batch, float loss_scale) {
+// The loss of one micro-batch, and its gradients, added to the step's so far, at
+// `loss_scale` / micro_batches: each micro-batch's mean loss weighs 1/micro_batches, so the
+// step's gradient is that of the mean over all its rows (torchtitan divides the summed loss by
+// the global token count: the same thing for equal micro-batches).
+models::LossParts Trainer::State::micro_batch(const data::Batch& batch, double loss_scale,
+                                              int64_t micro_batches) {
   models::LossParts loss;
   parallelism->begin_step(true);
   {
     amp::ComputeScope compute(config.training.policy);
     loss = model->loss(batch.inputs, batch.targets);
   }
-  (scaler.enabled() ? scaled(loss.total, static_cast<double>(loss_scale)) : loss.total).backward();
+  const double weight = (scaler.enabled() ? loss_scale : 1.0) / static_cast<double>(micro_batches);
+  (weight != 1.0 ? scaled(loss.total, weight) : loss.total).backward();
   parallelism->finish_backward();
   return loss;
+}
+
+// Forward and backward of this rank's rows of step index `step`, training.local_batch_size
+// rows at a time (gradient accumulation); one loss scale for all of them.
+Trainer::State::Pass Trainer::State::forward_backward(int64_t step, float loss_scale) {
+  const data::Batch rows = local_batch(step);
+  const int64_t n = rows.inputs.size(0), per = dist::micro_batch_rows(config, comm->size());
+  const int64_t micro_batches = n / per;
+  Pass pass{std::vector<double>(4, 0.0), {}};
+  for (int64_t i = 0; i < micro_batches; ++i) {
+    const data::Batch mb =
+        micro_batches == 1
+            ? rows
+            : data::Batch{rows.inputs.slice(0, i * per, (i + 1) * per).contiguous(),
+                          rows.targets.slice(0, i * per, (i + 1) * per).contiguous()};
+    models::LossParts loss = micro_batch(mb, loss_scale, micro_batches);
+    // The values, then the graph goes (it would otherwise live through the next forward).
+    const double parts[4] = {loss.total.item(), loss.ce.item(), loss.aux.item(), loss.z.item()};
+    loss = {};
+    for (int k = 0; k < 4; ++k) pass.losses[k] += parts[k] / static_cast<double>(micro_batches);
+    const std::vector<int64_t> counts = model->expert_counts();
+    if (pass.counts.empty()) pass.counts.assign(counts.size(), 0);
+    for (std::size_t e = 0; e < counts.size(); ++e) pass.counts[e] += counts[e];
+  }
+  return pass;
 }
 
 // This rank's rows of the global batch of step index `step` (0-based), so every world size
@@ -435,21 +470,17 @@ StepMetrics Trainer::State::step() {
   const auto t0 = Clock::now();
   alloc.reset_peak();
   const uint64_t comm_before = comm->stats().total();
-  const data::Batch batch = local_batch(next_step);
   schedule->apply(*optimizer, next_step);
 
   const float loss_scale = scaler.get_scale();
-  models::LossParts loss = forward_backward(batch, loss_scale);
-  // The values, then the graph goes (it would otherwise live through the next forward).
-  std::vector<double> losses{loss.total.item(), loss.ce.item(), loss.aux.item(), loss.z.item()};
-  loss = {};
-  std::vector<int64_t> counts = model->expert_counts();
+  Pass pass = forward_backward(next_step, loss_scale);
+  std::vector<double>& losses = pass.losses;
 
   StepMetrics m;
   m.step = next_step + 1;
   amp::StepNumerics numerics;
   const amp::StepReport report = apply_gradients(m, numerics, loss_scale);
-  balance_experts(std::move(counts), report.stepped, m);
+  balance_experts(std::move(pass.counts), report.stepped, m);
   const auto t1 = Clock::now();
 
   // Each rank's loss is the mean over its rows: the job's is the mean over ranks.
@@ -571,8 +602,7 @@ std::string Trainer::State::nonfinite_origin(const StepMetrics& m) {
   AnomalyRecord record;
   {
     AnomalyModeGuard guard(/*throw_on_first=*/false, &amp::module_path);
-    models::LossParts loss = forward_backward(local_batch(m.step - 1), m.loss_scale);
-    loss = {};
+    forward_backward(m.step - 1, m.loss_scale);
     record = first_anomaly();
   }
   optimizer->zero_grad();

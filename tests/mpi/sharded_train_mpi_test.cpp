@@ -96,6 +96,10 @@ void PrintTo(const Case& c, std::ostream* os) {
 // Global-batch balancing with the Switch loss on; then DeepSeek's routing with the expert
 // biases updated every step as well.
 const std::vector<std::string> kAuxLoss = {"model.moe.aux_loss_weight=0.01"};
+// Gradient accumulation: each rank's 4 rows as 2 micro-batches (the 1-rank run: 4 of 2), the
+// reduced shards summed into the gradient shard.
+const std::vector<std::string> kAccumulate = {"training.batch_size=8",
+                                              "training.local_batch_size=2"};
 const std::vector<std::string> kDeepSeek = {
     "model.moe.aux_loss_weight=0.01", "model.moe.load_balance_coeff=0.01",
     "model.moe.n_shared_experts=1",   "model.moe.score_func=sigmoid",
@@ -129,7 +133,9 @@ INSTANTIATE_TEST_SUITE_P(
                       Case{"gpt", "fp32", 1e-5, 0, "adam-mini"},
                       Case{"moe", "fp32", 1e-5, 0, "adamw", kAuxLoss, "aux_loss"},
                       Case{"moe", "fp32", 1e-5, 0, "adamw", kDeepSeek, "deepseek_bias"},
-                      Case{"moe", "bf16-mixed", 0, 2e-2, "adamw", kDeepSeek, "deepseek_bias"}),
+                      Case{"moe", "bf16-mixed", 0, 2e-2, "adamw", kDeepSeek, "deepseek_bias"},
+                      Case{"gpt", "fp32", 1e-5, 0, "adamw", kAccumulate, "accumulate"},
+                      Case{"moe", "fp32", 1e-5, 0, "adamw", kAccumulate, "accumulate"}),
     [](const auto& info) {
       std::string n =
           std::string(info.param.kind) + "_" + info.param.precision + "_" + info.param.optimizer;

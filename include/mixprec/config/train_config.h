@@ -81,7 +81,13 @@ struct ModelConfig {
 
 struct TrainingConfig {
   std::int64_t steps = 1500;
+  // Rows per optimizer step over every rank (torchtitan's global_batch_size; that spelling is
+  // read too).
   std::int64_t batch_size = 16;
+  // Rows per forward/backward on each rank (torchtitan's local_batch_size): a step sums the
+  // gradients of batch_size / (local_batch_size · ranks) micro-batches before its one
+  // optimizer step (gradient accumulation). 0 = batch_size / ranks: one micro-batch.
+  std::int64_t local_batch_size = 0;
   std::int64_t seq_len = 128;
   std::int64_t seed = 1234;
   std::string data;  // a file or folder of text; "" = the default corpus

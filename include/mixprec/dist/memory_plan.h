@@ -54,12 +54,16 @@ struct MemoryPlan {
 };
 
 // From a config's model, batch, precision policy, optimizer and parallelism settings.
-// A rank's batch is batch_size / W sequences. Error: world_size < 1, or a batch that
+// A rank's batch is batch_size / W sequences, run local_batch_size at a time (gradient
+// accumulation: activations of one micro-batch). Error: world_size < 1, or a batch that
 // check_batch_splits refuses (the trainer refuses it too).
 MemoryPlan plan_memory(const config::TrainConfig& config, int world_size);
 
-// Error naming training.batch_size when it does not split evenly over `world_size` ranks.
+// Error naming training.batch_size when it does not split evenly over `world_size` ranks, or
+// training.local_batch_size when it does not divide a rank's rows.
 void check_batch_splits(const config::TrainConfig& config, int world_size);
+// The rows of one forward/backward on a rank: local_batch_size, or batch_size / W.
+int64_t micro_batch_rows(const config::TrainConfig& config, int world_size);
 
 // From a parameter count alone (no activations: has_activations = false, peak = sum of the
 // other terms, one unit of `parameters` elements). optimizer: adamw | sgd | adam-mini (SGD

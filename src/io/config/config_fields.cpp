@@ -70,6 +70,7 @@ std::vector<Field> make_fields() {
       FIELD("training", training, steps),
       FIELD("training", training, batch_size),
       FIELD("training", training, seq_len),
+      FIELD("training", training, local_batch_size),
       FIELD("training", training, seed),
       FIELD("training", training, data),
       FIELD("training", training, val_fraction),
@@ -128,6 +129,20 @@ const std::vector<std::string>& sections() {
   return names;
 }
 
+const std::vector<KeyAlias>& key_aliases() {
+  static const std::vector<KeyAlias> aliases = {
+      {"", "dump_folder", "run_dir"},
+      {"training", "global_batch_size", "batch_size"},
+  };
+  return aliases;
+}
+
+std::string resolve_alias(const std::string& section, const std::string& name) {
+  for (const KeyAlias& a : key_aliases())
+    if (section == a.section && name == a.alias) return a.target;
+  return name;
+}
+
 const Field* find_field(const std::string& section, const std::string& name) {
   for (const Field& f : fields()) {
     if (f.section == section && f.name == name) return &f;
@@ -155,7 +170,8 @@ std::string valid_keys(const std::string& section) {
   for (const Field& f : fields()) {
     if (f.section == section) add(f.name);
   }
-  if (section.empty()) add("dump_folder");  // torchtitan's name for run_dir
+  for (const KeyAlias& a : key_aliases())
+    if (section == a.section) add(a.alias);
   const std::string prefix = section.empty() ? "" : section + ".";
   for (const std::string& s : sections()) {
     // Direct subsections only: "model" lists "moe", the top level lists "model".
@@ -183,7 +199,10 @@ std::string closest_key(const std::string& path) {
     consider(key, edit_distance(path, key));
     if (f.name == name) consider(key, 1);  // the right key in the wrong section
   }
-  consider("dump_folder", edit_distance(path, "dump_folder"));
+  for (const KeyAlias& a : key_aliases()) {
+    const std::string key = *a.section ? std::string(a.section) + "." + a.alias : a.alias;
+    consider(key, edit_distance(path, key));
+  }
   // A typo changes a few characters: more than a third of the key is another key.
   return best_distance <= std::max<std::size_t>(2, path.size() / 3) ? best : "";
 }

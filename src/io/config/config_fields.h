@@ -24,6 +24,16 @@ struct Field {
 };
 
 const std::vector<Field>& fields();
+
+// torchtitan's spellings of keys, read as the key they name; a file giving both is refused.
+struct KeyAlias {
+  const char* section;
+  const char* alias;   // "dump_folder"
+  const char* target;  // "run_dir"
+};
+const std::vector<KeyAlias>& key_aliases();
+// The key `name` in `section` stands for: itself, or an alias's target.
+std::string resolve_alias(const std::string& section, const std::string& name);
 // Sections in file order ("model", "model.moe", "training", ...); the top level is not one.
 const std::vector<std::string>& sections();
 // nullptr when the section has no such key.

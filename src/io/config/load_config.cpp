@@ -50,10 +50,11 @@ class TableReader {
       : config_(config), origins_(origins), where_(where) {}
 
   void read(const toml::table& table, const std::string& section) {
-    if (section.empty() && table.contains("run_dir") && table.contains("dump_folder")) {
+    for (const detail::KeyAlias& a : detail::key_aliases()) {
+      if (section != a.section || !table.contains(a.target) || !table.contains(a.alias)) continue;
       // One would silently win over the other.
-      throw Error(where_, "run_dir (" + line_of(table.get("run_dir")->source()) +
-                              ") and dump_folder (" + line_of(table.get("dump_folder")->source()) +
+      throw Error(where_, std::string(a.target) + " (" + line_of(table.get(a.target)->source()) +
+                              ") and " + a.alias + " (" + line_of(table.get(a.alias)->source()) +
                               ") are both given; use one");
     }
     for (auto&& [k, node] : table) {
@@ -74,9 +75,7 @@ class TableReader {
 
  private:
   const Field* find(const std::string& section, const std::string& name) {
-    // dump_folder is torchtitan's spelling of run_dir.
-    if (section.empty() && name == "dump_folder") return detail::find_field("", "run_dir");
-    return detail::find_field(section, name);
+    return detail::find_field(section, detail::resolve_alias(section, name));
   }
 
   void set(const Field& field, const toml::node& node, const std::string& line) {
@@ -150,10 +149,10 @@ void apply_override(TrainConfig& config, Origins& origins, const std::string& wh
   MIXPREC_CHECK(eq != std::string::npos, where, origin + ": expected section.key=value");
   std::string key = trim(std::string_view(text).substr(0, eq));
   const std::string value = trim(std::string_view(text).substr(eq + 1));
-  if (key == "dump_folder") key = "run_dir";
   const auto dot = key.rfind('.');
   const std::string section = dot == std::string::npos ? "" : key.substr(0, dot);
-  const std::string name = dot == std::string::npos ? key : key.substr(dot + 1);
+  const std::string name =
+      detail::resolve_alias(section, dot == std::string::npos ? key : key.substr(dot + 1));
   if (!section.empty() && !detail::is_section(section)) {
     std::string valid;
     for (const std::string& s : detail::sections()) valid += (valid.empty() ? "" : ", ") + s;

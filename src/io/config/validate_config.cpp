@@ -184,6 +184,12 @@ void check_training(const TrainConfig& cfg, const Checker& c) {
   c.require(t.steps > 0, "training.steps", "must be > 0");
   c.require(t.batch_size > 0, "training.batch_size", "must be > 0");
   check_bound(c, "training.batch_size", t.batch_size, kMaxWidth);
+  // How the ranks split it is known at launch (dist::check_batch_splits); the rows a micro-batch
+  // has are checked here.
+  c.require(t.local_batch_size >= 0, "training.local_batch_size",
+            "must be >= 0 (0 = training.batch_size / ranks: no accumulation)");
+  c.require(t.local_batch_size == 0 || t.batch_size % t.local_batch_size == 0,
+            "training.local_batch_size", "must divide " + c.show("training.batch_size"));
   const double seq = static_cast<double>(t.seq_len);
   c.require(static_cast<double>(cfg.model.n_heads) * seq * seq <= 0x1p44, "training.seq_len",
             "squared times model.n_heads must be <= 2^44 (one sequence's attention scores)");

@@ -51,14 +51,16 @@ TEST(ConfigErrors, UnknownKeySuggestsTheClosestValidOne) {
 TEST(ConfigErrors, UnknownKeyListsValidKeys) {
   expect_message(load_error("[training]\nsteps = 3\nlearning_rate = 0.1\n"),
                  {"line 3: unknown key 'training.learning_rate'",
-                  "valid keys of [training]: steps, batch_size, seq_len, seed, data, "
-                  "val_fraction, eval_every, eval_batches, grad_clip, grad_clip_value, threads, "
-                  "max_skipped_steps, "
-                  "min_loss_scale, precision, mixed_precision_param, mixed_precision_reduce"});
+                  "valid keys of [training]: steps, batch_size, seq_len, local_batch_size, seed, "
+                  "data, val_fraction, eval_every, eval_batches, grad_clip, grad_clip_value, "
+                  "threads, max_skipped_steps, min_loss_scale, precision, mixed_precision_param, "
+                  "mixed_precision_reduce, global_batch_size"});
   expect_message(load_error("[model.moe]\nexperts = 3\n"),
                  {"line 2: unknown key 'model.moe.experts'",
                   "valid keys of [model.moe]: n_experts, top_k, capacity_factor, "
-                  "aux_loss_weight, z_loss_weight"});
+                  "aux_loss_weight, z_loss_weight, score_func, route_norm, route_scale, "
+                  "n_expert_groups, n_limited_groups, n_shared_experts, n_dense_layers, "
+                  "dense_d_ff, load_balance_coeff, balance_scope"});
   expect_message(load_error("[model]\nd_model = 64\n[model.attn]\nx = 1\n"),
                  {"line 3: unknown key 'model.attn'",
                   "positions, rope_theta, tie_embeddings, bias, tokenizer, [model.moe]"});
@@ -204,6 +206,18 @@ TEST(ConfigErrors, RunDirGivenTwoWays) {
                  {"run_dir (line 1) and dump_folder (line 2) are both given"});
   expect_message(load_error("dump_folder = \"b\"\nrun_dir = \"a\"\n"),
                  {"run_dir (line 2) and dump_folder (line 1) are both given"});
+}
+
+// torchtitan's global_batch_size is batch_size; local_batch_size must divide it.
+TEST(ConfigErrors, BatchSizesAsTorchtitanSpellsThem) {
+  expect_message(load_error("[training]\nbatch_size = 8\nglobal_batch_size = 16\n"),
+                 {"batch_size (line 2) and global_batch_size (line 3) are both given"});
+  expect_message(load_error("[training]\nglobal_batch_size = 12\nlocal_batch_size = 5\n"),
+                 {"line 3: training.local_batch_size = 5 must divide training.batch_size = 12"});
+  expect_message(load_error("[training]\nlocal_batch_size = -1\n"),
+                 {"line 2: training.local_batch_size = -1 must be >= 0"});
+  expect_message(load_error("[training]\nglobal_batch_sise = 8\n"),
+                 {"did you mean 'training.global_batch_size'?"});
 }
 
 }  // namespace

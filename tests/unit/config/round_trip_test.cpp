@@ -60,6 +60,7 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
                      .balance_scope = "rank"}};
   c.training.steps = 7;
   c.training.batch_size = 3;
+  c.training.local_batch_size = 1;
   c.training.seq_len = 200;
   c.training.seed = 9007199254740993;  // 2^53 + 1: not a double
   c.training.data = "/data/x.txt";
@@ -117,6 +118,13 @@ TEST(ConfigRoundTrip, DeepSeekMoeKeys) {
   d.model.moe.balance_scope = "rank";
   EXPECT_EQ(load_text(to_toml(d)), d);
   EXPECT_NE(d, c);
+}
+
+TEST(ConfigRoundTrip, GlobalBatchSizeIsBatchSize) {
+  const TrainConfig c = load_text("[training]\nglobal_batch_size = 32\nlocal_batch_size = 8\n");
+  EXPECT_EQ(c.training.batch_size, 32);
+  EXPECT_EQ(c.training.local_batch_size, 8);
+  EXPECT_EQ(load_text(to_toml(c)), c);
 }
 
 TEST(ConfigRoundTrip, DefaultsAndEquality) {

@@ -11,7 +11,7 @@
 namespace mixprec::models::moe_reference {
 
 inline MoeWeights random_weights(int64_t E, int64_t d, int64_t ff, MlpKind kind, uint64_t seed,
-                          bool requires_grad = false) {
+                                 bool requires_grad = false) {
   auto make = [&](Shape s, uint64_t sd) {
     return requires_grad ? testing::grad_input(s, sd, 0.7) : testing::randn(s, DType::f64, sd, 0.7);
   };
@@ -46,7 +46,7 @@ inline std::vector<double> matvec(const Matrix& w, const std::vector<double>& x)
 }
 
 inline std::vector<double> expert_ref(const FeedForwardWeights& f, MlpKind kind,
-                               const std::vector<double>& x) {
+                                      const std::vector<double>& x) {
   std::vector<double> up = matvec(rows_of(f.w_up), x), h(up.size());
   if (kind == MlpKind::swiglu) {
     const std::vector<double> g = matvec(rows_of(f.w_gate), x);
@@ -64,6 +64,5 @@ inline Tensor to_tensor(const Matrix& m) {
   return Tensor::from_doubles(
       flat, {static_cast<int64_t>(m.size()), static_cast<int64_t>(m[0].size())}, DType::f64);
 }
-
 
 }  // namespace mixprec::models::moe_reference

@@ -227,7 +227,8 @@ TEST(MoeRouting, GradcheckF64WithEveryOption) {
       w.router = in[1];
       w.shared = {in[2], in[3], in[4], {}, {}, {}};
       w.expert_bias = bias;
-      for (std::size_t i = 5; i < in.size(); i += 3) w.experts.push_back({in[i], in[i + 1], in[i + 2], {}, {}, {}});
+      for (std::size_t i = 5; i < in.size(); i += 3)
+        w.experts.push_back({in[i], in[i + 1], in[i + 2], {}, {}, {}});
       MoeOptions o{.top_k = 2, .mlp = MlpKind::swiglu, .score_func = score};
       o.route_scale = 1.7;
       o.n_groups = 2;
