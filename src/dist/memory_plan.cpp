@@ -148,11 +148,14 @@ int64_t per_block_values(const ShardLayout& layout, const optim::OptimizerKind& 
 
 // The largest live total of one step after the first (optimizer state exists). Phases:
 // forward end, loss backward, each block's backward (last block first), after backward.
+// `accumulating`: a step of several micro-batches; its last one (the peak) runs beside the
+// gradients (shards) the earlier ones left, which its backward adds to in place.
 Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard,
-                const models::ActivationEstimate& a, Bytes optimizer) {
+                const models::ActivationEstimate& a, Bytes optimizer, bool accumulating) {
   const Bytes master = master_bytes(u, p), send = send_buffer_bytes(u, p);
   const Bytes working = working_bytes(u, p, reshard);
-  const Bytes resident = master + working + optimizer + send + a.batch;
+  const Bytes held = accumulating ? grad_shard_bytes(u, p) : 0;
+  const Bytes resident = master + working + optimizer + send + a.batch + held;
   const Bytes saved_blocks = a.block_saved * static_cast<Bytes>(a.blocks);
   const DType r = p.reduce_dtype;
 
@@ -163,9 +166,11 @@ Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard
     // Sharded: the root's and this block's full buffers, the finished blocks' shards, and
     // the previous block's reduce-scatter still in flight (its buffer + staging).
     const Bytes in_flight = done > 0 ? 2 * bytes_of(u.block_padded, r) : 0;
-    const Bytes grads =
-        sharded(u) ? bytes_of(u.root_padded + done * u.block_shard + u.block_padded, r) + in_flight
-                   : bytes_of(u.numel - (a.blocks - done) * u.block_padded, r);
+    const int64_t new_shards = accumulating ? 0 : done * u.block_shard;
+    const Bytes grads = sharded(u)
+                            ? bytes_of(u.root_padded + new_shards + u.block_padded, r) + in_flight
+                        : accumulating ? 0
+                                       : bytes_of(u.numel - (a.blocks - done) * u.block_padded, r);
     // The first block (the last backward) has no block before it to prefetch.
     const Bytes no_prefetch = sharded(u) && reshard && a.blocks > 1 && done == a.blocks - 1
                                   ? bytes_of(u.block_padded, p.param_dtype)
@@ -173,7 +178,7 @@ Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard
     peak = std::max(peak, resident + saved + grads + a.block_backward_transient - no_prefetch);
   }
   // Backward done: every gradient (shard) until zero_grad, the optimizer's step over them.
-  peak = std::max(peak, resident + grad_shard_bytes(u, p) + a.kept_after_backward);
+  peak = std::max(peak, resident - held + grad_shard_bytes(u, p) + a.kept_after_backward);
   return peak;
 }
 
@@ -241,7 +246,8 @@ MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
   MemoryPlan plan = fill(u, p, reshard, optimizer);
   plan.has_activations = true;
   plan.activations = a.total();
-  plan.peak = walk_peak(u, p, reshard, a, optimizer);
+  const bool accumulating = sequences < config.training.batch_size / world_size;
+  plan.peak = walk_peak(u, p, reshard, a, optimizer, accumulating);
   return plan;
 }
 

@@ -17,15 +17,24 @@ namespace {
 using mixprec::testing::SharedDir;
 using mixprec::testing::world;
 
-void expect_within_10_percent(const char* config_name, const char* precision) {
+void expect_within_10_percent(const char* config_name, const char* precision,
+                              const std::vector<std::string>& extra = {}) {
   SharedDir dir("memory");
-  config::TrainConfig c = config::load_config(
-      std::string(MIXPREC_SOURCE_DIR) + "/configs/" + config_name,
-      {std::string("training.precision=") + precision, "training.mixed_precision_param=",
-       "training.mixed_precision_reduce=", "run_dir=" + (dir.path() / "run").string(),
-       "training.data=" + (dir.path() / "corpus.txt").string(), "training.steps=3",
-       "training.threads=1", "training.eval_every=0", "checkpoint.enable=false",
-       "checkpoint.export_bf16=false", "metrics.jsonl=false", "metrics.plot=false"});
+  std::vector<std::string> overrides = {std::string("training.precision=") + precision,
+                                        "training.mixed_precision_param=",
+                                        "training.mixed_precision_reduce=",
+                                        "run_dir=" + (dir.path() / "run").string(),
+                                        "training.data=" + (dir.path() / "corpus.txt").string(),
+                                        "training.steps=3",
+                                        "training.threads=1",
+                                        "training.eval_every=0",
+                                        "checkpoint.enable=false",
+                                        "checkpoint.export_bf16=false",
+                                        "metrics.jsonl=false",
+                                        "metrics.plot=false"};
+  overrides.insert(overrides.end(), extra.begin(), extra.end());
+  config::TrainConfig c =
+      config::load_config(std::string(MIXPREC_SOURCE_DIR) + "/configs/" + config_name, overrides);
   train::Trainer trainer(c, {.progress = train::ProgressStyle::quiet, .comm = &world()});
   const train::TrainSummary s = trainer.run();
   std::size_t measured = 0;
@@ -48,6 +57,11 @@ TEST(MemoryPlanMpi, TinyFp32Within10PercentOfThePeak) {
 }
 TEST(MemoryPlanMpi, DefaultConfigWithin10PercentOfThePeak) {
   expect_within_10_percent("moe_small.toml", "bf16-mixed");
+}
+
+// Gradient accumulation, sharded: 2 micro-batches per rank, the reduced shards held between.
+TEST(MemoryPlanMpi, AccumulationWithin10PercentOfThePeak) {
+  expect_within_10_percent("moe_small.toml", "bf16-mixed", {"training.local_batch_size=4"});
 }
 
 }  // namespace

@@ -35,10 +35,10 @@ struct LossParts {
 // What a training step's forward saves for backward, and the largest short-lived buffers of
 // the loss and unit backwards, under a precision policy: the memory planner's activation term.
 struct ActivationEstimate {
-  std::size_t batch = 0;                     // inputs + targets, i64 [B, T] each
-  std::size_t root_saved = 0;                // the root unit's (final norm, LM head, loss)
-  std::size_t block_saved = 0;               // one block unit's (all blocks are alike)
-  int64_t blocks = 0;                        // block units
+  std::size_t batch = 0;        // inputs + targets, i64 [B, T] each
+  std::size_t root_saved = 0;   // the root unit's (final norm, LM head, loss)
+  std::size_t block_saved = 0;  // one block unit's (the mean when blocks differ: MoE dense blocks)
+  int64_t blocks = 0;           // block units
   std::size_t kept_after_backward = 0;       // what the model keeps for its stats
   std::size_t forward_transient = 0;         // the loss's f32 copy of narrow logits
   std::size_t loss_backward_transient = 0;   // cross-entropy backward: f32 logits + gradient

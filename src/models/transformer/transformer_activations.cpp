@@ -16,7 +16,9 @@
 //               log-softmax keep them, and the model keeps them after the step) + their
 //               max/log-sum twice 4a·N; top-k ids 8·N·k, values and gates 2a·N·k, their sum
 //               and the z-loss lse 2a·N; dispatched rows c·R·d; experts' hidden 3c·R·F (GELU
-//               2c·R·F); experts' outputs c·R·d (the gated combine keeps them)
+//               2c·R·F); experts' outputs c·R·d (the gated combine keeps them); shared
+//               experts' hidden 3c·N·S·F (S = n_shared_experts); an MoE's first
+//               n_dense_layers blocks are dense MLPs of width dense_d_ff
 // Root: final norm input r·N·d + statistics, LM head input c·N·d, logits c·N·V (cross-entropy
 // keeps the narrow logits), its row max and log-sum 2a·N. Embedding and add save nothing (the
 // embedding's ids are the batch).
@@ -77,26 +79,33 @@ Bytes moe_router_saved(const Sizes& s, const config::ModelConfig& m) {
          + 2 * s.a * n;                // the values' sum, z-loss lse
 }
 
-Bytes mlp_saved(const Sizes& s, const config::ModelConfig& m) {
+// A dense block's MLP width: d_ff, or an MoE's first blocks' dense_d_ff.
+int64_t dense_width(const config::ModelConfig& m) {
+  return m.kind == "moe" ? m.moe.dense_d_ff : m.d_ff;
+}
+
+Bytes mlp_saved(const Sizes& s, const config::ModelConfig& m, bool moe_block) {
   const bool layernorm = m.norm == "layernorm";
   const Bytes base = norm_saved(s, layernorm) + s.c * u(s.N * s.d);  // norm, shared input
   const Bytes hidden = u(ffn_hidden_tensors(m));
-  if (m.kind != "moe") return base + hidden * s.c * u(s.N * s.F);
+  if (!moe_block) return base + hidden * s.c * u(s.N * dense_width(m));
   const Bytes R = u(routed_rows(m, s.N));
-  return base + moe_router_saved(s, m) + 2 * s.c * R * u(s.d)  // dispatched rows, outputs
-         + hidden * s.c * R * u(s.F);
+  return base + moe_router_saved(s, m) + 2 * s.c * R * u(s.d)     // dispatched rows, outputs
+         + hidden * s.c * R * u(s.F)                              // experts' hidden
+         + hidden * s.c * u(s.N * m.moe.n_shared_experts * s.F);  // shared experts' hidden
 }
 
 Bytes block_backward_transient(const Sizes& s, const config::ModelConfig& m) {
   const Bytes nd = u(s.N * s.d), residual_grad = s.r * nd;
   const Bytes attention = residual_grad + s.c * (3 * nd + 2 * u(s.N * s.kv));
-  Bytes mlp = residual_grad + 2 * s.c * u(s.N * s.F);
+  Bytes mlp = residual_grad + 2 * s.c * u(s.N * (m.kind == "moe" ? m.moe.dense_d_ff : s.F));
   if (m.kind == "moe") {
     const Bytes rd = u(routed_rows(m, s.N) * s.d);
     const bool narrow = s.c < s.a;  // .to(acc) copies only when the dtype differs
-    mlp = residual_grad + (s.r < s.a ? s.a * nd : 0) + (narrow ? s.a * rd : 0)  // f32 copies
-          + s.a * rd                                                            // dy
-          + (narrow ? s.c * rd : 0);                                            // dy rounded
+    mlp = std::max(mlp, residual_grad + (s.r < s.a ? s.a * nd : 0) +
+                            (narrow ? s.a * rd : 0)      // f32 copies
+                            + s.a * rd                   // dy
+                            + (narrow ? s.c * rd : 0));  // dy rounded
   }
   return std::max(attention, mlp);
 }
@@ -122,9 +131,15 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   ActivationEstimate e;
   e.batch = 2 * 8 * n;
   e.blocks = m.n_layers;
-  e.block_saved = attention_saved(s, layernorm) + mlp_saved(s, m);
+  // An MoE's first n_dense_layers blocks are dense: block_saved is the mean over the blocks
+  // (rounded up), so the total saved is exact.
+  const int64_t dense = m.kind == "moe" ? std::min(m.moe.n_dense_layers, m.n_layers) : m.n_layers;
+  const Bytes all_blocks = u(m.n_layers) * attention_saved(s, layernorm) +
+                           u(dense) * mlp_saved(s, m, false) +
+                           u(m.n_layers - dense) * mlp_saved(s, m, true);
+  e.block_saved = (all_blocks + u(m.n_layers) - 1) / u(m.n_layers);
   e.root_saved = norm_saved(s, layernorm) + s.c * u(s.N * s.d) + s.c * nv + 2 * s.a * n;
-  e.kept_after_backward = m.kind == "moe" ? u(m.n_layers) * s.a * n * u(m.moe.n_experts) : 0;
+  e.kept_after_backward = u(m.n_layers - dense) * s.a * n * u(m.moe.n_experts);
   const bool narrow_logits = s.c < s.a;
   e.forward_transient = narrow_logits ? s.a * nv : 0;
   e.loss_backward_transient = (narrow_logits ? 2 : 1) * s.a * nv;

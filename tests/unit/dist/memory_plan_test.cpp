@@ -183,11 +183,13 @@ std::size_t measured_peak(const config::TrainConfig& base, const TempDir& dir, i
   return peak;
 }
 
-void expect_within_10_percent(const std::string& config_name, const std::string& precision) {
-  std::vector<std::string> overrides;
+void expect_within_10_percent(const std::string& config_name, const std::string& precision,
+                              std::vector<std::string> overrides = {}) {
   if (!precision.empty())
-    overrides = {"training.precision=" + precision,
-                 "training.mixed_precision_param=", "training.mixed_precision_reduce="};
+    for (const std::string& o :
+         {"training.precision=" + precision, std::string("training.mixed_precision_param="),
+          std::string("training.mixed_precision_reduce=")})
+      overrides.push_back(o);
   const config::TrainConfig c = config::load_config(config_path(config_name), overrides);
   const TempDir dir;
   const std::size_t measured = measured_peak(c, dir, 3);
@@ -215,6 +217,14 @@ TEST(MemoryPlanMeasured, DefaultConfigWithin10PercentOfThePeak) {
 }
 TEST(MemoryPlanMeasured, GptSmallWithin10PercentOfThePeak) {
   expect_within_10_percent("gpt_small.toml", "");
+}
+// Shared experts and a first dense block of another width; the expert bias.
+TEST(MemoryPlanMeasured, DeepSeekMoeWithin10PercentOfThePeak) {
+  expect_within_10_percent("deepseek_moe_debug.toml", "", {"training.seq_len=128"});
+}
+// Gradient accumulation: one micro-batch's activations at a time.
+TEST(MemoryPlanMeasured, AccumulationWithin10PercentOfThePeak) {
+  expect_within_10_percent("moe_small.toml", "", {"training.local_batch_size=4"});
 }
 
 }  // namespace
