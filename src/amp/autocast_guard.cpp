@@ -15,6 +15,11 @@ AutocastState& state() {
   return s;
 }
 
+namespace {
+// Checkpoint recomputes re-enter the forward's autocast state (checkpoint_state.cpp).
+[[maybe_unused]] const bool g_registered = register_checkpoint_state();
+}  // namespace
+
 }  // namespace detail
 
 namespace {

@@ -41,6 +41,11 @@ struct AutocastState {
 
 AutocastState& state();
 
+// Registers amp's state with autograd's checkpoints (checkpoint_state.cpp): called once, at
+// static initialisation of the file that owns state(), so that every program using autocast
+// has it.
+bool register_checkpoint_state();
+
 // True when the current module path, or a scope above it, matches an fp32_modules glob.
 bool in_fp32_module(const AutocastState& s);
 

@@ -156,13 +156,15 @@ Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard
   const Bytes working = working_bytes(u, p, reshard);
   const Bytes held = accumulating ? grad_shard_bytes(u, p) : 0;
   const Bytes resident = master + working + optimizer + send + a.batch + held;
-  const Bytes saved_blocks = a.block_saved * static_cast<Bytes>(a.blocks);
+  const Bytes saved_blocks = a.blocks_saved(a.blocks);
   const DType r = p.reduce_dtype;
 
   Bytes peak = resident + a.root_saved + saved_blocks + a.forward_transient;
   peak = std::max(peak, resident + a.root_saved + saved_blocks + a.loss_backward_transient);
   for (int64_t done = 0; done < a.blocks; ++done) {  // `done` blocks' backward finished
-    const Bytes saved = a.block_saved * static_cast<Bytes>(a.blocks - done);
+    // The blocks before this one keep what they saved; this one holds all its activations
+    // (its own, or recomputed when checkpointed).
+    const Bytes saved = a.blocks_saved(a.blocks - done - 1) + a.block_saved;
     // Sharded: the root's and this block's full buffers, the finished blocks' shards, and
     // the previous block's reduce-scatter still in flight (its buffer + staging).
     const Bytes in_flight = done > 0 ? 2 * bytes_of(u.block_padded, r) : 0;
@@ -240,6 +242,8 @@ MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
   // The global batch is split evenly over the ranks, each rank's rows into micro-batches: one
   // micro-batch's activations are live at a time (the gradients accumulate in place).
   const int64_t sequences = micro_batch_rows(config, world_size);
+  model->set_activation_checkpoint(
+      models::ActivationCheckpoint::from_config(config.activation_checkpoint));
   const models::ActivationEstimate a =
       model->estimate_activations(p, sequences, config.training.seq_len);
 

@@ -7,6 +7,7 @@
 #include "mixprec/amp/autocast.h"
 
 #include "mixprec/autograd/function.h"
+#include "mixprec/autograd/saved_ops.h"
 #include "mixprec/backend/backend.h"
 
 namespace mixprec {
@@ -105,8 +106,19 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
   const bool needs_grad = any_requires_grad({&q, &k, &v});
   MIXPREC_CHECK(!needs_grad || k.size(2) == q.size(2), kSdpa,
                 "more keys than queries is for decoding: no gradients (run under NoGradGuard)");
-  backend::AttentionForward f =
-      backend::current().attention_forward(qc, kc, vc, causal, scale, needs_grad);
+  // A selective checkpoint keeps the output and what backward reads beside it (the
+  // log-sum-exp, the unrounded output), and its recompute hands them back.
+  const SavedOp saved(kSdpa);
+  backend::AttentionForward f;
+  if (saved.recalled()) {
+    f.out = saved.output(0);
+    f.out_acc = saved.output(1);
+    f.lse = saved.output(2);
+  } else {
+    f = backend::current().attention_forward(qc, kc, vc, causal, scale,
+                                             needs_grad || saved.picked());
+    saved.keep({f.out, f.out_acc, f.lse});
+  }
   Tensor out = f.out;
   if (needs_grad) {
     const Tensor saved_out = f.out_acc.defined() ? f.out_acc : out.detach();

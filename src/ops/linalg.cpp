@@ -7,6 +7,7 @@
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/autograd/function.h"
+#include "mixprec/autograd/saved_ops.h"
 #include "mixprec/backend/backend.h"
 #include "mixprec/numerics/convert.h"
 
@@ -145,8 +146,16 @@ class LinearBackward final : public Node {
 Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
   const auto [x, weight, bias] = amp::autocast_args("linear", x_in, weight_in, bias_in);
   detail::LinearProduct p = detail::LinearProduct::prepare("linear", x, weight, bias);
-  Tensor y = p.make_output();
-  p.forward(y);
+  // A selective checkpoint's recompute may hand back the product its forward kept.
+  const SavedOp saved("linear");
+  Tensor y;
+  if (saved.recalled()) {
+    y = saved.output(0);
+  } else {
+    y = p.make_output();
+    p.forward(y);
+    saved.keep({y});
+  }
   if (any_requires_grad({&x, &weight, &bias})) {
     auto node = std::make_shared<LinearBackward>(std::move(p));
     connect(*node, {x, weight, bias});  // an undefined bias gets a null edge

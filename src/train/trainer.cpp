@@ -238,6 +238,10 @@ void Trainer::State::open_data() {
 // The parameters as this job holds them, the optimizer over them, the schedule.
 void Trainer::State::build_model() {
   const config::TrainConfig& c = config;
+  model->set_activation_checkpoint(
+      models::ActivationCheckpoint::from_config(c.activation_checkpoint));
+  if (c.activation_checkpoint.mode != "none")
+    progress.message("activation checkpointing: " + model->activation_checkpoint().describe());
   parallelism = dist::make_parallelism(
       *model, *comm, c.training.policy,
       dist::ShardingOptions{.reshard_after_forward = c.parallelism.reshard_after_forward});

@@ -154,6 +154,17 @@ struct ParallelismConfig {
   bool operator==(const ParallelismConfig&) const = default;
 };
 
+// torchtitan's [activation_checkpoint]: recompute activations in backward instead of keeping
+// them (models/activation_checkpoint.h). mode: none | selective | full (every block keeps only
+// its input). selective_ac_option (read with mode = "selective"): "op" keeps the outputs of
+// attention and of every other matmul in each block and recomputes the rest; a positive
+// integer k as a string ("2") checkpoints every k-th block fully and no other.
+struct ActivationCheckpointConfig {
+  std::string mode = "none";
+  std::string selective_ac_option = "2";
+  bool operator==(const ActivationCheckpointConfig&) const = default;
+};
+
 struct TrainConfig {
   std::string run_dir = "outputs";  // torchtitan spells it dump_folder; both are read
   ModelConfig model;
@@ -163,6 +174,7 @@ struct TrainConfig {
   CheckpointConfig checkpoint;
   MetricsConfig metrics;
   ParallelismConfig parallelism;
+  ActivationCheckpointConfig activation_checkpoint;
   bool operator==(const TrainConfig&) const = default;
 };
 

@@ -20,6 +20,7 @@
 
 #include "mixprec/amp/policy.h"
 #include "mixprec/config/train_config.h"
+#include "mixprec/models/activation_checkpoint.h"
 #include "mixprec/models/parameter_set.h"
 #include "mixprec/models/unit_hooks.h"
 
@@ -39,13 +40,30 @@ struct ActivationEstimate {
   std::size_t root_saved = 0;   // the root unit's (final norm, LM head, loss)
   std::size_t block_saved = 0;  // one block unit's (the mean when blocks differ: MoE dense blocks)
   int64_t blocks = 0;           // block units
+  // Activation checkpointing: block l is checkpointed when checkpoint_every > 0 and
+  // (l + 1) % checkpoint_every == 0, and keeps checkpointed_saved from its forward to its
+  // backward (its input; selective: the op outputs kept too). Its backward recomputes it:
+  // block_saved is live again then.
+  int64_t checkpoint_every = 0;
+  std::size_t checkpointed_saved = 0;
   std::size_t kept_after_backward = 0;       // what the model keeps for its stats
   std::size_t forward_transient = 0;         // the loss's f32 copy of narrow logits
   std::size_t loss_backward_transient = 0;   // cross-entropy backward: f32 logits + gradient
   std::size_t block_backward_transient = 0;  // the largest gradient buffers inside a block
-  std::size_t saved() const { return root_saved + block_saved * static_cast<std::size_t>(blocks); }
-  // The activations term of the plan: the batch, everything saved, and the larger of the
-  // transients (the loss backward one at the start of backward).
+  bool checkpointed(int64_t block) const {
+    return checkpoint_every > 0 && (block + 1) % checkpoint_every == 0;
+  }
+  // What blocks 0..n-1 keep from the forward to their backward.
+  std::size_t blocks_saved(int64_t n) const;
+  std::size_t saved() const { return root_saved + blocks_saved(blocks); }
+  // A checkpointed block's activations recomputed in its backward, beyond what it kept.
+  std::size_t recompute_transient() const {
+    return checkpoint_every > 0 && block_saved > checkpointed_saved
+               ? block_saved - checkpointed_saved
+               : 0;
+  }
+  // The activations term of the plan: the batch, everything saved, and the largest of the
+  // transients (the loss backward one at the start of backward, a recompute's after it).
   std::size_t total() const;
 };
 
@@ -113,6 +131,11 @@ class Model {
   void set_unit_hooks(UnitHooks* hooks) { hooks_ = hooks; }
   UnitHooks* unit_hooks() const { return hooks_; }
 
+  // Which blocks recompute their activations in backward (none by default); the forward and
+  // estimate_activations() follow it.
+  void set_activation_checkpoint(const ActivationCheckpoint& ac) { checkpoint_ = ac; }
+  const ActivationCheckpoint& activation_checkpoint() const { return checkpoint_; }
+
  protected:
   explicit Model(const config::ModelConfig& config) : config_(config) {}
   Model(Model&&) = default;  // a family's value may be moved before it is hooked anywhere
@@ -135,6 +158,7 @@ class Model {
 
  private:
   UnitHooks* hooks_ = nullptr;
+  ActivationCheckpoint checkpoint_;
 };
 
 }  // namespace mixprec::models

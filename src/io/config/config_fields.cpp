@@ -106,6 +106,8 @@ std::vector<Field> make_fields() {
       FIELD("metrics", metrics, plot),
       FIELD("parallelism", parallelism, data_parallel_shard_degree),
       FIELD("parallelism", parallelism, reshard_after_forward),
+      FIELD("activation_checkpoint", activation_checkpoint, mode, "none", "selective", "full"),
+      FIELD("activation_checkpoint", activation_checkpoint, selective_ac_option),
   };
 }
 

@@ -8,6 +8,7 @@
 #include "../text_bounds.h"
 #include "config_fields.h"
 #include "mixprec/core/error.h"
+#include "mixprec/models/activation_checkpoint.h"
 #include "mixprec/models/transformer/ffn_sizing.h"
 
 namespace mixprec::config::detail {
@@ -242,6 +243,22 @@ void check_outputs(const TrainConfig& cfg, const Checker& c) {
             "must be -1 (all ranks) or >= 1");
 }
 
+// mode is one of its choices (check_choices); the option is "op" or a positive integer, also
+// when the mode does not read it (a typo should not wait for the day it is switched on).
+void check_activation_checkpoint(const TrainConfig& cfg, const Checker& c) {
+  config::ActivationCheckpointConfig ac = cfg.activation_checkpoint;
+  ac.mode = "selective";
+  bool ok = true;
+  try {
+    (void)models::ActivationCheckpoint::from_config(ac);
+  } catch (const Error&) {
+    ok = false;
+  }
+  c.require(ok, "activation_checkpoint.selective_ac_option",
+            "must be \"op\" (per-op selective checkpointing) or a positive integer k as a "
+            "string (every k-th block checkpointed)");
+}
+
 }  // namespace
 
 void resolve_policy(TrainConfig& config, const Origins& origins, const std::string& where) {
@@ -295,6 +312,7 @@ void validate(const TrainConfig& config, const Origins& origins, const std::stri
   check_training(config, c);
   check_optimizer(config, c);
   check_outputs(config, c);
+  check_activation_checkpoint(config, c);
 }
 
 }  // namespace mixprec::config::detail

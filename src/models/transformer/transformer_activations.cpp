@@ -22,6 +22,12 @@
 // Root: final norm input r·N·d + statistics, LM head input c·N·d, logits c·N·V (cross-entropy
 // keeps the narrow logits), its row max and log-sum 2a·N. Embedding and add save nothing (the
 // embedding's ids are the batch).
+// Checkpointed blocks (activation_checkpoint.h) keep their input r·N·d (and an MoE block the
+// router logits a·N·E its forward recorded); selective "op" also keeps attention's output c·N·d,
+// its unrounded f32 copy a·N·d (narrow inputs) and log-sum-exp a·N·H, and the outputs of the
+// block's odd-numbered linears: wq c·N·d, wv c·N·kv, then (dense MLP) w_up c·N·F and, after
+// SwiGLU's gate, w_down c·N·d. A checkpointed block's backward recomputes all of its saved
+// bytes, so they are live again while it runs.
 // Transients: the loss forward widens narrow logits to f32 (4·N·V); its backward holds the
 // widened logits and their f32 gradient (8·N·V; 4·N·V when the logits are already f32). In a
 // block's backward the largest set is the MoE combine's (f32 copies of the output gradient
@@ -95,6 +101,19 @@ Bytes mlp_saved(const Sizes& s, const config::ModelConfig& m, bool moe_block) {
          + hidden * s.c * u(s.N * m.moe.n_shared_experts * s.F);  // shared experts' hidden
 }
 
+// What a checkpointed block keeps from its forward to its backward.
+Bytes checkpointed_saved(const Sizes& s, const config::ModelConfig& m, BlockCheckpoint how) {
+  const Bytes nd = u(s.N * s.d);
+  Bytes kept = s.r * nd;  // the input
+  if (m.kind == "moe") kept += s.a * u(s.N) * u(m.moe.n_experts);
+  if (how != BlockCheckpoint::selective_ops) return kept;
+  const bool narrow = s.c < s.a;
+  kept += s.c * nd + (narrow ? s.a * nd : 0) + s.a * u(s.N * s.H);  // attention
+  kept += s.c * nd + s.c * u(s.N * s.kv);                           // wq, wv
+  if (m.kind != "moe") kept += s.c * u(s.N * s.F) + (m.mlp == "swiglu" ? s.c * nd : 0);
+  return kept;
+}
+
 Bytes block_backward_transient(const Sizes& s, const config::ModelConfig& m) {
   const Bytes nd = u(s.N * s.d), residual_grad = s.r * nd;
   const Bytes attention = residual_grad + s.c * (3 * nd + 2 * u(s.N * s.kv));
@@ -138,6 +157,9 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
                            u(dense) * mlp_saved(s, m, false) +
                            u(m.n_layers - dense) * mlp_saved(s, m, true);
   e.block_saved = (all_blocks + u(m.n_layers) - 1) / u(m.n_layers);
+  const ActivationCheckpoint& ac = activation_checkpoint();
+  e.checkpoint_every = ac.every();
+  if (e.checkpoint_every > 0) e.checkpointed_saved = checkpointed_saved(s, m, ac.checkpointed());
   e.root_saved = norm_saved(s, layernorm) + s.c * u(s.N * s.d) + s.c * nv + 2 * s.a * n;
   e.kept_after_backward = u(m.n_layers - dense) * s.a * n * u(m.moe.n_experts);
   const bool narrow_logits = s.c < s.a;

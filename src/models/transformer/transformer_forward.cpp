@@ -4,6 +4,7 @@
 #include <string>
 
 #include "mixprec/amp/autocast.h"
+#include "mixprec/autograd/checkpoint.h"
 #include "mixprec/autograd/grad_mode.h"
 #include "mixprec/models/transformer/transformer.h"
 #include "mixprec/ops.h"
@@ -227,9 +228,43 @@ Tensor Transformer::run(const Tensor& tokens, KvCache* cache) {
     for (int64_t t = 0; t < T; ++t) positions[static_cast<std::size_t>(t)] = offset + t;
     h = add(h, embedding(Tensor::from_vector(positions), weight("pos_emb.weight")));
   }
+  // A checkpointed block (activation_checkpoint.h) as one function of its input: its MoE
+  // losses leave through the checkpoint beside its output, so their gradients reach the
+  // recompute. What block() records per forward is the forward's: a recompute's copies are
+  // dropped (a new per-forward record belongs in `drop`).
+  auto checkpointed = [this](const Tensor& x, int64_t l, BlockCheckpoint how) {
+    auto fn = [this, l](const std::vector<Tensor>& in) {
+      const std::size_t stats = moe_stats_.size(), logits = router_logits_.size(),
+                        aux = aux_losses_.size(), z = z_losses_.size();
+      std::vector<Tensor> out{block(in[0], l, nullptr)};
+      for (std::size_t i = aux; i < aux_losses_.size(); ++i) out.push_back(aux_losses_[i]);
+      for (std::size_t i = z; i < z_losses_.size(); ++i) out.push_back(z_losses_[i]);
+      if (checkpoint_recomputing()) {
+        auto drop = [](auto& records, std::size_t from) {
+          records.erase(records.begin() + static_cast<std::ptrdiff_t>(from), records.end());
+        };
+        drop(moe_stats_, stats);
+        drop(router_logits_, logits);
+        drop(aux_losses_, aux);
+        drop(z_losses_, z);
+      }
+      return out;
+    };
+    const std::size_t aux = aux_losses_.size(), z = z_losses_.size();
+    const SavePolicy save =
+        how == BlockCheckpoint::selective_ops ? save_attention_and_every_other_matmul : nullptr;
+    const std::vector<Tensor> out = checkpoint(fn, {x}, {.save = save});
+    std::size_t next = 1;
+    for (std::size_t i = aux; i < aux_losses_.size(); ++i) aux_losses_[i] = out.at(next++);
+    for (std::size_t i = z; i < z_losses_.size(); ++i) z_losses_[i] = out.at(next++);
+    return out[0];
+  };
   for (int64_t l = 0; l < config_.n_layers; ++l) {
     const std::string unit = block_unit(l);
-    h = leave_unit(unit, block(enter_unit(unit, h), l, cache));
+    const BlockCheckpoint how = cache ? BlockCheckpoint::none : activation_checkpoint().block(l);
+    const Tensor x = enter_unit(unit, h);
+    h = leave_unit(unit,
+                   how == BlockCheckpoint::none ? block(x, l, cache) : checkpointed(x, l, how));
   }
   h = norm(h, "", "final_norm");
   amp::ModuleScope scope("lm_head");

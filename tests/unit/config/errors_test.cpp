@@ -90,6 +90,8 @@ TEST(ConfigErrors, WrongTypesNameKeyAndValue) {
                  {"line 2: model.kind = [", "must be a string"});
   expect_message(load_error("[optimizer]\nlr = nan\n"),
                  {"line 2: optimizer.lr = nan must be finite"});
+  expect_message(load_error("[activation_checkpoint]\nselective_ac_option = 2\n"),
+                 {"line 2: activation_checkpoint.selective_ac_option = 2 must be a string"});
 }
 
 TEST(ConfigErrors, OutOfRangeNameKeyAndValue) {
@@ -167,6 +169,16 @@ TEST(ConfigErrors, OutOfRangeNameKeyAndValue) {
                 "line 2: model.ffn_dim_multiplier = 1e+09 must be in [0, 1000]"},
            Case{"[training]\ngrad_clip = 0\ngrad_clip_value = -1\n",
                 "line 3: training.grad_clip_value = -1.0 must be finite and >= 0 (0 = off)"},
+           // torchtitan's [activation_checkpoint].
+           Case{"[activation_checkpoint]\nmode = \"partial\"\n",
+                "line 2: activation_checkpoint.mode = \"partial\" is not one of: none, "
+                "selective, full"},
+           Case{"[activation_checkpoint]\nmode = \"selective\"\nselective_ac_option = \"0\"\n",
+                "line 3: activation_checkpoint.selective_ac_option = \"0\" must be \"op\" "
+                "(per-op selective checkpointing) or a positive integer k as a string (every "
+                "k-th block checkpointed)"},
+           Case{"[activation_checkpoint]\nselective_ac_option = \"layer\"\n",
+                "line 2: activation_checkpoint.selective_ac_option = \"layer\" must be \"op\""},
        }) {
     SCOPED_TRACE(k.toml);
     expect_message(load_error(k.toml), {k.expect});

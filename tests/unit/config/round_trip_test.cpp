@@ -84,6 +84,7 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
       .enable = true, .interval = 3, .keep_last = 0, .folder = "ck", .export_bf16 = true};
   c.metrics = {.log_every = 1, .jsonl = false, .plot = true};
   c.parallelism = {.data_parallel_shard_degree = 2, .reshard_after_forward = false};
+  c.activation_checkpoint = {.mode = "selective", .selective_ac_option = "op"};
   const std::string text = to_toml(c);
   EXPECT_EQ(load_text(text), c) << text;
   // A few lines checked by hand.
@@ -94,6 +95,23 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
   EXPECT_NE(text.find("\n[model.moe]\nn_experts = 3\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nmin_lr_ratio = 1.0\n"), std::string::npos) << text;
   EXPECT_NE(text.find("\nseed = 9007199254740993\n"), std::string::npos) << text;
+  EXPECT_NE(text.find("\n[activation_checkpoint]\nmode = \"selective\"\n"
+                      "selective_ac_option = \"op\"\n"),
+            std::string::npos)
+      << text;
+}
+
+// torchtitan's spelling: selective_ac_option is a string, "op" or a block period.
+TEST(ConfigRoundTrip, ActivationCheckpointSection) {
+  EXPECT_EQ(TrainConfig{}.activation_checkpoint.mode, "none");
+  EXPECT_EQ(TrainConfig{}.activation_checkpoint.selective_ac_option, "2");
+  for (const char* text : {"[activation_checkpoint]\nmode = \"full\"\n",
+                           "[activation_checkpoint]\nmode = \"selective\"\n"
+                           "selective_ac_option = \"3\"\n"}) {
+    const TrainConfig c = load_text(text);
+    EXPECT_NE(c.activation_checkpoint, TrainConfig{}.activation_checkpoint) << text;
+    EXPECT_EQ(load_text(to_toml(c)), c) << text;
+  }
 }
 
 TEST(ConfigRoundTrip, TorchtitanPrecisionPair) {

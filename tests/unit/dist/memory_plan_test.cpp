@@ -215,6 +215,44 @@ TEST(MemoryPlanMeasured, TinyBf16PureWithin10PercentOfThePeak) {
 TEST(MemoryPlanMeasured, DefaultConfigWithin10PercentOfThePeak) {
   expect_within_10_percent("moe_small.toml", "");
 }
+// Activation checkpointing: the checkpointed blocks keep their input (and the kept op
+// outputs), a block's recompute holds all of its activations again during its backward.
+TEST(MemoryPlanMeasured, TinyCheckpointedWithin10PercentOfThePeak) {
+  for (const auto& [mode, option] : std::vector<std::pair<std::string, std::string>>{
+           {"full", "2"}, {"selective", "op"}, {"selective", "2"}}) {
+    SCOPED_TRACE(mode + " " + option);
+    expect_within_10_percent(
+        "tiny.toml", "",
+        {"model.n_layers=4", "training.batch_size=16", "activation_checkpoint.mode=" + mode,
+         "activation_checkpoint.selective_ac_option=" + option});
+  }
+}
+
+TEST(MemoryPlanMeasured, GptSmallFullCheckpointWithin10PercentOfThePeak) {
+  expect_within_10_percent("gpt_small.toml", "", {"activation_checkpoint.mode=full"});
+}
+
+// Checkpointing lowers the planned peak: full below selective every 2nd block below none.
+TEST(MemoryPlanConfig, ActivationCheckpointingLowersThePeak) {
+  config::TrainConfig c = config::load_config(config_path("gpt_small.toml"));
+  const MemoryPlan none = plan_memory(c, 1);
+  c.activation_checkpoint = {.mode = "selective", .selective_ac_option = "2"};
+  const MemoryPlan every2 = plan_memory(c, 1);
+  c.activation_checkpoint = {.mode = "selective", .selective_ac_option = "op"};
+  const MemoryPlan op = plan_memory(c, 1);
+  c.activation_checkpoint = {.mode = "full"};
+  const MemoryPlan full = plan_memory(c, 1);
+  EXPECT_LT(full.activations, every2.activations);
+  EXPECT_LT(every2.activations, none.activations);
+  EXPECT_LT(op.activations, none.activations);
+  EXPECT_LT(full.peak, every2.peak);
+  EXPECT_LT(every2.peak, none.peak);
+  EXPECT_LT(op.peak, none.peak);
+  EXPECT_EQ(full.master, none.master);  // only the activations change
+  EXPECT_EQ(full.grads, none.grads);
+  for (const MemoryPlan* p : {&none, &every2, &op, &full}) EXPECT_LE(p->peak, p->sum());
+}
+
 TEST(MemoryPlanMeasured, GptSmallWithin10PercentOfThePeak) {
   expect_within_10_percent("gpt_small.toml", "");
 }

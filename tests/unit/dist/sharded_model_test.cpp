@@ -23,6 +23,9 @@ struct Case {
   const char* precision;
   bool reshard;
   bool sparse = false;  // most experts unused
+  // Activation checkpointing of the sharded model ("full", "op", or "k": selective every k-th
+  // block); the plain model runs without.
+  const char* checkpoint = nullptr;
 };
 
 class ShardedModelTest : public ::testing::TestWithParam<Case> {};
@@ -50,6 +53,11 @@ TEST_P(ShardedModelTest, MatchesTheUnshardedModelBitForBit) {
   plain.materialize(7, policy);
   models::Transformer shared_desc(mc);
   auto comm = make_single_process_communicator();
+  if (c.checkpoint) {
+    const std::string how = c.checkpoint;
+    shared_desc.set_activation_checkpoint(models::ActivationCheckpoint::from_config(
+        {.mode = how == "full" ? "full" : "selective", .selective_ac_option = how}));
+  }
   ShardedModel sharded(shared_desc, *comm, policy, {.reshard_after_forward = c.reshard});
   sharded.materialize(7);
 
@@ -91,13 +99,20 @@ TEST_P(ShardedModelTest, MatchesTheUnshardedModelBitForBit) {
 
 INSTANTIATE_TEST_SUITE_P(
     Policies, ShardedModelTest,
-    ::testing::Values(Case{"gpt", "fp32", true}, Case{"gpt", "bf16-mixed", true},
-                      Case{"moe", "bf16-mixed", true}, Case{"moe", "fp32", false},
-                      Case{"gpt", "bf16-pure", true}, Case{"moe", "fp32", true, true}),
+    ::testing::Values(
+        Case{"gpt", "fp32", true}, Case{"gpt", "bf16-mixed", true}, Case{"moe", "bf16-mixed", true},
+        Case{"moe", "fp32", false}, Case{"gpt", "bf16-pure", true}, Case{"moe", "fp32", true, true},
+        // Checkpointed blocks recompute in backward between the unit's
+        // "backward begins" (weights gathered again) and "done" (reduce-scatter).
+        Case{"gpt", "bf16-mixed", true, false, "full"},
+        Case{"moe", "bf16-mixed", true, false, "full"}, Case{"moe", "fp32", true, true, "full"},
+        Case{"gpt", "fp32", true, false, "op"}, Case{"moe", "fp32", false, false, "op"},
+        Case{"gpt", "bf16-mixed", true, false, "2"}),
     [](const auto& info) {
       std::string n = std::string(info.param.kind) + "_" + info.param.precision +
                       (info.param.reshard ? "" : "_keep") +
-                      (info.param.sparse ? "_unused_experts" : "");
+                      (info.param.sparse ? "_unused_experts" : "") +
+                      (info.param.checkpoint ? std::string("_ac_") + info.param.checkpoint : "");
       for (char& ch : n)
         if (ch == '-') ch = '_';
       return n;
