@@ -1,5 +1,7 @@
 #include "mixprec/tensor/allocator.h"
 
+#include <malloc.h>
+
 #include <algorithm>
 #include <bit>
 #include <cstdint>
@@ -100,6 +102,27 @@ void Allocator::reset_peak() {
   std::lock_guard<std::mutex> lock(mutex_);
   stats_.peak_bytes = stats_.current_bytes;
   stats_.peak_by_dtype = stats_.current_by_dtype;
+}
+
+std::size_t Allocator::trim_cache(std::size_t keep_bytes) {
+  std::size_t freed = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto it = free_blocks_.rbegin();
+         it != free_blocks_.rend() && stats_.cached_bytes > keep_bytes; ++it) {
+      std::vector<void*>& blocks = it->second;
+      while (!blocks.empty() && stats_.cached_bytes > keep_bytes) {
+        std::free(blocks.back());
+        blocks.pop_back();
+        stats_.cached_bytes -= it->first;
+        stats_.reserved_bytes -= it->first;
+        freed += it->first;
+      }
+    }
+  }
+  // glibc keeps freed heap memory mapped until it is trimmed.
+  if (freed > 0) ::malloc_trim(0);
+  return freed;
 }
 
 void Allocator::empty_cache() {

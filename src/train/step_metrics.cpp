@@ -38,6 +38,8 @@ std::string to_json_line(const StepMetrics& m) {
   j["elapsed_s"] = m.elapsed_s;
   j["memory_bytes"] = m.memory_bytes;
   j["peak_bytes"] = m.peak_bytes;
+  j["reserved_bytes"] = m.reserved_bytes;
+  j["rss_bytes"] = m.rss_bytes;
   j["comm_bytes"] = m.comm_bytes;
   j["underflow_fraction"] = m.underflow_fraction;
   j["overflow_fraction"] = m.overflow_fraction;

@@ -2,10 +2,18 @@
 // (500e9 x 4 bytes = 2.00 TB; / 512 = 3.91 GB), and the exit status of bad input (2).
 #include <gtest/gtest.h>
 
+#include <unistd.h>
+
+#include <cstdio>
+#include <filesystem>
+#include <fstream>
+#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
 #include "cli_running.h"
+#include "mixprec/dist/memory_plan.h"
+#include "mixprec/io/config_file.h"
 
 namespace {
 
@@ -92,3 +100,40 @@ TEST(MemoryCli, BadInputExitsWithTwoAndNamesIt) {
 }
 
 }  // namespace
+
+// The planner's RSS against the kernel's: the main job's config, 12 steps, the resident set the
+// trainer logs after each step (VmRSS) within 15% of predict_rss (the code and library terms
+// were measured on Debian's builds; a different libc or BLAS moves them by megabytes).
+TEST(MemoryCli, PredictedRssOfTheMainJobWithin15Percent) {
+#ifdef MIXPREC_SANITIZED
+  GTEST_SKIP() << "AddressSanitizer's shadow memory and quarantine are not the process's own";
+#endif
+  namespace fs = std::filesystem;
+  const fs::path run = fs::temp_directory_path() / ("mixprec_rss_" + std::to_string(::getpid()));
+  fs::remove_all(run);
+  const std::vector<std::string> args = {
+      "train",         config("moe_small.toml"),    "--set", "run_dir=" + run.string(),
+      "--set",         "training.steps=12",         "--set", "training.eval_every=0",
+      "--set",         "checkpoint.enable=false",   "--set", "metrics.plot=false",
+      "--set",         "checkpoint.export_bf16=false", "--set", "training.threads=2"};
+  const RunResult r = run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << describe(args, r);
+  std::ifstream log(run / "metrics.jsonl");
+  std::string line;
+  std::size_t rss = 0;
+  while (std::getline(log, line))
+    if (line.find("\"type\":\"train\"") != std::string::npos)
+      rss = nlohmann::json::parse(line).at("rss_bytes").get<std::size_t>();
+  std::size_t token_file = 0;
+  for (const auto& e : fs::directory_iterator(run))
+    if (e.path().filename().string().rfind("tokens-", 0) == 0) token_file += e.file_size();
+  const mixprec::config::TrainConfig c = mixprec::config::load_config(
+      config("moe_small.toml"), {"training.threads=2"});
+  const std::size_t predicted = mixprec::dist::predict_rss(mixprec::dist::plan_memory(c, 1), 2,
+                                                           token_file);
+  const double ratio = static_cast<double>(predicted) / static_cast<double>(rss);
+  std::printf("moe_small RSS: predicted %zu, measured %zu, ratio %.3f\n", predicted, rss, ratio);
+  EXPECT_GT(ratio, 0.85);
+  EXPECT_LT(ratio, 1.15);
+  fs::remove_all(run);
+}

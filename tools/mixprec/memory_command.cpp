@@ -5,7 +5,9 @@
 
 #include <cctype>
 #include <cmath>
+#include <algorithm>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "config_options.h"
@@ -136,6 +138,15 @@ void run_memory(const MemoryArgs& a) {
   fmt::print(
       "(predicted peak: the largest live total over a step; gradients grow while "
       "backward frees activations)\n");
+  // The trainer's threads: training.threads, or this machine's cores shared by W ranks.
+  const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
+  const int threads =
+      c.training.threads > 0 ? static_cast<int>(c.training.threads) : std::max(1, cores / w);
+  const std::size_t rss = dist::predict_rss(rank, threads, 0);
+  fmt::print(
+      "predicted RSS between steps: {} per rank ({:g} x the peak in allocator blocks, plus "
+      "code, libraries and {} thread(s)' buffers; add the token file, memory-mapped)\n",
+      format_decimal_bytes(rss), dist::kRssAllocatorFactor, threads);
   print_weights_line(rank.parameters, w);
 }
 

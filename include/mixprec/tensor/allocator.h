@@ -52,6 +52,11 @@ class Allocator {
   MemoryStats stats() const;
   void reset_peak();   // peaks := current
   void empty_cache();  // give cached blocks back to the system
+  // Gives cached blocks back, largest first, until at most keep_bytes stay cached (then
+  // glibc's malloc_trim, so the process's RSS falls too). Returns the bytes given back. The
+  // trainer keeps what a step reuses: without it the cache only grows (the blocks a checkpoint
+  // copied through, MoE buffers whose sizes follow the routing).
+  std::size_t trim_cache(std::size_t keep_bytes);
   // Upper bound on cached bytes; a block freed beyond it goes straight back to the system.
   void set_cache_limit(std::size_t bytes);
 

@@ -297,6 +297,26 @@ TEST(AllocatorStats, SameTensorSizeIsServedFromTheInstanceCache) {
 
 // ---------------------------------------------------------------- cache control
 
+// trim_cache gives back the largest cached blocks first until at most `keep` bytes stay cached.
+TEST(AllocatorCache, TrimKeepsTheSmallestBlocksUpToTheBound) {
+  Allocator a;
+  const std::size_t sizes[] = {100, 1000, 5000, 5000};
+  std::vector<void*> ps;
+  for (std::size_t n : sizes) ps.push_back(a.allocate(n, DType::f32));
+  void* live = a.allocate(3000, DType::f32);
+  for (int i = 0; i < 4; ++i) a.deallocate(ps[static_cast<size_t>(i)], sizes[i], DType::f32);
+  EXPECT_EQ(a.trim_cache(1u << 20), 0u);  // under the bound: nothing to give back
+  // 512 + 1024 + 5120 + 5120 cached; keep 7000: one 5120 block goes (6656 stay).
+  EXPECT_EQ(a.trim_cache(7000), 5120u);
+  EXPECT_EQ(a.stats().cached_bytes, 512u + 1024u + 5120u);
+  EXPECT_EQ(a.trim_cache(2000), 5120u);
+  EXPECT_EQ(a.stats().cached_bytes, 512u + 1024u);
+  EXPECT_EQ(a.stats().reserved_bytes, 512u + 1024u + 3072u);
+  EXPECT_EQ(a.trim_cache(0), 1536u);
+  EXPECT_EQ(a.stats().current_bytes, 3000u);  // live blocks untouched
+  a.deallocate(live, 3000, DType::f32);
+}
+
 TEST(AllocatorCache, EmptyCacheReleasesEveryCachedBlock) {
   Allocator a;
   std::vector<void*> ps;
