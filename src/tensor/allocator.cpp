@@ -33,7 +33,7 @@ void* Allocator::take_cached(std::size_t size) {
   const std::size_t limit = size >= kLargeBlock && size <= SIZE_MAX / 3 ? size + size / 2 : size;
   for (; it != free_blocks_.end() && it->first <= limit; ++it) {
     if (it->second.empty()) continue;
-    void* ptr = it->second.back();
+    void* ptr = it->second.back().ptr;
     it->second.pop_back();
     stats_.cached_bytes -= it->first;
     if (it->first != size) oversized_.emplace(ptr, it->first);
@@ -61,7 +61,7 @@ void* Allocator::allocate(std::size_t nbytes, DType dtype) {
     ptr = std::aligned_alloc(kAlignment, size);
     if (!ptr) {  // drop the cache and retry once before giving up
       for (auto& [s, blocks] : free_blocks_)
-        for (void* p : blocks) std::free(p);
+        for (const Cached& c : blocks) std::free(c.ptr);
       stats_.reserved_bytes -= stats_.cached_bytes;
       stats_.cached_bytes = 0;
       free_blocks_.clear();
@@ -85,7 +85,7 @@ void Allocator::deallocate(void* ptr, std::size_t nbytes, DType dtype) {
   stats_.current_bytes -= nbytes;
   stats_.current_by_dtype[static_cast<std::size_t>(dtype)] -= nbytes;
   if (stats_.cached_bytes + size <= cache_limit_) {
-    free_blocks_[size].push_back(ptr);
+    free_blocks_[size].push_back({ptr, ++frees_});  // each class: oldest first
     stats_.cached_bytes += size;
   } else {
     std::free(ptr);
@@ -108,19 +108,50 @@ std::size_t Allocator::trim_cache(std::size_t keep_bytes) {
   std::size_t freed = 0;
   {
     std::lock_guard<std::mutex> lock(mutex_);
-    for (auto it = free_blocks_.rbegin();
-         it != free_blocks_.rend() && stats_.cached_bytes > keep_bytes; ++it) {
-      std::vector<void*>& blocks = it->second;
-      while (!blocks.empty() && stats_.cached_bytes > keep_bytes) {
-        std::free(blocks.back());
-        blocks.pop_back();
-        stats_.cached_bytes -= it->first;
-        stats_.reserved_bytes -= it->first;
-        freed += it->first;
-      }
+    if (stats_.cached_bytes <= keep_bytes) return 0;
+    // Least recently freed first: the blocks no step has wanted for the longest.
+    std::vector<std::pair<uint64_t, std::size_t>> order;  // (freed_at, class)
+    for (const auto& [size, blocks] : free_blocks_)
+      for (const Cached& c : blocks) order.emplace_back(c.freed_at, size);
+    std::sort(order.begin(), order.end());
+    uint64_t last = 0;  // blocks freed up to here go
+    for (const auto& [freed_at, size] : order) {
+      if (stats_.cached_bytes - freed <= keep_bytes) break;
+      freed += size;
+      last = freed_at;
     }
+    for (auto& [size, blocks] : free_blocks_) {
+      auto keep = std::partition(blocks.begin(), blocks.end(),
+                                 [&](const Cached& c) { return c.freed_at <= last; });
+      for (auto it = blocks.begin(); it != keep; ++it) std::free(it->ptr);
+      blocks.erase(blocks.begin(), keep);
+    }
+    stats_.cached_bytes -= freed;
+    stats_.reserved_bytes -= freed;
   }
   // glibc keeps freed heap memory mapped until it is trimmed.
+  if (freed > 0) ::malloc_trim(0);
+  return freed;
+}
+
+uint64_t Allocator::cache_mark() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return frees_;
+}
+
+std::size_t Allocator::trim_cached_since(uint64_t mark) {
+  std::size_t freed = 0;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    for (auto& [size, blocks] : free_blocks_)
+      while (!blocks.empty() && blocks.back().freed_at > mark) {  // newest last
+        std::free(blocks.back().ptr);
+        blocks.pop_back();
+        freed += size;
+      }
+    stats_.cached_bytes -= freed;
+    stats_.reserved_bytes -= freed;
+  }
   if (freed > 0) ::malloc_trim(0);
   return freed;
 }
@@ -128,7 +159,7 @@ std::size_t Allocator::trim_cache(std::size_t keep_bytes) {
 void Allocator::empty_cache() {
   std::lock_guard<std::mutex> lock(mutex_);
   for (auto& [size, blocks] : free_blocks_)
-    for (void* p : blocks) std::free(p);
+    for (const Cached& c : blocks) std::free(c.ptr);
   free_blocks_.clear();
   stats_.reserved_bytes -= stats_.cached_bytes;
   stats_.cached_bytes = 0;
@@ -139,7 +170,7 @@ void Allocator::set_cache_limit(std::size_t bytes) {
   cache_limit_ = bytes;
   for (auto& [size, blocks] : free_blocks_) {  // trim what is cached beyond the new limit
     while (stats_.cached_bytes > cache_limit_ && !blocks.empty()) {
-      std::free(blocks.back());
+      std::free(blocks.back().ptr);
       blocks.pop_back();
       stats_.cached_bytes -= size;
       stats_.reserved_bytes -= size;

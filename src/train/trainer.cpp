@@ -88,6 +88,19 @@ double median(std::vector<double> v) {
 
 }  // namespace
 
+// Gives back the blocks cached during its scope: the one-off work between steps (checkpoints,
+// evaluation), whose blocks no step reuses.
+class CacheTrim {
+ public:
+  CacheTrim() : mark_(Allocator::instance().cache_mark()) {}
+  ~CacheTrim() { Allocator::instance().trim_cached_since(mark_); }
+  CacheTrim(const CacheTrim&) = delete;
+  CacheTrim& operator=(const CacheTrim&) = delete;
+
+ private:
+  uint64_t mark_;
+};
+
 struct Trainer::State {
   config::TrainConfig config;
   TrainerOptions options;
@@ -508,10 +521,10 @@ StepMetrics Trainer::State::step() {
   m.memory_bytes = alloc.stats().current_bytes;
   m.peak_bytes = alloc.stats().peak_bytes;
   // The cache keeps what the next step reuses (its transient bytes, in up to 25% larger size
-  // classes) and gives the rest back: without this it only grows (the blocks a checkpoint
-  // copied through, MoE buffers whose sizes follow the routing), to about twice the peak.
+  // classes) and gives back what it gathers beyond that, least recently used first: MoE
+  // buffers change size with the routing, and their blocks pile up.
   const std::size_t keep = (m.peak_bytes - m.memory_bytes) / 4 * 5;
-  if (alloc.stats().cached_bytes > keep + keep / 4) alloc.trim_cache(keep);  // not every step
+  if (alloc.stats().cached_bytes > keep) alloc.trim_cache(keep);
   m.reserved_bytes = alloc.stats().reserved_bytes;
   m.rss_bytes = resident_bytes();
   m.comm_bytes = comm->stats().total() - comm_before;
@@ -525,6 +538,8 @@ StepMetrics Trainer::State::step() {
 // Every rank takes part (the state is gathered), rank 0 writes, and every rank learns whether
 // it worked. Returns the path written.
 std::string Trainer::State::save(int64_t step) {
+  // The blocks the state is copied through are not a step's: the cache gives them back after.
+  const CacheTrim trim;
   std::string failure;
   try {
     io::TensorMap full = parallelism->full_training_state(optimizer.get(), &scaler);
@@ -644,6 +659,7 @@ void Trainer::State::record(StepMetrics m) {
 }
 
 void Trainer::State::evaluate_at(int64_t step) {
+  const CacheTrim trim;  // evaluation's batches are not a training step's
   EvalMetrics m = evaluate(*model, *parallelism, *val_batches, config.training.eval_batches,
                            config.training.policy, step);
   set_loss_per_byte(m, val_text_bytes);

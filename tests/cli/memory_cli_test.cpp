@@ -111,11 +111,14 @@ TEST(MemoryCli, PredictedRssOfTheMainJobWithin15Percent) {
   namespace fs = std::filesystem;
   const fs::path run = fs::temp_directory_path() / ("mixprec_rss_" + std::to_string(::getpid()));
   fs::remove_all(run);
-  const std::vector<std::string> args = {
-      "train",         config("moe_small.toml"),    "--set", "run_dir=" + run.string(),
-      "--set",         "training.steps=12",         "--set", "training.eval_every=0",
-      "--set",         "checkpoint.enable=false",   "--set", "metrics.plot=false",
-      "--set",         "checkpoint.export_bf16=false", "--set", "training.threads=2"};
+  const std::vector<std::string> args = {"train", config("moe_small.toml"),
+                                         "--set", "run_dir=" + run.string(),
+                                         "--set", "training.steps=12",
+                                         "--set", "training.eval_every=0",
+                                         "--set", "checkpoint.enable=false",
+                                         "--set", "metrics.plot=false",
+                                         "--set", "checkpoint.export_bf16=false",
+                                         "--set", "training.threads=2"};
   const RunResult r = run_cli(args);
   ASSERT_EQ(r.exit_code, 0) << describe(args, r);
   std::ifstream log(run / "metrics.jsonl");
@@ -127,10 +130,10 @@ TEST(MemoryCli, PredictedRssOfTheMainJobWithin15Percent) {
   std::size_t token_file = 0;
   for (const auto& e : fs::directory_iterator(run))
     if (e.path().filename().string().rfind("tokens-", 0) == 0) token_file += e.file_size();
-  const mixprec::config::TrainConfig c = mixprec::config::load_config(
-      config("moe_small.toml"), {"training.threads=2"});
-  const std::size_t predicted = mixprec::dist::predict_rss(mixprec::dist::plan_memory(c, 1), 2,
-                                                           token_file);
+  const mixprec::config::TrainConfig c =
+      mixprec::config::load_config(config("moe_small.toml"), {"training.threads=2"});
+  const std::size_t predicted =
+      mixprec::dist::predict_rss(mixprec::dist::plan_memory(c, 1), 2, token_file);
   const double ratio = static_cast<double>(predicted) / static_cast<double>(rss);
   std::printf("moe_small RSS: predicted %zu, measured %zu, ratio %.3f\n", predicted, rss, ratio);
   EXPECT_GT(ratio, 0.85);

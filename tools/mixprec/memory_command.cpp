@@ -3,9 +3,9 @@
 
 #include <fmt/core.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cmath>
-#include <algorithm>
 #include <memory>
 #include <thread>
 #include <vector>

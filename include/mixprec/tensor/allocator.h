@@ -52,11 +52,14 @@ class Allocator {
   MemoryStats stats() const;
   void reset_peak();   // peaks := current
   void empty_cache();  // give cached blocks back to the system
-  // Gives cached blocks back, largest first, until at most keep_bytes stay cached (then
-  // glibc's malloc_trim, so the process's RSS falls too). Returns the bytes given back. The
-  // trainer keeps what a step reuses: without it the cache only grows (the blocks a checkpoint
-  // copied through, MoE buffers whose sizes follow the routing).
+  // Gives cached blocks back, least recently freed first, until at most keep_bytes stay cached
+  // (then glibc's malloc_trim, so the process's RSS falls too). Returns the bytes given back.
+  // Without it the cache only grows: MoE buffers change size with the routing every step.
   std::size_t trim_cache(std::size_t keep_bytes);
+  // A point in the cache's history, and giving back every block cached after it (reused ones
+  // included): for one-off work, such as a checkpoint's copies of the state.
+  uint64_t cache_mark() const;
+  std::size_t trim_cached_since(uint64_t mark);
   // Upper bound on cached bytes; a block freed beyond it goes straight back to the system.
   void set_cache_limit(std::size_t bytes);
 
@@ -71,8 +74,13 @@ class Allocator {
   void* take_cached(std::size_t size);  // a cached block for class `size`, or nullptr
   std::size_t live_block_size(void* ptr, std::size_t nbytes);  // and forgets an oversize entry
 
-  std::map<std::size_t, std::vector<void*>> free_blocks_;  // by class size, for best fit
-  std::unordered_map<void*, std::size_t> oversized_;       // live blocks from a larger class
+  struct Cached {
+    void* ptr;
+    uint64_t freed_at;  // frees_ when it was cached
+  };
+  uint64_t frees_ = 0;                                      // blocks cached so far
+  std::map<std::size_t, std::vector<Cached>> free_blocks_;  // by class size; oldest first
+  std::unordered_map<void*, std::size_t> oversized_;        // live blocks from a larger class
 };
 
 }  // namespace mixprec

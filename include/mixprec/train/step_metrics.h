@@ -20,11 +20,11 @@ struct StepMetrics {
   int64_t skipped_total = 0;
   int64_t tokens = 0;  // training tokens seen after this step (all steps since step 0)
   double tokens_per_s = 0, step_ms = 0, elapsed_s = 0;
-  std::size_t memory_bytes = 0;  // live tensor bytes after the step
-  std::size_t peak_bytes = 0;    // tensor high-water mark during the step
+  std::size_t memory_bytes = 0;    // live tensor bytes after the step
+  std::size_t peak_bytes = 0;      // tensor high-water mark during the step
   std::size_t reserved_bytes = 0;  // the allocator's blocks (live + cached) after the step
   std::size_t rss_bytes = 0;       // the process's resident set after the step (VmRSS)
-  uint64_t comm_bytes = 0;       // bytes rank 0 handed to collectives in the step (dist::CommStats)
+  uint64_t comm_bytes = 0;  // bytes rank 0 handed to collectives in the step (dist::CommStats)
   double underflow_fraction = 0, overflow_fraction = 0;  // f16 range, at the step's scale
   std::string numerics_json;  // the monitor's StepNumerics::to_json (per parameter on log steps)
   // Per MoE block, each expert's tokens / the block's mean, over the whole batch (every rank's

@@ -297,23 +297,31 @@ TEST(AllocatorStats, SameTensorSizeIsServedFromTheInstanceCache) {
 
 // ---------------------------------------------------------------- cache control
 
-// trim_cache gives back the largest cached blocks first until at most `keep` bytes stay cached.
-TEST(AllocatorCache, TrimKeepsTheSmallestBlocksUpToTheBound) {
+// trim_cache gives back the least recently freed blocks first until at most `keep` bytes stay
+// cached; trim_cached_since gives back what was cached after a mark.
+TEST(AllocatorCache, TrimGivesBackTheOldestBlocksUpToTheBound) {
   Allocator a;
-  const std::size_t sizes[] = {100, 1000, 5000, 5000};
+  const std::size_t sizes[] = {100, 1000, 5000, 5000};  // classes 512, 1024, 5120, 5120
   std::vector<void*> ps;
   for (std::size_t n : sizes) ps.push_back(a.allocate(n, DType::f32));
   void* live = a.allocate(3000, DType::f32);
   for (int i = 0; i < 4; ++i) a.deallocate(ps[static_cast<size_t>(i)], sizes[i], DType::f32);
   EXPECT_EQ(a.trim_cache(1u << 20), 0u);  // under the bound: nothing to give back
-  // 512 + 1024 + 5120 + 5120 cached; keep 7000: one 5120 block goes (6656 stay).
-  EXPECT_EQ(a.trim_cache(7000), 5120u);
-  EXPECT_EQ(a.stats().cached_bytes, 512u + 1024u + 5120u);
-  EXPECT_EQ(a.trim_cache(2000), 5120u);
-  EXPECT_EQ(a.stats().cached_bytes, 512u + 1024u);
-  EXPECT_EQ(a.stats().reserved_bytes, 512u + 1024u + 3072u);
-  EXPECT_EQ(a.trim_cache(0), 1536u);
+  // 11776 cached; keep 7000: the 512, the 1024 and the first 5120 go (oldest first).
+  EXPECT_EQ(a.trim_cache(7000), 512u + 1024u + 5120u);
+  EXPECT_EQ(a.stats().cached_bytes, 5120u);
+  EXPECT_EQ(a.stats().reserved_bytes, 5120u + 3072u);
   EXPECT_EQ(a.stats().current_bytes, 3000u);  // live blocks untouched
+
+  // A mark, then two blocks cached after it: those two go, the older one stays.
+  const uint64_t mark = a.cache_mark();
+  void* p1 = a.allocate(20000, DType::f32);
+  void* p2 = a.allocate(700, DType::f32);
+  a.deallocate(p1, 20000, DType::f32);
+  a.deallocate(p2, 700, DType::f32);
+  EXPECT_EQ(a.trim_cached_since(mark), Allocator::block_size(20000) + Allocator::block_size(700));
+  EXPECT_EQ(a.stats().cached_bytes, 5120u);
+  EXPECT_EQ(a.trim_cache(0), 5120u);
   a.deallocate(live, 3000, DType::f32);
 }
 
