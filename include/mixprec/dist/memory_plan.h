@@ -63,23 +63,24 @@ struct MemoryPlan {
 MemoryPlan plan_memory(const config::TrainConfig& config, int world_size);
 
 // What a training process holds beside tensors, measured on the main job (AMD EPYC Zen 5,
-// Debian 12's libraries, `mixprec train configs/moe_small.toml`, 195 MiB of RSS before the
-// trainer trimmed the allocator's cache, 125 MiB after):
-//   allocator blocks  the step's peak in size classes up to 25% larger, plus the transient
-//                     blocks the cache keeps for the next step: 1.15 x the peak measured
-//   code              the binary and its libraries' pages in use: 11.5 MiB (+5 MiB of MPI
+// Debian 12's libraries, `mixprec train configs/moe_small.toml`; README "Process RSS"):
+//   allocator blocks  the step's peak in size classes up to 25% larger, plus the cache: 1.40 x
+//                     the peak for an MoE (its buffers change size with the routing, the cache
+//                     is trimmed past 2 x the peak), 1.10 for a dense model
+//   code              the binary and its libraries' pages in use: 11.5 MiB (+5.1 MiB of MPI
 //                     plug-ins at W > 1: a single process never initialises MPI)
 //   runtime heap      glibc's own and the GEMM's per-thread packing buffers: 2.3 MiB + 3.3 MiB
 //                     per compute thread
 //   token file        memory-mapped and read whole once (the unigram entropy): its size
-// The kernel adds what a checkpoint save copies (masters and optimizer state, once) to the
-// high-water mark, not to the steady state.
-inline constexpr double kRssAllocatorFactor = 1.15;
+// A checkpoint save copies the masters and optimizer state once more (on every rank): the
+// high-water mark shows it, the steady state does not.
+inline constexpr double kRssAllocatorFactorDense = 1.10, kRssAllocatorFactorMoe = 1.40;
 inline constexpr double kRssCodeMiB = 11.5, kRssMpiCodeMiB = 5.1;
 inline constexpr double kRssHeapMiB = 2.3, kRssHeapPerThreadMiB = 3.3;
-// The plan's peak as process RSS between steps: kRssAllocatorFactor x peak + code (+ MPI's at
-// W > 1) + heap + heap per thread x threads + token_file_bytes.
-std::size_t predict_rss(const MemoryPlan& plan, int threads, std::size_t token_file_bytes);
+// The plan's peak as process RSS between steps: the allocator factor (moe or dense) x peak +
+// code (+ MPI's at W > 1) + heap + heap per thread x threads + token_file_bytes.
+std::size_t predict_rss(const MemoryPlan& plan, bool moe, int threads,
+                        std::size_t token_file_bytes);
 
 // Error naming training.batch_size when it does not split evenly over `world_size` ranks, or
 // training.local_batch_size when it does not divide a rank's rows.
