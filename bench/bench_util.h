@@ -7,11 +7,13 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <functional>
 #include <string>
 #include <vector>
 
 #include "mixprec/core/parallel.h"
+#include "mixprec/cpu/gemm.h"
 
 namespace mixprec::bench {
 
@@ -99,6 +101,29 @@ inline VsMemcpy measure_vs_memcpy(
     ratio.push_back(tc / t);
   }
   return {median(rate), median(copy_rate), median(ratio)};
+}
+
+// The CPU a table was measured on: /proc/cpuinfo's model name (a virtual machine's can be as
+// vague as "Intel(R) Xeon(R) Processor"), the widest vector ISA, and where bf16 GEMMs run.
+inline std::string cpu_description() {
+  std::string name = "unknown CPU";
+  std::ifstream in("/proc/cpuinfo");
+  for (std::string line; std::getline(in, line);)
+    if (line.starts_with("model name")) {
+      name = line.substr(line.find(':') + 2);
+      break;
+    }
+  __builtin_cpu_init();
+  const char* isa = __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2";
+  return name + " (" + isa + "; bf16 GEMMs: " + cpu::bf16_gemm_path() + ")";
+}
+
+// /proc/loadavg's 1-, 5- and 15-minute load averages.
+inline std::string load_average() {
+  std::ifstream in("/proc/loadavg");
+  std::string a, b, c;
+  in >> a >> b >> c;
+  return a + " " + b + " " + c;
 }
 
 inline bool has_flag(const Options& o, const std::string& flag) {

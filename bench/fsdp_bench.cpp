@@ -24,12 +24,6 @@
 //                   [--only=speed|bytes] [--mpi-flags="FLAGS"] [--keep]
 // --mpi-flags adds mpirun options to the B runs of the speed table (e.g. "--bind-to none");
 // --keep leaves the run directories (printed) for inspection.
-#include <fcntl.h>
-#include <spawn.h>
-#include <sys/resource.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -44,16 +38,22 @@
 
 #include <nlohmann/json.hpp>
 
+#include "bench_util.h"
+#include "child_process.h"
 #include "mixprec/config/train_config.h"
 #include "mixprec/dist/shard_layout.h"
 #include "mixprec/io/config_file.h"
 #include "mixprec/models/transformer/transformer.h"
 #include "mixprec/numerics/dtype.h"
 
-extern char** environ;
-
 namespace fs = std::filesystem;
 using namespace mixprec;
+using bench::ChildResult;
+using bench::environment_with;
+using bench::file_tail;
+using bench::load_average;
+using bench::machine_busy_seconds;
+using bench::run_child;
 
 namespace {
 
@@ -138,72 +138,7 @@ double median(std::vector<double> v) {
   return v.size() % 2 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
 }
 
-// ---- child processes ------------------------------------------------------
-
-// This environment with `set` (NAME=value) replacing or adding entries.
-std::vector<std::string> environment_with(const std::vector<std::string>& set) {
-  std::vector<std::string> env;
-  for (char** e = environ; *e; ++e) {
-    const std::string entry = *e;
-    const std::string name = entry.substr(0, entry.find('='));
-    const bool replaced = std::any_of(
-        set.begin(), set.end(), [&](const std::string& s) { return s.rfind(name + "=", 0) == 0; });
-    if (!replaced) env.push_back(entry);
-  }
-  env.insert(env.end(), set.begin(), set.end());
-  return env;
-}
-
-// CPU seconds the whole machine was busy (every core; /proc/stat's first line, steal included:
-// time the hypervisor gave to other guests).
-double machine_busy_seconds() {
-  std::ifstream in("/proc/stat");
-  std::string cpu;
-  double user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0, steal = 0;
-  in >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq >> steal;
-  return (user + nice + system + irq + softirq + steal) / static_cast<double>(sysconf(_SC_CLK_TCK));
-}
-
-struct ChildResult {
-  int status = -1;
-  double cpu_seconds = 0;  // the child's and its reaped descendants' (mpirun's ranks)
-};
-
-// Runs argv (searched on PATH) with `env`, stdout and stderr into `log`.
-ChildResult run_child(const std::vector<std::string>& argv, const std::vector<std::string>& env,
-                      const fs::path& log) {
-  std::vector<char*> args, envp;
-  for (const std::string& a : argv) args.push_back(const_cast<char*>(a.c_str()));
-  for (const std::string& e : env) envp.push_back(const_cast<char*>(e.c_str()));
-  args.push_back(nullptr);
-  envp.push_back(nullptr);
-  posix_spawn_file_actions_t actions;
-  posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, STDOUT_FILENO, log.c_str(),
-                                   O_WRONLY | O_CREAT | O_TRUNC, 0644);
-  posix_spawn_file_actions_adddup2(&actions, STDOUT_FILENO, STDERR_FILENO);
-  pid_t pid = 0;
-  const int err = posix_spawnp(&pid, args[0], &actions, nullptr, args.data(), envp.data());
-  posix_spawn_file_actions_destroy(&actions);
-  if (err != 0) {
-    std::fprintf(stderr, "bench_fsdp: cannot start %s: %s\n", args[0], std::strerror(err));
-    return {};
-  }
-  int status = 0;
-  rusage usage{};
-  wait4(pid, &status, 0, &usage);  // Linux: the child's usage plus its waited-for children's
-  auto seconds = [](const timeval& t) { return double(t.tv_sec) + 1e-6 * double(t.tv_usec); };
-  return {WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status),
-          seconds(usage.ru_utime) + seconds(usage.ru_stime)};
-}
-
-std::string file_tail(const fs::path& p, std::size_t max_chars) {
-  std::ifstream in(p);
-  std::stringstream s;
-  s << in.rdbuf();
-  const std::string text = s.str();
-  return text.size() > max_chars ? "..." + text.substr(text.size() - max_chars) : text;
-}
+// ---- child processes: bench/child_process.h -------------------------------
 
 // The per-step values of rank 0's metrics.jsonl.
 struct StepSeries {
@@ -485,13 +420,6 @@ bool bytes_table(Runner& r) {
   return true;
 }
 
-std::string load_average() {
-  std::ifstream in("/proc/loadavg");
-  std::string a, b, c;
-  in >> a >> b >> c;
-  return a + " " + b + " " + c;
-}
-
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -500,7 +428,8 @@ int main(int argc, char** argv) {
   r.root = fs::temp_directory_path() / ("mixprec_fsdp_bench." + std::to_string(getpid()));
   fs::create_directories(r.root);
   const char* amx = std::getenv("MIXPREC_AMX");
-  std::printf("bench_fsdp: config %s, precision %s; %ld cores; load average %s\n", o.config.c_str(),
+  std::printf("bench_fsdp on %s: config %s, precision %s; %ld cores; load average %s\n",
+              bench::cpu_description().c_str(), o.config.c_str(),
               o.precision.empty() ? "(the config's)" : o.precision.c_str(),
               sysconf(_SC_NPROCESSORS_ONLN), load_average().c_str());
   std::printf(

@@ -18,13 +18,6 @@ using namespace mixprec;
 
 namespace {
 
-std::string cpu_name() {
-  std::ifstream in("/proc/cpuinfo");
-  for (std::string line; std::getline(in, line);)
-    if (line.starts_with("model name")) return line.substr(line.find(':') + 2);
-  return "unknown CPU";
-}
-
 std::string arg(int argc, char** argv, const std::string& flag, const std::string& fallback) {
   for (int i = 1; i + 1 < argc; ++i)
     if (argv[i] == flag) return argv[i + 1];
@@ -72,7 +65,8 @@ int main(int argc, char** argv) {
   std::printf(
       "generation, %s: llama3 d_model 256, 8 layers, 16 heads (4 kv), vocab 2048; prompt "
       "16 tokens, %lld new; %s; %d threads\n",
-      cpu_name().c_str(), static_cast<long long>(new_tokens), precision.c_str(), threads);
+      bench::cpu_description().c_str(), static_cast<long long>(new_tokens), precision.c_str(),
+      threads);
   std::printf("| path | seconds | new tokens/s |\n|---|---:|---:|\n");
   std::printf("| key/value cache | %.2f | %.1f |\n", t_cache,
               static_cast<double>(new_tokens) / t_cache);
