@@ -9,6 +9,7 @@
 #include <cstring>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -124,6 +125,29 @@ inline std::string load_average() {
   std::string a, b, c;
   in >> a >> b >> c;
   return a + " " + b + " " + c;
+}
+
+// Option parsing of the programs that take --key=value options.
+// The value of `arg` when it is "key=value", nullopt when it is another option.
+inline std::optional<std::string> option_value(const std::string& arg, const char* key) {
+  const std::string k = std::string(key) + "=";
+  if (arg.rfind(k, 0) != 0) return std::nullopt;
+  return arg.substr(k.size());
+}
+
+// Prints what was wrong and the usage, and exits 2.
+[[noreturn]] inline void usage_exit(const char* program, const char* usage,
+                                    const std::string& what) {
+  std::fprintf(stderr, "%s: %s\nusage: %s\n", program, what.c_str(), usage);
+  std::exit(2);
+}
+
+// `value` of option `key` as a positive int, or usage_exit.
+inline int positive_int_option(const char* program, const char* usage, const std::string& key,
+                               const std::string& value) {
+  const int n = std::atoi(value.c_str());
+  if (n < 1) usage_exit(program, usage, key + " needs a positive integer, got '" + value + "'");
+  return n;
 }
 
 inline bool has_flag(const Options& o, const std::string& flag) {

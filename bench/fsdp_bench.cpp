@@ -83,25 +83,18 @@ std::vector<std::string> split_words(const std::string& s) {
 }
 
 [[noreturn]] void usage_error(const std::string& what) {
-  std::fprintf(stderr, "bench_fsdp: %s\nusage: %s\n", what.c_str(), kUsage);
-  std::exit(2);
+  bench::usage_exit("bench_fsdp", kUsage, what);
 }
 
 int positive_int(const std::string& key, const std::string& v) {
-  const int n = std::atoi(v.c_str());
-  if (n < 1) usage_error(key + " needs a positive integer, got '" + v + "'");
-  return n;
+  return bench::positive_int_option("bench_fsdp", kUsage, key, v);
 }
 
 Options parse_options(int argc, char** argv) {
   Options o;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    auto value = [&](const char* key) -> std::optional<std::string> {
-      const std::string k = std::string(key) + "=";
-      if (a.rfind(k, 0) != 0) return std::nullopt;
-      return a.substr(k.size());
-    };
+    auto value = [&](const char* key) { return bench::option_value(a, key); };
     if (a == "--help" || a == "-h") {
       std::printf("usage: %s\n", kUsage);
       std::exit(0);

@@ -4,7 +4,6 @@
 //
 //   bench_generate [--tokens N] [--threads T] [--precision fp32|bf16-mixed]
 #include <cstdio>
-#include <fstream>
 #include <string>
 #include <vector>
 
