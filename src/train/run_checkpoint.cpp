@@ -5,12 +5,15 @@
 #include <fmt/core.h>
 
 #include <filesystem>
+#include <optional>
 #include <set>
 #include <utility>
 #include <vector>
 
 #include "mixprec/core/error.h"
 #include "mixprec/dist/machine_fit.h"
+#include "mixprec/train/checkpoint_plausibility.h"
+#include "mixprec/train/run_data.h"
 
 namespace mixprec::train {
 namespace {
@@ -60,12 +63,14 @@ std::string first_tensor_mismatch(const io::TensorMap& tensors, const optim::Par
 }  // namespace
 
 std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step, io::TensorMap tensors,
-                                const config::TrainConfig& config) {
+                                const config::TrainConfig& config,
+                                const std::string& tokenizer_id) {
   tensors[kStepKey] = Tensor::from_vector(std::vector<int64_t>{step}, {});
   tensors[kSeedKey] = Tensor::from_vector(std::vector<int64_t>{config.training.seed}, {});
-  const io::Metadata metadata{{"format", kCheckpointFormat},
-                              {"step", std::to_string(step)},
-                              {"config", config::to_toml(config)}};
+  io::Metadata metadata{{"format", kCheckpointFormat},
+                        {"step", std::to_string(step)},
+                        {"config", config::to_toml(config)}};
+  if (!tokenizer_id.empty()) metadata[kTokenizerKey] = tokenizer_id;
   return store.save(step, tensors, metadata);
 }
 
@@ -81,7 +86,15 @@ config::TrainConfig checkpoint_config(const io::Checkpoint& c) {
 }
 
 int64_t checkpoint_step(const io::Checkpoint& c) {
-  return scalar_i64(c, kStepKey);
+  const int64_t step = scalar_i64(c, kStepKey);
+  // rotation and resume go by the name: a file named for another step would retrain steps
+  // and then rotate out the good checkpoints named after them.
+  MIXPREC_CHECK(c.step < 0 || c.step == step, "checkpoint",
+                c.path + " is named for step " + std::to_string(c.step) +
+                    " but holds train.step = " + std::to_string(step) +
+                    ": the file was renamed or altered (move it aside to resume from the one "
+                    "before it)");
+  return step;
 }
 
 void restore_run_checkpoint(const io::Checkpoint& c, const io::TrainingState& state,
@@ -93,6 +106,9 @@ void restore_run_checkpoint(const io::Checkpoint& c, const io::TrainingState& st
     throw Error("checkpoint", c.path + " was written for another model: " + difference +
                                   (tensor.empty() ? "" : "; first mismatching tensor: " + tensor));
   }
+  check_known_entries(c);
+  check_step_counters(c, checkpoint_step(c), config);
+  check_masters_fit(c, config.training.policy);
   const int64_t seed = scalar_i64(c, kSeedKey);
   MIXPREC_CHECK(seed == config.training.seed, "checkpoint",
                 c.path + ": training.seed = " + std::to_string(seed) + " in the checkpoint, " +
@@ -132,6 +148,10 @@ LoadedModel load_model(const std::string& checkpoint_or_run_dir,
   if (policy) out.config.training.policy = *policy;
   out.step = checkpoint_step(c);
   out.path = c.path;
+  check_known_entries(c);
+  check_masters_fit(c, out.config.training.policy);
+  if (const auto it = c.metadata.find(kTokenizerKey); it != c.metadata.end())
+    out.tokenizer_id = it->second;
   // The stored config is as hostile as the file: its model must fit this machine, checked in
   // milliseconds before any of it is described (restore_training_state then checks every
   // tensor against it before changing anything).
@@ -158,6 +178,12 @@ LoadedModel load_model(const std::string& checkpoint_or_run_dir,
     throw Error("checkpoint", c.path + ": " + e.what_only());
   }
   return out;
+}
+
+std::unique_ptr<data::Tokenizer> open_checkpoint_tokenizer(const LoadedModel& loaded) {
+  std::unique_ptr<data::Tokenizer> tokenizer = open_run_tokenizer(loaded.config);
+  check_tokenizer(loaded.tokenizer_id, loaded.path, *tokenizer, loaded.config.model.tokenizer);
+  return tokenizer;
 }
 
 }  // namespace mixprec::train

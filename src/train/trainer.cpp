@@ -33,6 +33,7 @@
 #include "mixprec/optim/clip.h"
 #include "mixprec/report/plot.h"
 #include "mixprec/tensor/allocator.h"
+#include "mixprec/train/checkpoint_plausibility.h"
 #include "mixprec/train/evaluate.h"
 #include "mixprec/train/expert_load.h"
 #include "mixprec/train/metrics_log.h"
@@ -126,9 +127,10 @@ struct Trainer::State {
   std::optional<MetricsLog> log;       // rank 0, while run() runs
   std::optional<RunDirLock> run_lock;  // rank 0, for the trainer's lifetime
   TrainSummary summary;                // of the current run()
-  int64_t skipped_in_a_row = 0;        // the stop rule's count
-  bool checkpoint_owed = false;        // due at a skipped step
-  std::string first_nonfinite;         // of the newest skipped step: the first such parameter
+  int64_t skipped_in_a_row = 0;        // the stop rule's counts
+  int64_t nonfinite_in_a_row = 0;
+  bool checkpoint_owed = false;  // due at a skipped step
+  std::string first_nonfinite;   // of the newest skipped step: the first such parameter
 
   State(config::TrainConfig c, TrainerOptions o)
       : config(std::move(c)),
@@ -164,6 +166,7 @@ struct Trainer::State {
   models::LossParts micro_batch(const data::Batch& batch, double loss_scale, int64_t micro_batches);
   data::Batch local_batch(int64_t step);
   void stop_if_diverged(const StepMetrics& m);
+  std::string kept_text() const;
   std::string nonfinite_origin(const StepMetrics& m);
   amp::StepReport apply_gradients(StepMetrics& m, amp::StepNumerics& numerics, float loss_scale);
   void balance_experts(std::vector<int64_t> counts, bool stepped, StepMetrics& m);
@@ -292,7 +295,10 @@ void Trainer::State::resume() {
   }
   latest->tensors = parallelism->local_training_state(latest->tensors);
   // Each rank checks its own shard (a NaN may sit in one): all fail, or none.
-  dist::all_or_none(*comm, [&] { restore_run_checkpoint(*latest, training_state(), config); });
+  dist::all_or_none(*comm, [&] {
+    check_tokenizer(*latest, *tokenizer, config.model.tokenizer);
+    restore_run_checkpoint(*latest, training_state(), config);
+  });
   next_step = checkpoint_step(*latest);
   progress.message("resumed from " + latest->path + " (step " + std::to_string(next_step) + ")");
 }
@@ -543,7 +549,7 @@ std::string Trainer::State::save(int64_t step) {
   std::string failure;
   try {
     io::TensorMap full = parallelism->full_training_state(optimizer.get(), &scaler);
-    if (leader()) save_run_checkpoint(*store, step, std::move(full), config);
+    if (leader()) save_run_checkpoint(*store, step, std::move(full), config, tokenizer->id());
   } catch (const std::exception& e) {  // file system errors too: every rank must hear of it
     failure = e.what();
   }
@@ -593,8 +599,21 @@ void Trainer::State::begin_run() {
 void Trainer::State::stop_if_diverged(const StepMetrics& m) {
   const config::TrainingConfig& t = config.training;
   skipped_in_a_row = m.skipped ? skipped_in_a_row + 1 : 0;
+  // A non-finite loss, or a skip that no loss scale can mend (none backs off without dynamic
+  // loss scaling), is a diverged step however short the run.
+  const bool loss_nonfinite = !std::isfinite(m.loss);
+  const bool unmendable = loss_nonfinite || (m.skipped && !scaler.enabled());
+  nonfinite_in_a_row = unmendable ? nonfinite_in_a_row + 1 : 0;
   std::string why;
-  if (t.max_skipped_steps > 0 && skipped_in_a_row >= t.max_skipped_steps)
+  if (t.max_nonfinite_steps > 0 && nonfinite_in_a_row >= t.max_nonfinite_steps)
+    why = fmt::format("{} on {} step{} in a row (training.max_nonfinite_steps = {}; {})",
+                      loss_nonfinite ? fmt::format("the loss was {}", m.loss)
+                                     : "the gradients were not finite at loss scale 1",
+                      nonfinite_in_a_row, nonfinite_in_a_row == 1 ? "" : "s", t.max_nonfinite_steps,
+                      loss_nonfinite
+                          ? "a loss scale cannot mend the forward pass"
+                          : "without dynamic loss scaling nothing changes before the next try");
+  else if (t.max_skipped_steps > 0 && skipped_in_a_row >= t.max_skipped_steps)
     why = fmt::format(
         "{} steps in a row were skipped for non-finite gradients "
         "(training.max_skipped_steps = {})",
@@ -608,14 +627,17 @@ void Trainer::State::stop_if_diverged(const StepMetrics& m) {
   for (std::size_t i = from; i < n; ++i)
     history += fmt::format("{}{}:{:g}{}", i == from ? "" : " ", summary.steps[i].step,
                            summary.steps[i].loss_scale, summary.steps[i].skipped ? "*" : "");
-  const std::string kept = !store ? "checkpoints are off (checkpoint.enable = false)"
-                           : summary.last_checkpoint.empty()
-                               ? "this run wrote no checkpoint"
-                               : "nothing was saved after " + summary.last_checkpoint;
   progress.finish();
   throw Error("training", fmt::format("diverged at step {}: {}. Loss scale by step (* = "
                                       "skipped): {}. {}. The run stops; {}.",
-                                      m.step, why, history, nonfinite_origin(m), kept));
+                                      m.step, why, history, nonfinite_origin(m), kept_text()));
+}
+
+// What a diverged run leaves behind, for its error.
+std::string Trainer::State::kept_text() const {
+  return !store                            ? "checkpoints are off (checkpoint.enable = false)"
+         : summary.last_checkpoint.empty() ? "this run wrote no checkpoint"
+                                           : "nothing was saved after " + summary.last_checkpoint;
 }
 
 // Where step m's first inf/NaN came from: with detect_anomaly, its step re-run with per-op
@@ -666,6 +688,14 @@ void Trainer::State::evaluate_at(int64_t step) {
   progress.eval(m);
   if (log) log->write(to_json_line(m));
   summary.evals.push_back(m);
+  // Weights that give a non-finite validation loss are no model to save or go on from.
+  if (config.training.max_nonfinite_steps > 0 && !std::isfinite(m.val_loss)) {
+    progress.finish();
+    throw Error("training",
+                fmt::format("diverged at step {}: the validation loss is {} "
+                            "(training.max_nonfinite_steps = {}). The run stops; {}.",
+                            step, m.val_loss, config.training.max_nonfinite_steps, kept_text()));
+  }
 }
 
 // Every `every` steps, and after the last one.

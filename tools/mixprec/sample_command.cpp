@@ -45,7 +45,7 @@ void run_sample(const SampleArgs& a) {
     throw UsageError(fmt::format("--top-k {} is more than the model's vocabulary ({} tokens)",
                                  a.options.top_k, vocab));
   // The run's tokenizer; a document starts with BOS when the vocabulary has one, as in training.
-  const auto tokenizer = train::open_run_tokenizer(loaded.config);
+  const auto tokenizer = train::open_checkpoint_tokenizer(loaded);
   // A run on token files (nanoGPT's, llm.c's GPT-2 ids) had no tokenizer of ours for its ids.
   const int64_t covered = (tokenizer->vocab_size() + 63) / 64 * 64;
   if (loaded.config.model.vocab_size > covered)

@@ -111,7 +111,7 @@ void run_eval(const EvalArgs& a) {
   config::TrainConfig& c = loaded.config;
   if (!a.data.empty()) c.training.data = a.data;
   if (c.training.val_fraction <= 0) c.training.val_fraction = 0.1;  // a run without one
-  const auto tokenizer = train::open_run_tokenizer(c);
+  const auto tokenizer = train::open_checkpoint_tokenizer(loaded);
   const data::TokenDataset ds = train::open_run_data(c, run_dir_of(loaded), *tokenizer);
   train::check_vocabulary(ds, c.model.vocab_size);
   const data::ValidationBatches batches(ds.validation(), c.training.batch_size, c.training.seq_len,

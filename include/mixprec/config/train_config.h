@@ -104,6 +104,11 @@ struct TrainingConfig {
   // A run that recovers skips a step or two while the scale backs off.
   std::int64_t max_skipped_steps = 50;
   double min_loss_scale = 1.0;  // DeepSpeed's default floor
+  // ... or once this many steps in a row had a non-finite loss, or non-finite gradients where
+  // no loss scale backs off (bf16, fp32: no dynamic loss scaling); 0 = off. Neither is mended
+  // by skipping: 1 stops at the first, as Megatron-LM's check_for_nan_in_loss_and_grad does,
+  // however short the run. A non-finite validation loss stops the run too.
+  std::int64_t max_nonfinite_steps = 1;
   // Either `precision` (any amp::parse_policy spelling) or torchtitan's pair below; all empty
   // means bf16-mixed (torchtitan's default pair bfloat16/float32).
   std::string precision;

@@ -81,6 +81,7 @@ std::vector<Field> make_fields() {
       FIELD("training", training, threads),
       FIELD("training", training, max_skipped_steps),
       FIELD("training", training, min_loss_scale),
+      FIELD("training", training, max_nonfinite_steps),
       FIELD("training", training, precision),
       FIELD("training", training, mixed_precision_param),
       FIELD("training", training, mixed_precision_reduce),

@@ -1,0 +1,42 @@
+// What a training checkpoint's contents must satisfy beyond being well formed: a file whose
+// checksums were recomputed can still hold a consistent but absurd state (a step of 2^62, a
+// file named step-41 that holds step 7, counters past the step, weights the working dtype
+// cannot hold, entries nothing reads, another tokenizer's ids). Each check throws an Error
+// naming the file and the entry; none changes anything.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mixprec/amp/policy.h"
+#include "mixprec/config/train_config.h"
+#include "mixprec/data/tokenizer.h"
+#include "mixprec/io/checkpoint_store.h"
+
+namespace mixprec::train {
+
+// The metadata key of the tokenizer's fingerprint (data::Tokenizer::id()).
+inline constexpr const char* kTokenizerKey = "tokenizer";
+
+// Every tensor belongs to a section a loader reads: model.*, optim.*, scaler.*, buffer.*,
+// train.step, train.seed.
+void check_known_entries(const io::Checkpoint& checkpoint);
+
+// train.step against training.steps of the run resuming it; the scaler's step counters and
+// the optimizer's step against train.step. (train::checkpoint_step checks it against the
+// file's name: step-<N>.safetensors holds step N.)
+void check_step_counters(const io::Checkpoint& checkpoint, int64_t step,
+                         const config::TrainConfig& config);
+
+// Every model.* entry must stay finite when cast to the working dtype (policy.param_dtype):
+// a master past its overflow threshold makes every step non-finite.
+void check_masters_fit(const io::Checkpoint& checkpoint, const amp::MixedPrecisionPolicy& policy);
+
+// The tokenizer that is about to read or write ids for the checkpoint's model must be the one
+// it was trained with (metadata `tokenizer`; absent in checkpoints written before it was kept).
+void check_tokenizer(const io::Checkpoint& checkpoint, const data::Tokenizer& tokenizer,
+                     const std::string& tokenizer_path);
+void check_tokenizer(const std::string& recorded_id, const std::string& checkpoint_path,
+                     const data::Tokenizer& tokenizer, const std::string& tokenizer_path);
+
+}  // namespace mixprec::train
