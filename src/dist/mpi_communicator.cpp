@@ -109,8 +109,8 @@ constexpr std::chrono::milliseconds kAnswerAfter{50};
 // How long the rank that timed out waits for the others' answers: a waiting rank answers
 // within milliseconds, a stopped one never.
 std::chrono::milliseconds answer_grace(std::chrono::seconds timeout) {
-  return std::clamp<std::chrono::milliseconds>(std::chrono::milliseconds(timeout) / 10,
-                                               std::chrono::seconds(1), std::chrono::seconds(10));
+  return std::clamp<std::chrono::milliseconds>(std::chrono::milliseconds(timeout) / 20,
+                                               std::chrono::seconds(1), std::chrono::seconds(5));
 }
 
 class MpiCommunicator final : public Communicator {
