@@ -1,18 +1,24 @@
 // The MPI backend: collectives on a duplicate of MPI_COMM_WORLD whose failures come back as
-// codes (MPI_ERRORS_RETURN) and leave as mixprec::Error naming the call and the rank.
+// codes (MPI_ERRORS_RETURN) and leave as mixprec::Error naming the call and the rank. Every
+// collective is MPI's non-blocking form, tested in a loop against the timeout (mpi_stall_probe.h
+// names the ranks that never came).
 #include "mixprec/core/error.h"
 #include "mixprec/dist/communicator.h"
 
 #if MIXPREC_HAVE_MPI
 #include <algorithm>
+#include <chrono>
 #include <cstdio>
 #include <functional>
+#include <thread>
 #include <utility>
 
 #include "mixprec/numerics/convert.h"
 
 #include "communicator_checks.h"
 #include "mpi_runtime.h"
+#include "mpi_stall_probe.h"
+#include "stall_report.h"
 
 namespace mixprec::dist {
 namespace {
@@ -58,40 +64,54 @@ void sum_blocks(const Tensor& staged, int blocks, Tensor& recv) {
   }
 }
 
+class MpiCommunicator;
+
 // A started MPI_Iallgather / MPI_Ialltoall. Holds the tensors so their storage outlives the
 // transfer even if the caller drops its handles; `finish` runs once the transfer is done.
 class MpiRequest final : public Request {
  public:
-  MpiRequest(MPI_Request request, detail::CallSite site, Tensor send, Tensor recv,
-             std::function<void()> finish = {})
-      : request_(request),
+  MpiRequest(MpiCommunicator& owner, MPI_Request request, detail::CallSite site,
+             detail::WaitPoint point, Tensor send, Tensor recv, std::function<void()> finish = {})
+      : owner_(owner),
+        request_(request),
         site_(site),
+        point_(std::move(point)),
         send_(std::move(send)),
         recv_(std::move(recv)),
         finish_(std::move(finish)) {}
-  ~MpiRequest() override {
-    if (done_ || mpi::finalized()) return;
-    try {
-      wait();
-    } catch (const std::exception& e) {
-      std::fprintf(stderr, "mixprec: %s (while dropping an unwaited request)\n", e.what());
-    }
-  }
-  void wait() override {
-    if (done_) return;
-    done_ = true;
-    check_mpi(MPI_Wait(&request_, MPI_STATUS_IGNORE), site_);
-    if (finish_) finish_();
-  }
+  ~MpiRequest() override;
+  void wait() override;
   bool done() const override { return done_; }
 
  private:
+  MpiCommunicator& owner_;
   MPI_Request request_;
   detail::CallSite site_;
+  detail::WaitPoint point_;
   Tensor send_, recv_;
   std::function<void()> finish_;
   bool done_ = false;
 };
+
+// How a rank waits: MPI_Test in a loop (MPI_Wait would block past any deadline), spinning for
+// the first 2 ms (most collectives end within them), then yielding the core, then, past 50 ms
+// (another rank is late), sleeping 1 ms between tests (at most 2% later than MPI_Wait).
+void pause_while_waiting(std::chrono::steady_clock::duration waited) {
+  using namespace std::chrono_literals;
+  if (waited < 2ms) return;
+  if (waited < 50ms) return std::this_thread::yield();
+  std::this_thread::sleep_for(1ms);
+}
+
+// After this long in one collective a rank answers other ranks' "where are you?" questions.
+constexpr std::chrono::milliseconds kAnswerAfter{50};
+
+// How long the rank that timed out waits for the others' answers: a waiting rank answers
+// within milliseconds, a stopped one never.
+std::chrono::milliseconds answer_grace(std::chrono::seconds timeout) {
+  return std::clamp<std::chrono::milliseconds>(std::chrono::milliseconds(timeout) / 20,
+                                               std::chrono::seconds(1), std::chrono::seconds(5));
+}
 
 class MpiCommunicator final : public Communicator {
  public:
@@ -103,9 +123,11 @@ class MpiCommunicator final : public Communicator {
     const auto at = site("MPI_Comm_dup");
     check_mpi(MPI_Comm_dup(MPI_COMM_WORLD, &comm_), at);
     check_mpi(MPI_Comm_set_errhandler(comm_, MPI_ERRORS_RETURN), at);
+    probe_ = std::make_unique<mpi::StallProbe>(MPI_COMM_WORLD);
   }
   ~MpiCommunicator() override {
-    if (!mpi::finalized()) MPI_Comm_free(&comm_);
+    // After a timeout a collective is still pending on comm_: leave it to the job's end.
+    if (!mpi::finalized() && stalled_.empty()) MPI_Comm_free(&comm_);
   }
 
   int rank() const override { return rank_; }
@@ -113,13 +135,15 @@ class MpiCommunicator final : public Communicator {
   std::string backend() const override { return "mpi"; }
 
   void all_gather(const Tensor& send, Tensor& recv) override {
-    const auto at = site("all_gather (MPI_Allgather)");
+    const auto at = site("all_gather (MPI_Iallgather)");
     const bool in_place = detail::check_all_gather(at, send, recv);
     const MPI_Datatype type = mpi::move_type(send.dtype());
-    check_mpi(MPI_Allgather(in_place ? MPI_IN_PLACE : send.raw_data(), count_of(send), type,
-                            recv.raw_data(), count_of(send), type, comm_),
+    MPI_Request request;
+    check_mpi(MPI_Iallgather(in_place ? MPI_IN_PLACE : send.raw_data(), count_of(send), type,
+                             recv.raw_data(), count_of(send), type, comm_, &request),
               at);
     count_all_gather(send);
+    await(request, at, next_point("all_gather"));
   }
 
   void reduce_scatter(const Tensor& send, Tensor& recv) override {
@@ -127,30 +151,37 @@ class MpiCommunicator final : public Communicator {
   }
 
   void all_reduce(Tensor& buffer, ReduceOp op) override {
-    const auto at = site("all_reduce (MPI_Allreduce)");
+    const auto at = site("all_reduce (MPI_Iallreduce)");
     detail::check_in_place(at, buffer, true);
-    check_mpi(
-        MPI_Allreduce(MPI_IN_PLACE, buffer.raw_data(), count_of(buffer),
-                      mpi::reduce_type(buffer.dtype()), mpi::reduce_op(buffer.dtype(), op), comm_),
-        at);
+    MPI_Request request;
+    check_mpi(MPI_Iallreduce(MPI_IN_PLACE, buffer.raw_data(), count_of(buffer),
+                             mpi::reduce_type(buffer.dtype()), mpi::reduce_op(buffer.dtype(), op),
+                             comm_, &request),
+              at);
     stats_.all_reduce_bytes += detail::all_reduce_bytes(buffer.nbytes(), size_);
     ++stats_.calls;
+    await(request, at, next_point("all_reduce"));
   }
 
   void broadcast(Tensor& buffer, int root) override {
-    const auto at = site("broadcast (MPI_Bcast)");
+    const auto at = site("broadcast (MPI_Ibcast)");
     detail::check_in_place(at, buffer, false);
     detail::check_root(at, root);
-    check_mpi(
-        MPI_Bcast(buffer.raw_data(), count_of(buffer), mpi::move_type(buffer.dtype()), root, comm_),
-        at);
+    MPI_Request request;
+    check_mpi(MPI_Ibcast(buffer.raw_data(), count_of(buffer), mpi::move_type(buffer.dtype()), root,
+                         comm_, &request),
+              at);
     stats_.broadcast_bytes += detail::broadcast_bytes(buffer.nbytes(), rank_, root, size_);
     ++stats_.calls;
+    await(request, at, next_point("broadcast"));
   }
 
   void barrier() override {
-    check_mpi(MPI_Barrier(comm_), site("barrier (MPI_Barrier)"));
+    const auto at = site("barrier (MPI_Ibarrier)");
+    MPI_Request request;
+    check_mpi(MPI_Ibarrier(comm_, &request), at);
     ++stats_.calls;
+    await(request, at, next_point("barrier"));
   }
 
   std::unique_ptr<Request> start_all_gather(const Tensor& send, Tensor& recv) override {
@@ -162,7 +193,7 @@ class MpiCommunicator final : public Communicator {
                              recv.raw_data(), count_of(send), type, comm_, &request),
               at);
     count_all_gather(send);
-    return std::make_unique<MpiRequest>(request, at, send, recv);
+    return std::make_unique<MpiRequest>(*this, request, at, next_point("all_gather"), send, recv);
   }
 
   // An all-to-all of blocks, then each rank adds the W blocks it received in rank order, in
@@ -181,9 +212,9 @@ class MpiCommunicator final : public Communicator {
               at);
     count_reduce_scatter(recv);
     const int blocks = size_;
-    return std::make_unique<MpiRequest>(request, at, send, recv, [staged, blocks, recv]() mutable {
-      sum_blocks(staged, blocks, recv);
-    });
+    return std::make_unique<MpiRequest>(
+        *this, request, at, next_point("reduce_scatter"), send, recv,
+        [staged, blocks, recv]() mutable { sum_blocks(staged, blocks, recv); });
   }
 
   void abort_job(const std::string& message, int exit_code) override {
@@ -192,8 +223,48 @@ class MpiCommunicator final : public Communicator {
     MPI_Abort(MPI_COMM_WORLD, exit_code);
   }
 
+  // Waits until `request` is done, or throws the stall report once timeout() has passed.
+  void await(MPI_Request& request, const detail::CallSite& at, const detail::WaitPoint& point) {
+    if (stalled()) throw Error("dist", stalled_);
+    int done = 0;
+    check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), at);
+    if (done) return;
+    const auto start = std::chrono::steady_clock::now();
+    const std::chrono::seconds limit = timeout();
+    for (;;) {
+      const auto waited = std::chrono::steady_clock::now() - start;
+      if (waited >= kAnswerAfter) probe_->answer_questions(point);
+      if (waited >= limit) stall(at, point, limit);
+      pause_while_waiting(waited);
+      check_mpi(MPI_Test(&request, &done, MPI_STATUS_IGNORE), at);
+      if (done) return;
+    }
+  }
+
+  // True after a timeout: the job is stuck and this communicator must not be used again.
+  bool stalled() const { return !stalled_.empty(); }
+
  private:
-  detail::CallSite site(const char* call) const { return {call, rank_, size_}; }
+  // Every collective after a timeout fails with the timeout's own message (a caller that
+  // catches the first Error and reports the failure with a collective must not hang or lose it).
+  detail::CallSite site(const char* call) const {
+    if (stalled()) throw Error("dist", stalled_);
+    return {call, rank_, size_};
+  }
+  detail::WaitPoint next_point(const char* kind) { return {kind, ++started_, steps_done()}; }
+
+  [[noreturn]] void stall(const detail::CallSite& at, const detail::WaitPoint& point,
+                          std::chrono::seconds limit) {
+    detail::Stall s;
+    s.rank = rank_;
+    s.mine = point;
+    s.waited_seconds = limit.count();
+    s.timeout_key = timeout_key();
+    s.answers = probe_->ask_everyone(point, answer_grace(limit));
+    stalled_ = at.describe() + ": " + detail::describe_stall(s);
+    throw Error("dist", stalled_);
+  }
+
   void count_all_gather(const Tensor& send) {
     stats_.all_gather_bytes += detail::all_gather_bytes(send.nbytes(), size_);
     ++stats_.calls;
@@ -206,7 +277,26 @@ class MpiCommunicator final : public Communicator {
   MPI_Comm comm_ = MPI_COMM_NULL;
   int rank_ = 0;
   int size_ = 1;
+  std::unique_ptr<mpi::StallProbe> probe_;
+  uint64_t started_ = 0;  // collectives started, so the ranks' numbers match
+  std::string stalled_;   // the timeout's message, once one happened
 };
+
+MpiRequest::~MpiRequest() {
+  if (done_ || mpi::finalized() || owner_.stalled()) return;
+  try {
+    wait();
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "mixprec: %s (while dropping an unwaited request)\n", e.what());
+  }
+}
+
+void MpiRequest::wait() {
+  if (done_) return;
+  done_ = true;
+  owner_.await(request_, site_, point_);
+  if (finish_) finish_();
+}
 
 }  // namespace
 

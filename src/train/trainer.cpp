@@ -371,6 +371,8 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
     : state_(std::make_unique<State>(fitting_this_machine(std::move(config), options),
                                      std::move(options))) {
   State& s = *state_;
+  s.comm->set_timeouts({std::chrono::seconds(s.config.comm.init_timeout_seconds),
+                        std::chrono::seconds(s.config.comm.train_timeout_seconds)});
   dist::all_or_none(*s.comm, [&] {
     check_world_size(s.config, *s.comm);
     set_threads(s.config, *s.comm);  // this machine's cores
@@ -538,6 +540,7 @@ StepMetrics Trainer::State::step() {
   m.overflow_fraction = numerics.overflow_fraction();
   m.numerics_json = numerics.to_json();
   next_step = m.step;
+  comm->step_done(m.step);  // collectives now wait comm.train_timeout_seconds
   return m;
 }
 

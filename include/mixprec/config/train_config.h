@@ -170,6 +170,15 @@ struct ActivationCheckpointConfig {
   bool operator==(const ActivationCheckpointConfig&) const = default;
 };
 
+// torchtitan's [comm]: how long a collective waits for the other ranks before the job fails
+// naming the ones that never came (dist/communicator.h): init_timeout_seconds until the first
+// training step is done (loading, resuming, building the model), train_timeout_seconds after.
+struct CommConfig {
+  std::int64_t init_timeout_seconds = 300;
+  std::int64_t train_timeout_seconds = 100;
+  bool operator==(const CommConfig&) const = default;
+};
+
 struct TrainConfig {
   std::string run_dir = "outputs";  // torchtitan spells it dump_folder; both are read
   ModelConfig model;
@@ -180,6 +189,7 @@ struct TrainConfig {
   MetricsConfig metrics;
   ParallelismConfig parallelism;
   ActivationCheckpointConfig activation_checkpoint;
+  CommConfig comm;
   bool operator==(const TrainConfig&) const = default;
 };
 

@@ -16,8 +16,16 @@
 // or dtype mismatch that one rank can see is an Error naming the call. MPI failures become
 // mixprec::Error with MPI's message and the rank. A rank that throws must call abort_job():
 // the launcher then stops every rank with a message naming the failed one (no hang).
+//
+// A collective that waits longer than the timeout (torchtitan's [comm] keys: init until the
+// first training step is done, train after) asks the other ranks where they are and fails with
+// an Error naming the ranks that never came (stopped, hung, or busy elsewhere) and those that
+// wait in another collective. The communicator is then unusable: every later call throws the
+// same Error, and the caller must end the job (abort_job).
 #pragma once
 
+#include <algorithm>
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -53,6 +61,13 @@ class Request {
   virtual bool done() const = 0;  // true once wait() has returned
 };
 
+// How long a collective may wait for the other ranks ([comm] init_timeout_seconds and
+// train_timeout_seconds; torchtitan's defaults).
+struct CommTimeouts {
+  std::chrono::seconds init{300};   // until the first training step is done
+  std::chrono::seconds train{100};  // after it
+};
+
 class Communicator {
  public:
   virtual ~Communicator() = default;
@@ -81,12 +96,30 @@ class Communicator {
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }
 
+  void set_timeouts(const CommTimeouts& timeouts) { timeouts_ = timeouts; }
+  // The trainer's call after each step: collectives then wait timeouts.train, and a timeout's
+  // message says after which step it happened.
+  void step_done(int64_t step) { steps_done_ = std::max<int64_t>(step, 0); }
+
   // Ends the whole job after a fatal error on this rank: MPI_Abort naming `rank()` and
   // `message` (a single process just returns; the caller exits).
   virtual void abort_job(const std::string& message, int exit_code) = 0;
 
  protected:
+  // The timeout that applies now, and the config key that set it.
+  std::chrono::seconds timeout() const {
+    return steps_done_ < 0 ? timeouts_.init : timeouts_.train;
+  }
+  const char* timeout_key() const {
+    return steps_done_ < 0 ? "comm.init_timeout_seconds" : "comm.train_timeout_seconds";
+  }
+  int64_t steps_done() const { return steps_done_; }
+
   CommStats stats_;
+
+ private:
+  CommTimeouts timeouts_;
+  int64_t steps_done_ = -1;  // -1: no training step done yet
 };
 
 // World size 1.

@@ -109,6 +109,8 @@ std::vector<Field> make_fields() {
       FIELD("parallelism", parallelism, reshard_after_forward),
       FIELD("activation_checkpoint", activation_checkpoint, mode, "none", "selective", "full"),
       FIELD("activation_checkpoint", activation_checkpoint, selective_ac_option),
+      FIELD("comm", comm, init_timeout_seconds),
+      FIELD("comm", comm, train_timeout_seconds),
   };
 }
 

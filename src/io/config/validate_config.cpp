@@ -261,6 +261,17 @@ void check_activation_checkpoint(const TrainConfig& cfg, const Checker& c) {
             "string (every k-th block checkpointed)");
 }
 
+// Positive, and small enough that a deadline in nanoseconds stays inside int64.
+void check_comm(const CommConfig& comm, const Checker& c) {
+  constexpr int64_t kMaxSeconds = 1'000'000'000;  // 31 years
+  for (const auto& [key, value] :
+       {std::pair{"comm.init_timeout_seconds", comm.init_timeout_seconds},
+        std::pair{"comm.train_timeout_seconds", comm.train_timeout_seconds}}) {
+    c.require(value > 0, key, "must be > 0 (seconds a collective waits for the other ranks)");
+    check_bound(c, key, value, kMaxSeconds);
+  }
+}
+
 }  // namespace
 
 void resolve_policy(TrainConfig& config, const Origins& origins, const std::string& where) {
@@ -315,6 +326,7 @@ void validate(const TrainConfig& config, const Origins& origins, const std::stri
   check_optimizer(config, c);
   check_outputs(config, c);
   check_activation_checkpoint(config, c);
+  check_comm(config.comm, c);
 }
 
 }  // namespace mixprec::config::detail
