@@ -18,7 +18,11 @@ struct StepEstimate {
   double parameters = 0;
   double state_bytes = 0;  // masters, working copy, gradients, optimizer state, buffers
   double activation_bytes = 0;
-  double peak_bytes = 0;
+  // The token ids the trainer reads for a step: the global batch's inputs and targets (i64
+  // [batch_size, seq_len] each) and their row starts while the batch is drawn, plus this rank's
+  // copy of its rows (W > 1), which stay live through every micro-batch of the step.
+  double batch_id_bytes = 0;
+  double peak_bytes = 0;  // the walked peak, the rows' extra, or state + batch_id_bytes
 };
 StepEstimate estimate_step(const config::TrainConfig& config, int world_size);
 
