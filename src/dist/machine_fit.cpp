@@ -1,6 +1,7 @@
 #include "mixprec/dist/machine_fit.h"
 
 #include <fmt/core.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -91,6 +92,10 @@ std::size_t machine_memory_bytes() {
     unsigned long long limit = 0;
     if (in >> limit && limit > 0) bytes = std::min<std::size_t>(bytes, limit);
   }
+  // An address-space limit (ulimit -v) caps what this process can allocate, whatever the RAM.
+  rlimit as{};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    bytes = std::min<std::size_t>(bytes, static_cast<std::size_t>(as.rlim_cur));
   return bytes;
 }
 

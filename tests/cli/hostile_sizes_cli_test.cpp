@@ -72,7 +72,7 @@ TEST(HostileSizesCli, MemoryReadsCountsExactlyAndRefusesWhatWouldWrap) {
 
 TEST(HostileSizesCli, TrainCountsTheGlobalBatchsTokenIds) {
   TempDir dir;
-  testing::write_file(dir / "corpus.txt", std::string(20000, 'a'));
+  testing::write_file(dir / "corpus.txt", std::string(60000, 'a'));
   // One row per micro-batch, but the global batch's ids are 2 x 2^24 x 2048 x 8 bytes = 550 GB.
   std::vector<std::string> args = {"train",     kTiny,
                                    "--data",    (dir / "corpus.txt").string(),

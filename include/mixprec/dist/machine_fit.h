@@ -26,7 +26,8 @@ struct StepEstimate {
 };
 StepEstimate estimate_step(const config::TrainConfig& config, int world_size);
 
-// Physical memory, or the cgroup's limit when that is lower.
+// Physical memory, or the cgroup's limit or the process's address-space limit (ulimit -v)
+// when lower.
 std::size_t machine_memory_bytes();
 
 // Throws mixprec::Error (where = `where`) when `ranks_here` ranks of estimate_step's peak
