@@ -53,6 +53,14 @@ TEST(HostileSizesCli, MemoryRefusesAMillionLayersBeforeDescribingThem) {
                      {"model.n_layers = " + std::string(layers)});
 }
 
+TEST(HostileSizesCli, MemoryRefusesAdamMinisRankByRankCountPastItsBound) {
+  // 2^20 ranks x 1001 units took 159 s (every rank's pieces of every unit are counted).
+  expect_refused(
+      {"memory", "--config", kTiny, "--set", "optimizer.name=adam-mini", "--set",
+       "model.n_layers=1000", "--set", "training.batch_size=1048576", "--world-size", "1048576"},
+      {"1048576 ranks x 1001 units is more than 2^24"});
+}
+
 TEST(HostileSizesCli, MemoryReadsCountsExactlyAndRefusesWhatWouldWrap) {
   expect_refused({"memory", "--params", "2e18"}, {"--params '2e18' must be at most"});
   expect_refused({"memory", "--params", "1.5"}, {"--params '1.5' is not a whole number"});
