@@ -133,8 +133,8 @@ Bytes optimizer_bytes(int64_t elements, const amp::MixedPrecisionPolicy& p, int 
 int64_t per_block_values(const ShardLayout& layout, const optim::OptimizerKind& kind) {
   if (!kind.blocks) return 0;
   // Every rank's pieces of every unit are counted: bounded, so the walk stays in seconds.
-  const auto pairs = static_cast<double>(layout.world_size()) *
-                     static_cast<double>(layout.units().size());
+  const auto pairs =
+      static_cast<double>(layout.world_size()) * static_cast<double>(layout.units().size());
   MIXPREC_CHECK(pairs <= 0x1p24, "plan_memory",
                 fmt::format("Adam-mini's per-block state is counted rank by rank: {} ranks x {} "
                             "units is more than 2^24 to count; plan a smaller world size (or "
