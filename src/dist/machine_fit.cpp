@@ -1,6 +1,7 @@
 #include "mixprec/dist/machine_fit.h"
 
 #include <fmt/core.h>
+#include <sys/resource.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -66,8 +67,17 @@ StepEstimate estimate_step(const config::TrainConfig& config, int world_size) {
   // extrapolation can fall short; but at the end of the forward pass every activation is live
   // beside the masters and optimizer state, which bounds the peak from below.
   const double activations = at(&Corner::activations);
-  return {at(&Corner::parameters), at(&Corner::state), activations,
-          std::max(at(&Corner::peak), at(&Corner::resident) + activations)};
+  const double walked = std::max(at(&Corner::peak), at(&Corner::resident) + activations);
+  // The trainer draws the global batch on every rank (data/batches.h), then copies the rank's
+  // rows (W > 1: a slice of the global batch otherwise); the walk counts one micro-batch's.
+  const double seq = static_cast<double>(config.training.seq_len), id = 8;
+  const double global = static_cast<double>(config.training.batch_size);
+  const double rows = global / world_size;
+  const double rows_bytes = 2 * rows * seq * id;
+  const double drawn = 2 * global * seq * id + global * id + (world_size > 1 ? rows_bytes : 0);
+  const double held_extra = rows_bytes - 2 * sequences * seq * id;  // 0 without accumulation
+  const double peak = std::max(walked + held_extra, at(&Corner::state) + drawn);
+  return {at(&Corner::parameters), at(&Corner::state), activations, drawn, peak};
 }
 
 std::size_t machine_memory_bytes() {
@@ -82,6 +92,10 @@ std::size_t machine_memory_bytes() {
     unsigned long long limit = 0;
     if (in >> limit && limit > 0) bytes = std::min<std::size_t>(bytes, limit);
   }
+  // An address-space limit (ulimit -v) caps what this process can allocate, whatever the RAM.
+  rlimit as{};
+  if (::getrlimit(RLIMIT_AS, &as) == 0 && as.rlim_cur != RLIM_INFINITY)
+    bytes = std::min<std::size_t>(bytes, static_cast<std::size_t>(as.rlim_cur));
   return bytes;
 }
 
@@ -101,8 +115,15 @@ void check_fits_machine(const config::TrainConfig& config, int world_size, int r
       "training.batch_size = {} x training.seq_len = {}{}", config.training.batch_size,
       config.training.seq_len, world_size > 1 ? fmt::format(" over {} ranks", world_size) : "");
   // The larger part first: that is the key to lower.
+  const std::string ids = fmt::format(
+      "the global batch's token ids {} for training.batch_size = {} x training.seq_len = {} "
+      "(inputs and targets, 8 bytes each, drawn whole on every rank)",
+      gigabytes(e.batch_id_bytes), config.training.batch_size, config.training.seq_len);
   const std::string parts =
-      e.activation_bytes > e.state_bytes
+      e.batch_id_bytes > std::max(e.activation_bytes, e.state_bytes)
+          ? fmt::format("{}; activations {}; weights, gradients and optimizer state {}", ids,
+                        gigabytes(e.activation_bytes), gigabytes(e.state_bytes))
+      : e.activation_bytes > e.state_bytes
           ? fmt::format("activations {} for {}; weights, gradients and optimizer state {} for {}",
                         gigabytes(e.activation_bytes), batch_keys, gigabytes(e.state_bytes),
                         model_keys)

@@ -3,7 +3,10 @@
 // changes what it keeps.
 #include "mixprec/dist/memory_plan.h"
 
+#include <fmt/core.h>
+
 #include <algorithm>
+#include <memory>
 #include <string>
 
 #include "mixprec/core/error.h"
@@ -129,6 +132,14 @@ Bytes optimizer_bytes(int64_t elements, const amp::MixedPrecisionPolicy& p, int 
 // sides, as the optimizer keeps the partial means). 0 for an optimizer without such state.
 int64_t per_block_values(const ShardLayout& layout, const optim::OptimizerKind& kind) {
   if (!kind.blocks) return 0;
+  // Every rank's pieces of every unit are counted: bounded, so the walk stays in seconds.
+  const auto pairs =
+      static_cast<double>(layout.world_size()) * static_cast<double>(layout.units().size());
+  MIXPREC_CHECK(pairs <= 0x1p24, "plan_memory",
+                fmt::format("Adam-mini's per-block state is counted rank by rank: {} ranks x {} "
+                            "units is more than 2^24 to count; plan a smaller world size (or "
+                            "fewer model.n_layers)",
+                            layout.world_size(), layout.units().size()));
   int64_t most = 0;
   for (int rank = 0; rank < layout.world_size(); ++rank) {
     int64_t n = 0;
@@ -198,8 +209,21 @@ MemoryPlan fill(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard
 }
 
 void check_world_size(int world_size) {
-  MIXPREC_CHECK(world_size >= 1, "plan_memory",
-                "world size must be >= 1, got " + std::to_string(world_size));
+  MIXPREC_CHECK(world_size >= 1 && world_size <= kMaxPlannedWorldSize, "plan_memory",
+                "world size must be in [1, " + std::to_string(kMaxPlannedWorldSize) + "], got " +
+                    std::to_string(world_size));
+}
+
+// Parameter tensors and parameters of the model with `layers` blocks, `dense` of them dense.
+struct ModelSize {
+  double tensors = 0, parameters = 0;
+};
+ModelSize size_with(config::ModelConfig m, int64_t layers, int64_t dense) {
+  m.n_layers = layers;
+  m.moe.n_dense_layers = dense;
+  const std::unique_ptr<models::Model> model = models::make_model(m);
+  return {static_cast<double>(model->parameters().specs().size()),
+          static_cast<double>(model->parameters().parameter_count())};
 }
 
 }  // namespace
@@ -236,8 +260,37 @@ int64_t micro_batch_rows(const config::TrainConfig& config, int world_size) {
   return config.training.local_batch_size > 0 ? config.training.local_batch_size : per_rank;
 }
 
+void check_model_plannable(const config::ModelConfig& m) {
+  // Blocks are alike but for an MoE's first dense ones: the larger of the two block kinds,
+  // times every block, bounds the whole model (in double: no overflow).
+  const bool has_dense = m.kind == "moe" && m.moe.n_dense_layers > 0;
+  const ModelSize one = size_with(m, 1, 0), two = size_with(m, 2, 0);
+  const ModelSize mixed = has_dense ? size_with(m, 2, 1) : two;
+  const double layers = static_cast<double>(m.n_layers);
+  const auto whole = [&](double ModelSize::*f) {
+    const double block = std::max(two.*f - one.*f, mixed.*f - one.*f);
+    return one.*f + (layers - 1) * block;
+  };
+  const double tensors = whole(&ModelSize::tensors), parameters = whole(&ModelSize::parameters);
+  const std::string keys = "model.n_layers = " + std::to_string(m.n_layers);
+  MIXPREC_CHECK(tensors <= static_cast<double>(kMaxPlannedTensors), "model.n_layers",
+                fmt::format("{} gives {:.4g} parameter tensors, more than the {} the memory "
+                            "planner describes one by one (the largest models today have "
+                            "under 50,000)",
+                            keys, tensors, kMaxPlannedTensors));
+  MIXPREC_CHECK(
+      parameters <= static_cast<double>(kMaxPlannedParameters), "model.n_layers",
+      fmt::format("{} with model.d_model = {}, model.d_ff = {}, model.vocab_size = {}{} "
+                  "gives {:.4g} parameters, more than the planner's 1e15",
+                  keys, m.d_model, m.d_ff, m.vocab_size,
+                  m.kind == "moe" ? fmt::format(", model.moe.n_experts = {}", m.moe.n_experts) : "",
+                  parameters));
+}
+
 MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
   check_batch_splits(config, world_size);
+  // Up to 2 blocks the model is as cheap to describe as the check (machine_fit's corners).
+  if (config.model.n_layers > 2) check_model_plannable(config.model);
   const std::unique_ptr<models::Model> model = models::make_model(config.model);
   const ShardLayout layout(*model, world_size);
   const Units u = units_of(layout);
@@ -271,8 +324,8 @@ MemoryPlan plan_memory_for_count(int64_t parameters, int world_size,
                                  const amp::MixedPrecisionPolicy& policy,
                                  std::string_view optimizer) {
   check_world_size(world_size);
-  MIXPREC_CHECK(parameters >= 1, "plan_memory",
-                "parameter count must be >= 1, got " + std::to_string(parameters));
+  MIXPREC_CHECK(parameters >= 1 && parameters <= kMaxPlannedParameters, "plan_memory",
+                "parameter count must be in [1, 1e15], got " + std::to_string(parameters));
   const Units u = single_unit(parameters, world_size);
   const Bytes state = optimizer_bytes(u.shard, policy, optimizer_buffers_per_element(optimizer), 0);
   // No unit structure: a rank's working copy is its own cast shard (what it sends to the

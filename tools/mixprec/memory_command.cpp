@@ -17,6 +17,7 @@
 #include "mixprec/io/config_file.h"
 #include "mixprec/numerics/dtype.h"
 #include "usage_error.h"
+#include "value_parse.h"
 
 namespace mixprec::cli {
 namespace {
@@ -24,7 +25,7 @@ namespace {
 struct MemoryArgs {
   std::string config;
   std::string params;
-  int64_t world_size = 1;
+  std::string world_size = "1";  // parsed exactly by whole_number_option
   std::string precision;
   std::string optimizer;
   std::vector<std::string> set;
@@ -93,30 +94,27 @@ void print_weights_line(int64_t params, int world_size) {
 void run_memory(const MemoryArgs& a) {
   if (a.config.empty() == a.params.empty())
     throw UsageError("memory: give exactly one of --config FILE or --params N");
-  if (a.world_size < 1)
-    throw UsageError("--world-size must be >= 1, got " + std::to_string(a.world_size));
-  const int w = static_cast<int>(a.world_size);
+  const int w = static_cast<int>(
+      whole_number_option("--world-size", a.world_size, 1, dist::kMaxPlannedWorldSize, false,
+                          "far beyond today's largest jobs of about 10^5 accelerators"));
   if (!a.optimizer.empty() && a.optimizer != "adamw" && a.optimizer != "sgd" &&
       a.optimizer != "adam-mini")
     throw UsageError("--optimizer '" + a.optimizer + "' is not one of adamw, sgd, adam-mini");
 
   if (!a.params.empty()) {
     if (!a.set.empty()) throw UsageError("--set needs --config");
-    const std::optional<int64_t> n = parse_parameter_count(a.params);
-    if (!n)
-      throw UsageError("--params '" + a.params +
-                       "' is not a parameter count (e.g. 500e9, 7B, 1.5M, 1200)");
+    const int64_t n = parse_parameter_count(a.params);
     const amp::MixedPrecisionPolicy p =
         policy_or_usage_error(a.precision.empty() ? "bf16-mixed" : a.precision);
     const std::string opt = a.optimizer.empty() ? "adamw" : a.optimizer;
     fmt::print("mixprec memory: {} parameters, precision {}, optimizer {}, world size {}\n",
-               format_count(*n), amp::display_name(p), opt, w);
-    print_table(dist::plan_memory_for_count(*n, w, p, opt),
-                dist::plan_memory_for_count(*n, 1, p, opt), p, opt);
+               format_count(n), amp::display_name(p), opt, w);
+    print_table(dist::plan_memory_for_count(n, w, p, opt),
+                dist::plan_memory_for_count(n, 1, p, opt), p, opt);
     fmt::print(
         "(no model shapes: activations unknown; the working copy per rank is its cast "
         "shard)\n");
-    print_weights_line(*n, w);
+    print_weights_line(n, w);
     return;
   }
 
@@ -154,31 +152,10 @@ void run_memory(const MemoryArgs& a) {
 
 }  // namespace
 
-std::optional<int64_t> parse_parameter_count(const std::string& text) {
-  if (text.empty()) return std::nullopt;
-  std::string number = text;
-  double scale = 1;
-  const char last = static_cast<char>(std::toupper(static_cast<unsigned char>(text.back())));
-  const std::string suffixes = "KMBT";
-  if (const std::size_t i = suffixes.find(last); i != std::string::npos) {
-    scale = std::pow(1000.0, static_cast<double>(i + 1));
-    number.pop_back();
-  }
-  if (number.empty() || !(std::isdigit(static_cast<unsigned char>(number[0])) || number[0] == '.'))
-    return std::nullopt;
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(number, &used);
-  } catch (const std::exception&) {
-    return std::nullopt;
-  }
-  if (used != number.size()) return std::nullopt;
-  v *= scale;
-  // Whole numbers only, below 2^62 so byte counts stay in range.
-  if (!std::isfinite(v) || v < 1 || v > 4.6e18 || std::fabs(v - std::round(v)) > 1e-6 * v)
-    return std::nullopt;
-  return static_cast<int64_t>(std::llround(v));
+int64_t parse_parameter_count(const std::string& text) {
+  // 1e15: 500 x today's largest models, and every byte total of the plan stays exact.
+  return whole_number_option("--params", text, 1, dist::kMaxPlannedParameters, true,
+                             "500 x today's largest models");
 }
 
 std::string format_decimal_bytes(std::size_t bytes) {

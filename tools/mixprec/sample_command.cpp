@@ -2,23 +2,35 @@
 #include <fmt/core.h>
 
 #include <cmath>
+#include <cstdio>
 #include <cstdlib>
 #include <memory>
+#include <optional>
+#include <span>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "mixprec/amp/compute_scope.h"
 #include "mixprec/infer/sampler.h"
+#include "mixprec/infer/text_stream.h"
 #include "mixprec/train/run_checkpoint.h"
 #include "mixprec/train/run_data.h"
 #include "sample_command.h"
 #include "usage_error.h"
+#include "value_parse.h"
 
 namespace mixprec::cli {
 namespace {
 
+// 10^9 tokens: generation keeps only the model's context window and streams the text, so the
+// count costs time, not memory; a billion tokens is already days of this CPU engine and
+// thousands of books of text, and past it a typo (10^12, 2^64) is likelier than a wish.
+constexpr int64_t kMaxNewTokens = 1'000'000'000;
+
 struct SampleArgs {
   std::string checkpoint;
+  std::string tokens = "200";  // parsed exactly by whole_number_option
   std::string prompt = "\n";
   std::string precision;  // "" = the run's
   bool no_cache = false;
@@ -26,6 +38,9 @@ struct SampleArgs {
 };
 
 void run_sample(const SampleArgs& a) {
+  const int64_t max_new_tokens = whole_number_option(
+      "--tokens", a.tokens, 0, kMaxNewTokens, false,
+      "a billion tokens is days of generation on this engine; the text streams as it comes");
   std::optional<amp::MixedPrecisionPolicy> chosen;
   if (!a.precision.empty()) {
     try {
@@ -39,6 +54,7 @@ void run_sample(const SampleArgs& a) {
   train::LoadedModel loaded = train::load_model(a.checkpoint, chosen);
   const amp::MixedPrecisionPolicy policy = loaded.config.training.policy;
   infer::SampleOptions options = a.options;
+  options.max_new_tokens = max_new_tokens;
   options.use_cache = !a.no_cache;
   const int64_t vocab = loaded.config.model.vocab_size;
   if (a.options.top_k > vocab)
@@ -57,17 +73,30 @@ void run_sample(const SampleArgs& a) {
   std::vector<int64_t> prompt;
   if (const auto bos = tokenizer->bos()) prompt.push_back(*bos);
   for (const int64_t id : tokenizer->encode(a.prompt)) prompt.push_back(id);
-  std::vector<int64_t> tokens;
-  {
+  // Printed as the tokens come, the prompt first (decoded with it, so a word the prompt began
+  // is completed with its spacing); the text equals decoding prompt + tokens at the end.
+  const std::optional<int64_t> eos = tokenizer->eos();
+  infer::TextStream stream(
+      [&](std::span<const int64_t> ids) { return tokenizer->decode(ids); },
+      [](std::string_view piece) {
+        std::fwrite(piece.data(), 1, piece.size(), stdout);
+        std::fflush(stdout);
+      },
+      std::vector<int64_t>(prompt.begin() + (tokenizer->bos() ? 1 : 0), prompt.end()));
+  try {
     amp::ComputeScope compute(policy);
-    tokens = infer::generate(*loaded.model, prompt, options);
+    infer::generate(*loaded.model, prompt, options, [&](int64_t token) {
+      if (token != eos) stream.push(token);
+    });
+  } catch (const Error& e) {
+    // A diverged checkpoint (a NaN logit): name the file and step the weights came from.
+    stream.finish();
+    std::fputc('\n', stdout);
+    std::fflush(stdout);
+    throw Error(loaded.path, fmt::format("step {}: sampling failed: {}", loaded.step, e.what()));
   }
-  // Decoded with the prompt, so a word the prompt began is completed with its spacing.
-  std::vector<int64_t> all(prompt.begin() + (tokenizer->bos() ? 1 : 0), prompt.end());
-  all.insert(all.end(), tokens.begin(), tokens.end());
-  if (const auto eos = tokenizer->eos()) std::erase(all, *eos);
-  std::string text = tokenizer->decode(all);
-  fmt::print("{}\n", text);
+  stream.finish();
+  std::fputc('\n', stdout);
 }
 
 }  // namespace
@@ -80,10 +109,9 @@ void add_sample_command(CLI::App& app, int& exit_code) {
       ->required();
   cmd->add_option("--prompt", args->prompt, "text to continue (default: a newline)");
   // Checked here, so a bad value is reported by the flag the user typed.
-  cmd->add_option("--tokens", args->options.max_new_tokens,
-                  "tokens to generate (bytes with the byte tokenizer)")
-      ->capture_default_str()
-      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--tokens", args->tokens,
+                  "tokens to generate, at most 1e9 (bytes with the byte tokenizer)")
+      ->capture_default_str();
   cmd->add_option("--temperature", args->options.temperature, "0 = greedy")
       ->capture_default_str()
       ->check(CLI::Validator(

@@ -17,4 +17,19 @@ struct ParsedValue {
 // ("bits:0x3F848000"). Returns nullopt for anything else.
 std::optional<ParsedValue> parse_value(const std::string& token);
 
+// A whole number as the user typed it, read exactly (no double rounding, no wrap):
+// "1200", "2e18", "1.5e3", and with `suffixes` also "7B", "1.5M" (K, M, B, T in any case: 10^3 ..
+// 10^12). Values above `max` give too_large (the exact value may not fit any integer type).
+struct WholeNumber {
+  enum class Status { ok, malformed, not_whole, too_large } status = Status::malformed;
+  int64_t value = 0;  // when ok
+};
+WholeNumber parse_whole_number(const std::string& text, int64_t max, bool suffixes);
+
+// parse_whole_number for a command-line option: the value in [min, max], or a UsageError
+// naming `flag` and the text as typed ("--world-size '4294967298' must be at most 1048576
+// (why)").
+int64_t whole_number_option(const std::string& flag, const std::string& text, int64_t min,
+                            int64_t max, bool suffixes, const std::string& why_max);
+
 }  // namespace mixprec::cli

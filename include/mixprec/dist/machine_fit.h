@@ -18,11 +18,16 @@ struct StepEstimate {
   double parameters = 0;
   double state_bytes = 0;  // masters, working copy, gradients, optimizer state, buffers
   double activation_bytes = 0;
-  double peak_bytes = 0;
+  // The token ids the trainer reads for a step: the global batch's inputs and targets (i64
+  // [batch_size, seq_len] each) and their row starts while the batch is drawn, plus this rank's
+  // copy of its rows (W > 1), which stay live through every micro-batch of the step.
+  double batch_id_bytes = 0;
+  double peak_bytes = 0;  // the walked peak, the rows' extra, or state + batch_id_bytes
 };
 StepEstimate estimate_step(const config::TrainConfig& config, int world_size);
 
-// Physical memory, or the cgroup's limit when that is lower.
+// Physical memory, or the cgroup's limit or the process's address-space limit (ulimit -v)
+// when lower.
 std::size_t machine_memory_bytes();
 
 // Throws mixprec::Error (where = `where`) when `ranks_here` ranks of estimate_step's peak

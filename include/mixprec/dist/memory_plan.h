@@ -37,6 +37,15 @@
 
 namespace mixprec::dist {
 
+// What the planner takes. Ranks: 2^20, far beyond today's largest jobs (about 10^5
+// accelerators), and few enough that the per-rank loops (Adam-mini's block counts) stay short.
+// Parameters: 10^15, 500 x today's largest models, and low enough that every byte total
+// (at most 64 bytes a parameter) stays exact in 64 bits. Parameter tensors: 2^18 (DeepSeek-V3
+// has about 47,000); plan_memory describes each one, a few hundred bytes and microseconds each.
+inline constexpr int64_t kMaxPlannedWorldSize = int64_t{1} << 20;
+inline constexpr int64_t kMaxPlannedParameters = 1'000'000'000'000'000;
+inline constexpr int64_t kMaxPlannedTensors = int64_t{1} << 18;
+
 struct MemoryPlan {
   int world_size = 1;
   int64_t parameters = 0;
@@ -59,8 +68,14 @@ struct MemoryPlan {
 // From a config's model, batch, precision policy, optimizer and parallelism settings.
 // A rank's batch is batch_size / W sequences, run local_batch_size at a time (gradient
 // accumulation: activations of one micro-batch). Error: world_size < 1, or a batch that
-// check_batch_splits refuses (the trainer refuses it too).
+// check_batch_splits refuses (the trainer refuses it too), or a model past the bounds above
+// (check_model_plannable, before anything is built).
 MemoryPlan plan_memory(const config::TrainConfig& config, int world_size);
+
+// Error naming model.n_layers (and the width keys) when the model has more than
+// kMaxPlannedTensors parameter tensors or kMaxPlannedParameters parameters, found from 1- and
+// 2-layer models (all blocks alike), so a hostile n_layers costs milliseconds.
+void check_model_plannable(const config::ModelConfig& model);
 
 // What a training process holds beside tensors, measured on the main job (AMD EPYC Zen 5,
 // Debian 12's libraries, `mixprec train configs/moe_small.toml`; README "Process RSS"):

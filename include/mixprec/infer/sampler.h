@@ -13,6 +13,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <span>
 #include <vector>
 
@@ -53,5 +54,9 @@ double sample_uniform(uint64_t seed, uint64_t position);
 // NoGradGuard; autocast is the caller's.
 std::vector<int64_t> generate(models::Model& model, std::span<const int64_t> prompt,
                               const SampleOptions& options);
+// The same tokens, each handed to `on_token` as soon as it is drawn (nothing is kept beyond
+// the model's context window, so any count streams in bounded memory).
+void generate(models::Model& model, std::span<const int64_t> prompt, const SampleOptions& options,
+              const std::function<void(int64_t)>& on_token);
 
 }  // namespace mixprec::infer
