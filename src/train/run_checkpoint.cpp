@@ -124,16 +124,23 @@ void restore_run_checkpoint(const io::Checkpoint& c, const io::TrainingState& st
 LoadedModel load_model(const std::string& checkpoint_or_run_dir,
                        const std::optional<amp::MixedPrecisionPolicy>& policy) {
   namespace fs = std::filesystem;
-  MIXPREC_CHECK(fs::exists(checkpoint_or_run_dir), "checkpoint",
-                checkpoint_or_run_dir + " does not exist");
+  // With an error code: a symbolic link loop is an error naming the path, not a raw
+  // std::filesystem exception.
+  std::error_code ec;
+  const fs::file_status status = fs::status(checkpoint_or_run_dir, ec);
+  MIXPREC_CHECK(
+      !ec || status.type() == fs::file_type::not_found, "checkpoint",
+      "cannot examine " + checkpoint_or_run_dir + ": " + ec.message() +
+          (ec == std::errc::too_many_symbolic_link_levels ? " (a symbolic link loop?)" : ""));
+  MIXPREC_CHECK(fs::exists(status), "checkpoint", checkpoint_or_run_dir + " does not exist");
   io::Checkpoint c;
-  if (fs::is_directory(checkpoint_or_run_dir)) {
+  if (fs::is_directory(status)) {
     // A run directory: its checkpoint folder comes from the config it holds... which is in
     // the checkpoints; try the usual folder name first, then the directory itself.
     std::optional<io::Checkpoint> latest;
     for (const fs::path& dir :
          {fs::path(checkpoint_or_run_dir) / "checkpoint", fs::path(checkpoint_or_run_dir)}) {
-      if (!fs::is_directory(dir)) continue;
+      if (!fs::is_directory(dir, ec)) continue;
       latest = io::CheckpointStore(dir.string(), 0).load_latest();
       if (latest) break;
     }

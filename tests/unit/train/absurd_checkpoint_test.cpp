@@ -165,6 +165,15 @@ TEST(AbsurdCheckpoint, AnEntryNoLoaderReadsIsRefusedByResumeEvalAndSample) {
              {step_file(dir, 4).string(), "entry 'stray.tensor'"});
 }
 
+// eval, sample and export name a symbolic link loop instead of a raw filesystem exception.
+TEST(AbsurdCheckpoint, ASymbolicLinkLoopIsNamed) {
+  TempDir dir;
+  fs::create_symlink(dir / "loop", dir / "loop");
+  expect_has(error_of([&] { load_model((dir / "loop").string()); }),
+             {"[checkpoint] cannot examine " + (dir / "loop").string(), "symbolic link loop"});
+  expect_has(error_of([&] { load_model((dir / "absent").string()); }), {"does not exist"});
+}
+
 // The sentencepiece model is replaced at the same path between runs: its ids mean other text.
 TEST(AbsurdCheckpoint, ATokenizerReplacedAtTheSamePathIsRefused) {
   TempDir dir;
