@@ -19,8 +19,8 @@ void check_fits(const TokenSplit& split, int64_t batch_size, int64_t seq_len, co
 }
 
 // Row r of the result is the window of seq_len + 1 tokens starting at starts[r]. Every id is
-// checked against the vocabulary (vocab_size > 0) as it is read: a token file is mapped, never
-// read whole, so this is where a bad id is met.
+// checked against the vocabulary (vocab_size > 0) as it is read: a token file is read a window
+// at a time, never whole, so this is where a bad id is met.
 Batch gather_windows(const TokenSplit& split, const std::vector<int64_t>& starts, int64_t seq_len,
                      int64_t vocab_size) {
   const auto rows = static_cast<int64_t>(starts.size());
@@ -30,14 +30,14 @@ Batch gather_windows(const TokenSplit& split, const std::vector<int64_t>& starts
   std::vector<int64_t> w(static_cast<std::size_t>(seq_len + 1));
   for (int64_t r = 0; r < rows; ++r) {
     const int64_t start = starts[static_cast<std::size_t>(r)];
+    split.tokens.read(start, seq_len + 1, w.data());  // errors name a file cut short
     for (int64_t t = 0; t <= seq_len; ++t) {
-      const int64_t id = split.tokens[start + t];
+      const int64_t id = w[static_cast<std::size_t>(t)];
       if (vocab_size > 0 && id >= vocab_size)
         throw Error(
             "data " + split.file,
             "token id " + std::to_string(id) + " at " + split.where(start + t) +
                 " is outside the vocabulary: model.vocab_size = " + std::to_string(vocab_size));
-      w[static_cast<std::size_t>(t)] = id;
     }
     std::copy(w.begin(), w.end() - 1, in + r * seq_len);
     std::copy(w.begin() + 1, w.end(), out + r * seq_len);

@@ -4,6 +4,7 @@
 
 #include <unistd.h>  // pwrite
 
+#include <algorithm>
 #include <cerrno>
 #include <cinttypes>
 #include <cstdio>
@@ -68,6 +69,19 @@ TokenCacheHeader write_tokens(int fd, const fs::path& target, const std::vector<
   return header;
 }
 
+// byte_checksum() of `n` bytes of the file from `offset`, read a block at a time.
+uint64_t payload_checksum(const io::RegularFile& file, uint64_t offset, uint64_t n) {
+  ByteChecksum checksum;
+  std::vector<uint8_t> block(std::size_t{1} << 20);
+  for (uint64_t done = 0; done < n;) {
+    const auto m = static_cast<std::size_t>(std::min<uint64_t>(block.size(), n - done));
+    file.read_at(offset + done, block.data(), m);
+    checksum.update(std::span<const uint8_t>(block.data(), m));
+    done += m;
+  }
+  return checksum.finish();
+}
+
 }  // namespace
 
 std::string token_cache_file_name(uint64_t source_hash) {
@@ -101,7 +115,7 @@ TokenCacheBuild build_token_cache(const fs::path& target, const std::vector<Corp
 }
 
 TokenSpan TokenCache::tokens() const {
-  return {file->bytes().data() + sizeof(TokenCacheHeader), static_cast<int64_t>(header.token_count),
+  return {file, sizeof(TokenCacheHeader), static_cast<int64_t>(header.token_count),
           static_cast<int>(header.token_bytes)};
 }
 
@@ -113,13 +127,13 @@ std::optional<TokenCache> open_token_cache(const fs::path& path, uint64_t source
   };
   std::error_code ec;
   if (!fs::is_regular_file(path, ec)) return reject("missing");
-  auto file = std::make_shared<const MappedFile>(path);
-  const std::span<const uint8_t> bytes = file->bytes();
-  if (bytes.size() < sizeof(TokenCacheHeader)) {
-    return reject("truncated: " + std::to_string(bytes.size()) + " bytes, less than a header");
+  auto file = std::make_shared<const io::RegularFile>(path, "data cache " + path.string());
+  const uint64_t size = file->size();
+  if (size < sizeof(TokenCacheHeader)) {
+    return reject("truncated: " + std::to_string(size) + " bytes, less than a header");
   }
   TokenCacheHeader h;
-  std::memcpy(&h, bytes.data(), sizeof h);
+  file->read_at(0, &h, sizeof h);
   if (std::memcmp(h.magic, kMagic, sizeof kMagic) != 0) return reject("bad magic");
   if (h.version != kTokenCacheVersion) return reject("version " + std::to_string(h.version));
   const auto width = static_cast<uint32_t>(token_width(vocab_size));
@@ -129,13 +143,13 @@ std::optional<TokenCache> open_token_cache(const fs::path& path, uint64_t source
                   std::to_string(width) + " / " + std::to_string(vocab_size));
   }
   if (h.source_hash != source_hash) return reject("built from other sources");
-  const uint64_t payload = bytes.size() - sizeof h;
+  const uint64_t payload = size - sizeof h;
   if (payload / width != h.token_count || payload % width != 0) {
     return reject("size mismatch: header says " + std::to_string(h.token_count) +
                   " tokens, file holds " + std::to_string(payload));
   }
   // One pass over the tokens: cheap next to tokenising, and it catches silent corruption.
-  if (byte_checksum(bytes.subspan(sizeof h)) != h.payload_checksum) {
+  if (payload_checksum(*file, sizeof h, payload) != h.payload_checksum) {
     return reject("checksum mismatch");
   }
   return TokenCache{std::move(file), h};

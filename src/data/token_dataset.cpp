@@ -11,11 +11,11 @@ namespace mixprec::data {
 namespace fs = std::filesystem;
 namespace {
 
-// Tokens [begin, end) of a mapped stream whose token 0 sits at byte `base` of `file`.
+// Tokens [begin, end) of a stream whose token 0 sits at byte `base` of `file`.
 TokenSplit split_of(std::shared_ptr<const void> owner, const TokenSpan& all, int64_t begin,
                     int64_t end, const std::string& name, const fs::path& file, int64_t base) {
   return TokenSplit{std::move(owner), all.sub(begin, end), name + " of " + file.string(),
-                    file.string(), base + begin * all.width};
+                    file.string(), base + begin * all.width()};
 }
 
 int64_t validation_tokens(int64_t n, double fraction) {
@@ -35,7 +35,7 @@ std::optional<fs::path> token_train_file(const CorpusSpec& spec) {
 }  // namespace
 
 std::string TokenSplit::where(int64_t i) const {
-  const int64_t offset = file_offset + i * tokens.width;
+  const int64_t offset = file_offset + i * tokens.width();
   return "byte offset " + std::to_string(offset) + " (token " + std::to_string(i) + " of the " +
          name + ")";
 }

@@ -29,33 +29,33 @@ bool is_token_file(const fs::path& path) {
 
 TokenFile open_token_file(const fs::path& path) {
   const std::string where = "data " + path.string();
-  auto file = std::make_shared<const MappedFile>(path);
-  const std::span<const uint8_t> bytes = file->bytes();
+  auto file = std::make_shared<const io::RegularFile>(path, where);
+  const uint64_t size = file->size();
   TokenFile out;
   out.file = file;
   int32_t head[3] = {0, 0, 0};
-  if (bytes.size() >= sizeof head) std::memcpy(head, bytes.data(), sizeof head);
+  if (size >= sizeof head) file->read_at(0, head, sizeof head);
   for (const LlmcFormat& f : kLlmcFormats) {
     if (head[0] != f.magic) continue;
     MIXPREC_CHECK(head[1] == f.version, where,
                   "has llm.c's magic " + std::to_string(f.magic) + " but version " +
                       std::to_string(head[1]) + " (expected " + std::to_string(f.version) + ")");
-    MIXPREC_CHECK(bytes.size() >= kLlmcHeaderBytes, where, "is shorter than llm.c's header");
-    const uint64_t payload = bytes.size() - kLlmcHeaderBytes;
+    MIXPREC_CHECK(size >= kLlmcHeaderBytes, where, "is shorter than llm.c's header");
+    const uint64_t payload = size - kLlmcHeaderBytes;
     MIXPREC_CHECK(head[2] > 0 && payload == static_cast<uint64_t>(head[2]) * f.width, where,
                   "llm.c header says " + std::to_string(head[2]) + " tokens of " +
                       std::to_string(f.width) + " bytes, the file holds " +
                       std::to_string(payload) + " bytes after it (truncated or not llm.c's)");
-    out.tokens = {bytes.data() + kLlmcHeaderBytes, head[2], f.width};
+    out.tokens = {file, kLlmcHeaderBytes, head[2], f.width};
     out.header_bytes = kLlmcHeaderBytes;
     out.format = f.name;
     out.vocab_size = f.vocab;
     return out;
   }
-  MIXPREC_CHECK(bytes.size() % 2 == 0 && !bytes.empty(), where,
-                "holds " + std::to_string(bytes.size()) +
+  MIXPREC_CHECK(size % 2 == 0 && size > 0, where,
+                "holds " + std::to_string(size) +
                     " bytes: a nanoGPT token file is a non-empty run of uint16 ids (an even size)");
-  out.tokens = {bytes.data(), static_cast<int64_t>(bytes.size() / 2), 2};
+  out.tokens = {file, 0, static_cast<int64_t>(size / 2), 2};
   out.format = "nanoGPT uint16";
   return out;
 }

@@ -2,17 +2,24 @@
 // back with every file name and tensor accounted for.
 #include "mixprec/io/hf_folder.h"
 
+#include <fcntl.h>
 #include <fmt/format.h>
+#include <stdlib.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
-#include <fstream>
+#include <functional>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
-#include <sstream>
 #include <vector>
 
 #include "mixprec/core/error.h"
 #include "mixprec/io/atomic_file.h"
+#include "mixprec/io/regular_file.h"
 #include "text_bounds.h"
 
 namespace mixprec::io {
@@ -35,17 +42,10 @@ void write_text(const fs::path& path, const std::string& text) {
 
 std::string read_text(const fs::path& path) {
   std::error_code ec;
-  const auto type = fs::status(path, ec).type();
-  if (type == fs::file_type::not_found) fail(path.string(), "does not exist");
-  if (type != fs::file_type::regular) fail(path.string(), "is not a regular file");
-  const uint64_t size = fs::file_size(path, ec);
-  if (ec || size > kMaxJsonBytes)
-    fail(path.string(), "is larger than " + std::to_string(kMaxJsonBytes) + " bytes");
-  std::ifstream in(path, std::ios::binary);
-  std::ostringstream text;
-  text << in.rdbuf();
-  if (!in && !in.eof()) fail(path.string(), "cannot be read");
-  return text.str();
+  if (fs::status(path, ec).type() == fs::file_type::not_found)
+    fail(path.string(), "does not exist");
+  // A FIFO, a device or a symlink loop is refused naming the path, not waited on or read.
+  return read_regular_file(path, kMaxJsonBytes, "hf " + path.string());
 }
 
 json parse_json(const std::string& text, const std::string& where) {
@@ -99,37 +99,143 @@ void add_file(HfCheckpoint& out, const fs::path& path, const std::set<std::strin
         fail(path.string(), "lacks '" + name + "', which " + kHfIndexFile + " maps to it");
 }
 
-}  // namespace
-
-void write_hf_folder(const std::string& dir, const std::string& config_json,
-                     const TensorList& tensors, uint64_t max_shard_bytes) {
+// The folder an export writes to must be new or empty: an export never replaces weights.
+void check_new_or_empty(const fs::path& target, const std::string& where) {
   std::error_code ec;
-  if (fs::exists(dir, ec) && !(fs::is_directory(dir, ec) && fs::is_empty(dir, ec)))
-    fail(dir, "already exists and is not an empty folder; choose a new one (nothing was written)");
-  fs::create_directories(dir, ec);
-  if (ec) fail(dir, "cannot create the folder: " + ec.message());
-  const fs::path root(dir);
+  const fs::file_type type = fs::status(target, ec).type();
+  if (type == fs::file_type::not_found) return;
+  if (ec) fail(where, "cannot examine the folder: " + ec.message() + " (nothing was written)");
+  if (type != fs::file_type::directory || !fs::is_empty(target, ec) || ec)
+    fail(where,
+         "already exists and is not an empty folder; choose a new one (nothing was written)");
+}
+
+// What create_missing_folders made, innermost first, each only while it is still empty.
+void remove_empty_folders(const std::vector<fs::path>& folders) {
+  for (const fs::path& f : folders) {
+    std::error_code ignored;
+    fs::remove(f, ignored);  // fails, harmlessly, on a folder someone else has put files in
+  }
+}
+
+// Creates the missing folders of `dir`, outermost first; returns them so that a failed export
+// can remove them again.
+std::vector<fs::path> create_missing_folders(const fs::path& dir, const std::string& where) {
+  std::vector<fs::path> missing;  // innermost first
+  std::error_code ec;
+  for (fs::path p = dir; !p.empty() && !fs::exists(p, ec); p = p.parent_path()) {
+    if (ec) break;
+    missing.push_back(p);
+    if (p == p.parent_path()) break;
+  }
+  if (ec) fail(where, "cannot examine " + dir.string() + ": " + ec.message());
+  std::vector<fs::path> created;  // innermost first, as remove_empty_folders wants them
+  for (auto it = missing.rbegin(); it != missing.rend(); ++it) {
+    if (!fs::create_directory(*it, ec) && ec) {
+      remove_empty_folders(created);
+      fail(where, "cannot create the folder " + it->string() + ": " + ec.message());
+    }
+    created.insert(created.begin(), *it);
+  }
+  return created;
+}
+
+// A fresh hidden folder beside the target (".NAME.partial-XXXXXX"), removed with everything in
+// it unless publish_as() renamed it into place.
+class StagingFolder {
+ public:
+  StagingFolder(const fs::path& parent, const std::string& name, const std::string& where) {
+    std::string pattern = (parent / ("." + name + ".partial-XXXXXX")).string();
+    if (::mkdtemp(pattern.data()) == nullptr)
+      fail(where, "cannot create a staging folder in " + parent.string() + ": " +
+                      std::strerror(errno) + " (nothing was written)");
+    path_ = pattern;
+    ::chmod(path_.c_str(), 0755);  // mkdtemp makes it private; an export is an ordinary folder
+  }
+  ~StagingFolder() {
+    if (published_) return;
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  StagingFolder(const StagingFolder&) = delete;
+  StagingFolder& operator=(const StagingFolder&) = delete;
+  const fs::path& path() const { return path_; }
+
+  // rename(2): atomic, and it replaces an empty folder at `target`.
+  void publish_as(const fs::path& target, const std::string& where) const {
+    if (::rename(path_.c_str(), target.c_str()) != 0)
+      fail(where, std::string("cannot move the finished export into place: ") +
+                      std::strerror(errno) + " (nothing was exported)");
+    published_ = true;
+    const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+    const int dfd = ::open(parent.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+    if (dfd >= 0) {  // make the rename durable
+      ::fsync(dfd);
+      ::close(dfd);
+    }
+  }
+
+ private:
+  fs::path path_;
+  mutable bool published_ = false;
+};
+
+// config.json and the weights (one file, or shards and their index) into `folder`. Errors name
+// the export (`where`) and the file that could not be written, with the OS's reason.
+void write_files(const fs::path& folder, const std::string& where, const std::string& config_json,
+                 const TensorList& tensors, uint64_t max_shard_bytes) {
+  const auto stage = [&](const std::string& file, const std::function<void(const fs::path&)>& w) {
+    try {
+      w(folder / file);
+    } catch (const Error& e) {
+      fail(where, "cannot write " + file + ": " + e.what_only() +
+                      " (nothing was exported; the same command can be run again)");
+    }
+  };
   const std::vector<TensorList> shards =
       plan_shards(tensors, std::max<uint64_t>(max_shard_bytes, 1));
   const Metadata metadata{{"format", "pt"}};
   if (shards.size() == 1) {
-    save_safetensors((root / kHfWeightsFile).string(), shards[0], metadata);
+    stage(kHfWeightsFile,
+          [&](const fs::path& p) { save_safetensors(p.string(), shards[0], metadata); });
   } else {
     json weight_map = json::object();
     uint64_t total = 0;
     for (std::size_t i = 0; i < shards.size(); ++i) {
       const std::string file =
           fmt::format("model-{:05d}-of-{:05d}.safetensors", i + 1, shards.size());
-      save_safetensors((root / file).string(), shards[i], metadata);
+      stage(file, [&](const fs::path& p) { save_safetensors(p.string(), shards[i], metadata); });
       for (const auto& [name, t] : shards[i]) {
         weight_map[name] = file;
         total += tensor_bytes(t);
       }
     }
     const json index{{"metadata", {{"total_size", total}}}, {"weight_map", weight_map}};
-    write_text(root / kHfIndexFile, index.dump(2) + "\n");
+    stage(kHfIndexFile, [&](const fs::path& p) { write_text(p, index.dump(2) + "\n"); });
   }
-  write_text(root / kHfConfigFile, config_json);  // last: a folder with config.json is whole
+  stage(kHfConfigFile, [&](const fs::path& p) { write_text(p, config_json); });
+}
+
+}  // namespace
+
+void write_hf_folder(const std::string& dir, const std::string& config_json,
+                     const TensorList& tensors, uint64_t max_shard_bytes) {
+  fs::path target = fs::path(dir).lexically_normal();
+  if (target.filename().empty()) target = target.parent_path();  // "out/" is "out"
+  check_new_or_empty(target, dir);
+  // All or nothing: every file goes into a staging folder beside the target, renamed into place
+  // at the end. A failure (a full disk) removes it and any parent the export created, so the
+  // target is as it was and a retry works.
+  const fs::path parent = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  const std::vector<fs::path> created = create_missing_folders(parent, dir);
+  try {
+    const StagingFolder staging(parent, target.filename().string(), dir);
+    write_files(staging.path(), dir, config_json, tensors, max_shard_bytes);
+    staging.publish_as(target, dir);
+  } catch (...) {
+    remove_empty_folders(created);
+    throw;
+  }
 }
 
 HfCheckpoint read_hf_folder(const std::string& dir) {

@@ -1,7 +1,6 @@
 // metrics.jsonl -> RunMetrics: per-line JSON objects, forward compatible, resume-aware.
 #include <algorithm>
 #include <cmath>
-#include <fstream>
 #include <iterator>
 #include <map>
 #include <nlohmann/json.hpp>
@@ -10,6 +9,7 @@
 #include <vector>
 
 #include "mixprec/core/error.h"
+#include "mixprec/io/regular_file.h"
 #include "mixprec/report/run_metrics.h"
 
 namespace mixprec::report {
@@ -17,6 +17,8 @@ namespace {
 
 using nlohmann::json;
 constexpr const char* kWhere = "report::read_run_metrics";
+// About 400 bytes a step: millions of steps, still a bound on what is read into memory.
+constexpr uint64_t kMaxMetricsBytes = uint64_t{2} << 30;
 
 // Where a value came from, for error messages: "<file>:<line>".
 struct LineRef {
@@ -190,17 +192,13 @@ RunMetrics parse_run_metrics(std::string_view contents, const std::filesystem::p
 }
 
 RunMetrics read_run_metrics(const std::filesystem::path& run_dir_or_jsonl) {
-  const std::filesystem::path file = std::filesystem::is_directory(run_dir_or_jsonl)
+  std::error_code ec;  // a symlink loop: not a directory, and opening it names the loop
+  const std::filesystem::path file = std::filesystem::is_directory(run_dir_or_jsonl, ec)
                                          ? run_dir_or_jsonl / "metrics.jsonl"
                                          : run_dir_or_jsonl;
-  std::ifstream in(file, std::ios::binary);
-  MIXPREC_CHECK(in.good(), kWhere,
-                "cannot read " + file.string() + " (no metrics in run dir " +
-                    run_dir_or_jsonl.string() + "?)");
-  std::ostringstream contents;
-  contents << in.rdbuf();
-  MIXPREC_CHECK(!in.bad(), kWhere, "error reading " + file.string());
-  return parse_run_metrics(contents.str(), file);
+  // A FIFO would block, a directory would read as no metrics at all: both are refused.
+  return parse_run_metrics(
+      io::read_regular_file(file, kMaxMetricsBytes, "metrics " + file.string()), file);
 }
 
 }  // namespace mixprec::report

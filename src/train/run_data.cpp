@@ -55,8 +55,11 @@ data::TokenDataset open_run_data(const config::TrainConfig& c,
   if (c.training.data.empty()) {
     o.corpus = data::default_corpus();
   } else {
-    MIXPREC_CHECK(std::filesystem::exists(c.training.data), "training.data",
-                  "'" + c.training.data + "' does not exist");
+    std::error_code ec;  // a symlink loop or an unreadable folder: named, not a raw fs error
+    const bool exists = std::filesystem::exists(c.training.data, ec);
+    MIXPREC_CHECK(!ec, "training.data",
+                  "cannot examine '" + c.training.data + "': " + ec.message());
+    MIXPREC_CHECK(exists, "training.data", "'" + c.training.data + "' does not exist");
     o.corpus.paths = {c.training.data};
   }
   o.cache_dir = cache_dir;
@@ -70,9 +73,14 @@ double unigram_entropy(const data::TokenSplit& split, int64_t vocab_size) {
   const int64_t n = std::min<int64_t>(split.size(), int64_t{1} << 24);
   // Ids outside the vocabulary are not counted (the batches refuse them, naming where).
   std::vector<int64_t> counts(static_cast<std::size_t>(std::max<int64_t>(vocab_size, 1)), 0);
-  for (int64_t i = 0; i < n; ++i) {
-    const auto t = static_cast<std::size_t>(split.tokens[i]);
-    if (t < counts.size()) ++counts[t];
+  std::vector<int64_t> ids(std::size_t{1} << 16);
+  for (int64_t at = 0; at < n; at += static_cast<int64_t>(ids.size())) {
+    const int64_t m = std::min(n - at, static_cast<int64_t>(ids.size()));
+    split.tokens.read(at, m, ids.data());  // a block at a time: one read, not one per token
+    for (int64_t i = 0; i < m; ++i) {
+      const auto t = static_cast<std::size_t>(ids[static_cast<std::size_t>(i)]);
+      if (t < counts.size()) ++counts[t];
+    }
   }
   double h = 0;
   const double total = static_cast<double>(n);

@@ -30,7 +30,8 @@ void run_plot(const ReportArgs& a) {
   std::vector<std::filesystem::path> dirs(a.runs.begin(), a.runs.end());
   // One run: loss.png in its directory (the file's directory for a metrics.jsonl argument).
   const auto run_dir = [](const std::filesystem::path& p) {
-    return std::filesystem::is_directory(p) ? p : p.parent_path();
+    std::error_code ec;  // a path that cannot be examined (a symlink loop) is named when read
+    return std::filesystem::is_directory(p, ec) ? p : p.parent_path();
   };
   const std::string png =
       !a.output.empty()

@@ -1,5 +1,5 @@
-// The token cache: a corpus tokenised once into <dir>/tokens-<fingerprint>.bin, then
-// memory-mapped on every later run while the sources and the tokenizer are unchanged.
+// The token cache: a corpus tokenised once into <dir>/tokens-<fingerprint>.bin, then read in
+// place (token_span.h) on every later run while the sources and the tokenizer are unchanged.
 //
 // Documents: a text file is one; a JSONL file (*.jsonl, what Hugging Face `datasets` exports)
 // holds one per line, its "text" field. Each document is [bos] + ids + [eos] when the
@@ -12,8 +12,8 @@
 // payload checksum all match; anything else (truncation, a flipped bit, an old version) is
 // reported by open_token_cache and the caller rebuilds. A rebuild writes a temporary file
 // beside the target, fsyncs it, then renames it over the target (and fsyncs the directory),
-// so readers see the old file or the new one, never a torn one. (Truncating a cache file in
-// place while a process has it mapped would fault that process: replace it, as rebuilds do.)
+// so readers see the old file or the new one, never a torn one. (A cache file truncated in
+// place while a process reads it is an error naming the file in that process.)
 #pragma once
 
 #include <cstdint>
@@ -26,9 +26,9 @@
 #include <vector>
 
 #include "mixprec/data/corpus.h"
-#include "mixprec/data/mapped_file.h"
 #include "mixprec/data/token_span.h"
 #include "mixprec/data/tokenizer.h"
+#include "mixprec/io/regular_file.h"
 
 namespace mixprec::data {
 
@@ -67,9 +67,9 @@ TokenCacheBuild build_token_cache(const std::filesystem::path& target,
                                   const std::vector<CorpusFile>& files, uint64_t source_hash,
                                   const Tokenizer& tokenizer, const WarningSink& warn);
 
-// A mapped, validated cache file.
+// An open, validated cache file.
 struct TokenCache {
-  std::shared_ptr<const MappedFile> file;
+  std::shared_ptr<const io::RegularFile> file;
   TokenCacheHeader header;
   TokenSpan tokens() const;
 };

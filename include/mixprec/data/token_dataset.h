@@ -1,7 +1,7 @@
 // A language-model dataset: train and validation token streams, from text or from token files.
 //
 // Text (files, folders, JSONL): tokenised by the run's tokenizer into a cache in the run
-// directory (token_cache.h), mapped, and split: the validation split is the LAST
+// directory (token_cache.h), opened, and split: the validation split is the LAST
 // floor(size * validation_fraction) tokens of the stream, the train split everything before.
 // Files are concatenated in corpus order, so the validation text is the tail of the last files;
 // a split by token count keeps the two sizes exact whatever the document lengths (fortunes has
@@ -9,7 +9,7 @@
 // error: corpus folders often hold stray binaries (fortunes ships binary index files), and a
 // skip is as deterministic as the files themselves.
 //
-// Token files (token_files.h: nanoGPT's and llm.c's *.bin): mapped as they are, nothing read
+// Token files (token_files.h: nanoGPT's and llm.c's *.bin): read in place, nothing read
 // up front. A train file with its validation file beside it (train.bin / val.bin,
 // x_train.bin / x_val.bin) gives the two splits; alone, it is split as text is. A folder
 // holding train.bin is taken as nanoGPT's pair.
@@ -32,7 +32,7 @@ namespace mixprec::data {
 // A contiguous run of tokens, where they come from (for errors naming the file and offset),
 // and what keeps them alive.
 struct TokenSplit {
-  std::shared_ptr<const void> owner;  // keeps the tokens alive (the mapping, or any buffer)
+  std::shared_ptr<const void> owner;  // keeps the tokens alive (the open file, or any buffer)
   TokenSpan tokens;
   std::string name;         // e.g. "train split of /run/tokens-....bin"
   std::string file;         // the file the tokens are in ("" for a buffer)
@@ -53,7 +53,7 @@ struct DatasetOptions {
 class TokenDataset {
  public:
   // Text: lists the corpus, reuses <cache_dir>/tokens-<fingerprint>.bin when it is valid,
-  // else (re)builds it, then maps it. Token files: maps them. Errors name the path at fault.
+  // else (re)builds it, then opens it. Token files: opens them. Errors name the path at fault.
   static TokenDataset open(const DatasetOptions& options);
 
   int64_t size() const { return train_.size() + validation_.size(); }

@@ -1,5 +1,5 @@
-// Pre-tokenized token files, read by memory map without re-tokenising (nothing is read until a
-// batch touches it):
+// Pre-tokenized token files, read in place without re-tokenising (nothing but the header is read
+// until a batch needs its tokens; token_span.h says why by offset and not by memory map):
 //   nanoGPT   raw little-endian uint16 ids, no header (prepare.py's train.bin / val.bin)
 //   llm.c     a header of 256 int32 (magic, version, token count), then the ids: magic
 //             20240520 version 1 = uint16 GPT-2 ids (vocabulary 50257); magic 20240801
@@ -13,13 +13,13 @@
 #include <optional>
 #include <string>
 
-#include "mixprec/data/mapped_file.h"
 #include "mixprec/data/token_span.h"
+#include "mixprec/io/regular_file.h"
 
 namespace mixprec::data {
 
 struct TokenFile {
-  std::shared_ptr<const MappedFile> file;
+  std::shared_ptr<const io::RegularFile> file;
   TokenSpan tokens;
   int64_t header_bytes = 0;           // where tokens[0] sits in the file
   std::string format;                 // "nanoGPT uint16" | "llm.c GPT-2 uint16" | ...
@@ -29,8 +29,8 @@ struct TokenFile {
 // True for a *.bin file: data that is token ids, not text.
 bool is_token_file(const std::filesystem::path& path);
 
-// Maps and checks the file: an llm.c header's count against the file's size, a nanoGPT file's
-// size even, at least one token. Errors name the file.
+// Opens and checks the file: a regular file, an llm.c header's count against the file's size, a
+// nanoGPT file's size even, at least one token. Errors name the file.
 TokenFile open_token_file(const std::filesystem::path& path);
 
 // The validation file beside a train file, as nanoGPT (train.bin, val.bin) and llm.c

@@ -26,7 +26,10 @@ struct HfCheckpoint {
 // Writes config.json and the tensors (in order) into `dir`, which must not exist yet or be
 // empty (an export never replaces weights someone has). One file when the tensors' bytes are
 // at most max_shard_bytes, else shards that each stay under it (a larger tensor gets a shard of
-// its own) and the index. Every file is written atomically (write_file_atomically).
+// its own) and the index. All or nothing: the files are written into a staging folder beside
+// `dir` (".NAME.partial-XXXXXX") that is renamed to `dir` once complete; on any failure (a full
+// disk) the staging folder and any parent folder this call created are removed, and the
+// Error names `dir`, the file and the OS's reason.
 void write_hf_folder(const std::string& dir, const std::string& config_json,
                      const TensorList& tensors, uint64_t max_shard_bytes);
 

@@ -2,16 +2,26 @@
 // leaves every finished step on disk (at most a torn last line, which readers skip).
 #pragma once
 
+#include <cstddef>
+#include <cstdint>
 #include <cstdio>
 #include <filesystem>
 #include <string>
 
 namespace mixprec::train {
 
+inline constexpr std::size_t kMetricsScanBlockBytes = 1 << 16;
+
+// The length of the file's complete lines: the offset just past its last '\n' (0 when it has
+// none), read backwards from `size` in blocks of block_bytes. Errors name `path`.
+uint64_t end_of_last_complete_line(int fd, uint64_t size, std::size_t block_bytes,
+                                   const std::filesystem::path& path);
+
 class MetricsLog {
  public:
   // append: keep earlier complete lines (a resumed run; a torn last line left by a kill is
-  // dropped); else start the file afresh.
+  // dropped); else start the file afresh. Errors name the path, which must be a regular file
+  // or missing (a FIFO or a device is refused, never waited on).
   MetricsLog(const std::filesystem::path& path, bool append);
   ~MetricsLog();
   MetricsLog(const MetricsLog&) = delete;

@@ -5,7 +5,6 @@
 
 #include <charconv>
 #include <cmath>
-#include <fstream>
 #include <sstream>
 
 #include "../text_bounds.h"
@@ -14,6 +13,7 @@
 #include "mixprec/core/error.h"
 #include "mixprec/core/utf8.h"
 #include "mixprec/io/config_file.h"
+#include "mixprec/io/regular_file.h"
 #include "validate_config.h"
 
 namespace mixprec::config {
@@ -222,11 +222,9 @@ TrainConfig load_config_text(std::string_view toml_text, const std::string& sour
 }
 
 TrainConfig load_config(const std::string& path, const std::vector<std::string>& overrides) {
-  std::ifstream in(path, std::ios::binary);
-  MIXPREC_CHECK(in.good(), "config " + path, "cannot open the file");
-  std::ostringstream text;
-  text << in.rdbuf();
-  return load_config_text(text.str(), path, overrides);
+  // A FIFO, a directory or /dev/zero is refused here, before anything is read.
+  const std::string text = io::read_regular_file(path, kMaxConfigBytes, "config " + path);
+  return load_config_text(text, path, overrides);
 }
 
 }  // namespace mixprec::config

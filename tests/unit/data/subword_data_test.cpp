@@ -135,7 +135,7 @@ TEST_F(Sentencepiece, CacheHoldsBosAndEosAroundEachDocumentIn2Bytes) {
   EXPECT_EQ(got, expect);
   EXPECT_EQ(got.front(), 1);
   EXPECT_EQ(got.back(), 2);
-  EXPECT_EQ(ds.train().tokens.width, 2);  // 300 ids do not fit a byte
+  EXPECT_EQ(ds.train().tokens.width(), 2);  // 300 ids do not fit a byte
   EXPECT_EQ(ds.vocab_size(), 300);
   // The byte tokenizer on the same files: another cache, the text's bytes.
   DatasetOptions b = options_for(dir / "docs.jsonl", dir / "run", w, 0.0);

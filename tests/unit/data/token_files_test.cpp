@@ -1,4 +1,4 @@
-// Pre-tokenized data: nanoGPT's raw uint16 train.bin / val.bin and llm.c's header + ids, mapped
+// Pre-tokenized data: nanoGPT's raw uint16 train.bin / val.bin and llm.c's header + ids, opened
 // without reading; ids beyond the vocabulary refused naming the file and byte offset; a 1 GB
 // file opens without entering memory; hostile headers refused.
 #include <gtest/gtest.h>
