@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "cli_running.h"
+#include "support/hostile_paths.h"
 #include "support/temp_files.h"
 
 namespace mixprec {
@@ -79,12 +80,7 @@ std::vector<std::string> short_run(const TempDir& dir, const std::string& config
 
 TEST(HostileFiles, ConfigsThatAreNotRegularFilesAreRefusedNamingThePath) {
   TempDir dir;
-  const fs::path fifo = dir / "fifo.toml", folder = dir / "folder.toml", zero = dir / "zero.toml",
-                 loop = dir / "loop.toml";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
-  fs::create_directory(folder);
-  fs::create_symlink("/dev/zero", zero);
-  fs::create_symlink(loop, loop);
+  const auto [fifo, folder, zero, loop] = mixprec::testing::make_hostile_paths(dir.path(), ".toml");
   expect_refused(short_run(dir, fifo.string()), {"[config " + fifo.string() + "] is a FIFO"});
   expect_refused({"memory", "--config", fifo.string()},
                  {"[config " + fifo.string() + "] is a FIFO"});

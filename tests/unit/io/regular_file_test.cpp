@@ -18,6 +18,7 @@
 #include "mixprec/io/config_file.h"
 #include "mixprec/report/run_metrics.h"
 #include "support/fifo_watchdog.h"
+#include "support/hostile_paths.h"
 #include "support/op_testing.h"
 #include "support/temp_files.h"
 
@@ -83,12 +84,7 @@ TEST(RegularFile, BoundsTheSizeAndNamesAFileCutShortWhileRead) {
 
 TEST(HostileConfigPaths, AFifoADirectoryADeviceAndALoopAreRefusedNamingThePath) {
   TempDir dir;
-  const fs::path fifo = dir / "fifo.toml", folder = dir / "folder.toml", zero = dir / "zero.toml",
-                 loop = dir / "loop.toml";
-  ASSERT_EQ(::mkfifo(fifo.c_str(), 0644), 0);
-  fs::create_directory(folder);
-  fs::create_symlink("/dev/zero", zero);
-  fs::create_symlink(loop, loop);
+  const auto [fifo, folder, zero, loop] = mixprec::testing::make_hostile_paths(dir.path(), ".toml");
   const auto refusal = [](const fs::path& p) {
     return error_of([&] { config::load_config(p.string()); });
   };
