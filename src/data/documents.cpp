@@ -68,12 +68,6 @@ bool is_jsonl(const fs::path& path) {
   return path.extension() == ".jsonl";
 }
 
-}  // namespace
-
-std::string DocumentPlace::describe() const {
-  return line == 0 ? file.string() : file.string() + " line " + std::to_string(line);
-}
-
 bool for_each_placed_document(
     std::string_view bytes, const fs::path& path, const WarningSink& warn,
     const std::function<void(std::string_view, const DocumentPlace&)>& take) {
@@ -104,6 +98,12 @@ bool for_each_placed_document(
     take_from(text, {path, line_no});
   });
   return true;
+}
+
+}  // namespace
+
+std::string DocumentPlace::describe() const {
+  return line == 0 ? file.string() : file.string() + " line " + std::to_string(line);
 }
 
 bool for_each_document_in(std::string_view bytes, const fs::path& path, const WarningSink& warn,
