@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Fuzzes a reader with libFuzzer: scripts/fuzz.sh [TARGET] [SECONDS]. TARGET is safetensors (the
-# checkpoint reader, the default) or config (the TOML config loader and --set overrides);
-# SECONDS defaults to 300. Installs clang and the libFuzzer runtime, builds build-fuzz-clang
+# checkpoint reader, the default), config (the TOML config loader and --set overrides),
+# tokenizer_model (sentencepiece .model files: mixprec's checks, then the library's encode and
+# decode) or jsonl (the JSONL document reader); SECONDS defaults to 300. Installs clang and the libFuzzer runtime, builds build-fuzz-clang
 # (clang, ASan + UBSan, -DMIXPREC_FUZZ=ON), fuzzes for SECONDS (or FUZZ_RUNS executions)
 # starting from the kept corpus plus fresh seeds, then merges the corpus, the seeds and the new
 # finds into a minimal tests/fuzz/TARGET (-set_cover_merge=1, the set-cover variant of
@@ -19,8 +20,9 @@ cd "$(dirname "$0")/.."
 target=${1:-safetensors}
 seconds=${2:-300}
 case "$target" in
-  safetensors | config) ;;
-  *) echo "fuzz: unknown target '$target' (safetensors or config)" >&2; exit 2 ;;
+  safetensors | config | tokenizer_model | jsonl) ;;
+  *) echo "fuzz: unknown target '$target' (safetensors, config, tokenizer_model or jsonl)" >&2
+     exit 2 ;;
 esac
 jobs=${FUZZ_JOBS:-1}
 runs=${FUZZ_RUNS:--1}
@@ -48,7 +50,12 @@ fi
 CC=clang CXX=clang++ cmake -S . -B "$build" -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
   "-DCMAKE_CXX_FLAGS_RELWITHDEBINFO=-O1 -gline-tables-only" -DMIXPREC_FUZZ=ON \
   -DMIXPREC_BUILD_TESTS=OFF -DMIXPREC_BUILD_BENCH=OFF >/dev/null
-cmake --build "$build" --parallel "$(nproc)" --target "${target}_fuzz" write_safetensors_seeds
+seed_writers=()
+case "$target" in
+  safetensors) seed_writers=(write_safetensors_seeds) ;;
+  tokenizer_model) seed_writers=(write_tokenizer_seeds) ;;
+esac
+cmake --build "$build" --parallel "$(nproc)" --target "${target}_fuzz" "${seed_writers[@]}"
 
 # `count` copies of `unit`, on one line.
 repeat() { printf "$2%.0s" $(seq "$1"); }
@@ -69,16 +76,31 @@ write_config_seeds() {
     >"$dir/deep_override"
 }
 
+# The JSONL seeds: Hugging Face-style lines, escapes, blank and CRLF lines, the refusals (not an
+# object, no string "text", deep nesting, bad UTF-8) and a long document.
+write_jsonl_seeds() {
+  local dir=$1
+  printf '{"text": "first doc\\nwith two lines", "url": "x"}\n\n{"timestamp": 1, "text": "caf\\u00e9"}\r\n{"text": ""}' \
+    >"$dir/documents"
+  printf '{"text": "\\ud83d\\ude00 \\u0000 \\t \\" \\\\ \\/"}\n{"meta": {"a": [1, 2.5e300, null, true]}, "text": "x"}\n' \
+    >"$dir/escapes"
+  printf '{"text": 3}\n[1, 2]\n{"text": "ok"}\n' >"$dir/refused"
+  { repeat 2000 '['; printf '\n'; } >"$dir/deep"
+  printf '{"text": "ok"}\n\xff\xfe\n' >"$dir/not_utf8"
+  { printf '{"text": "'; repeat 1000 'lorem ipsum '; printf '"}\n'; } >"$dir/long"
+}
+
 # ---- fuzz: new finds go to a scratch folder, then everything is merged into a minimal corpus
 root=$(pwd)
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 mkdir -p "$corpus" "$work/new" "$work/seeds" "$work/merged"
-if [ "$target" = safetensors ]; then
-  "$build/fuzz/write_safetensors_seeds" "$work/seeds"
-else
-  write_config_seeds "$work/seeds"
-fi
+case "$target" in
+  safetensors) "$build/fuzz/write_safetensors_seeds" "$work/seeds" ;;
+  config) write_config_seeds "$work/seeds" ;;
+  tokenizer_model) "$build/fuzz/write_tokenizer_seeds" "$work/seeds" ;;
+  jsonl) write_jsonl_seeds "$work/seeds" ;;
+esac
 fuzzer=$root/$build/fuzz/${target}_fuzz
 echo "fuzz: $target, ${seconds}s or $runs runs, $jobs job(s), inputs up to $max_len bytes, corpus $corpus" \
   "($(find "$corpus" -type f | wc -l) files)"

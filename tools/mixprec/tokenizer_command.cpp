@@ -14,6 +14,7 @@
 #include "mixprec/data/corpus.h"
 #include "mixprec/data/documents.h"
 #include "mixprec/data/sentencepiece_tokenizer.h"
+#include "training_lines.h"
 #include "usage_error.h"
 
 namespace mixprec::cli {
@@ -24,14 +25,15 @@ namespace fs = std::filesystem;
 struct TrainArgs {
   std::string data;  // "" = the default corpus
   std::string output;
+  bool overwrite = false;
   data::SentencepieceTraining options;
 };
 
 // The corpus's documents as lines of a temporary text file (sentencepiece reads lines), which
-// is removed at scope exit.
+// is removed at scope exit; `lines` counts what sentencepiece will train on.
 class DocumentsFile {
  public:
-  explicit DocumentsFile(const std::string& data) {
+  DocumentsFile(const std::string& data, TrainingLines& lines) {
     data::CorpusSpec spec = data.empty() ? data::default_corpus() : data::CorpusSpec{{data}, {}};
     std::string pattern = (fs::temp_directory_path() / "mixprec-tokenizer-XXXXXX").string();
     const int fd = ::mkstemp(pattern.data());
@@ -41,8 +43,12 @@ class DocumentsFile {
     std::ofstream out(path_, std::ios::binary | std::ios::trunc);
     data::for_each_document(
         data::list_corpus_files(spec),
-        [](const std::string& w) { fmt::print(stderr, "warning: {}\n", w); },
-        [&](std::string_view doc) {
+        [&](const std::string& w) {
+          fmt::print(stderr, "warning: {}\n", w);
+          lines.add_skipped_file(w);
+        },
+        [&](std::string_view doc, const data::DocumentPlace& place) {
+          lines.add_document(doc, place);
           out << doc;
           if (!doc.empty() && doc.back() != '\n') out << '\n';
         });
@@ -63,7 +69,15 @@ class DocumentsFile {
 void run_train(TrainArgs a) {
   if (!a.data.empty() && !fs::exists(a.data))
     throw UsageError("--data '" + a.data + "' does not exist");
-  const DocumentsFile text(a.data);
+  // Checked first: training takes minutes, and a model trained runs and token caches depend on
+  // is not replaced by accident.
+  std::error_code ec;
+  if (!a.overwrite && fs::exists(fs::symlink_status(a.output, ec)))
+    throw UsageError("--output '" + a.output + "' already exists (pass --overwrite to replace it)");
+  TrainingLines lines(data::kSentencepieceMaxLineBytes);
+  const DocumentsFile text(a.data, lines);
+  lines.require_usable(a.data.empty() ? "the default corpus" : "--data '" + a.data + "'");
+  if (const auto left_out = lines.left_out()) fmt::print(stderr, "warning: {}\n", *left_out);
   a.options.files = {text.path().string()};
   a.options.output = a.output;
   data::train_sentencepiece(a.options);
@@ -83,6 +97,7 @@ void add_tokenizer_command(CLI::App& app, int& exit_code) {
   train->add_option("--data", args->data,
                     "a text file, folder or JSONL file (default: the fortunes corpus)");
   train->add_option("--output,-o", args->output, "the model to write, PATH.model")->required();
+  train->add_flag("--overwrite", args->overwrite, "replace the model at --output if it exists");
   train->add_option("--vocab-size", args->options.vocab_size, "ids in the vocabulary")
       ->capture_default_str()
       ->check(CLI::Range(int64_t{8}, int64_t{1} << 24));

@@ -14,6 +14,13 @@ namespace mixprec::data {
 
 // Errors name the path when it cannot be read or does not hold a sentencepiece model.
 std::unique_ptr<Tokenizer> open_sentencepiece(const std::string& path);
+// The model held in `bytes` (what open_sentencepiece reads from `path`, which errors name).
+std::unique_ptr<Tokenizer> sentencepiece_from_bytes(const std::string& bytes,
+                                                    const std::string& path);
+
+// Training lines longer than this are dropped by sentencepiece (its max_sentence_length, passed
+// explicitly so that `tokenizer train` can say which lines it left out).
+inline constexpr int64_t kSentencepieceMaxLineBytes = 4192;
 
 struct SentencepieceTraining {
   std::vector<std::string> files;  // plain-text files, one sentence per line as sentencepiece reads

@@ -145,5 +145,47 @@ TEST_F(Sentencepiece, CacheHoldsBosAndEosAroundEachDocumentIn2Bytes) {
   EXPECT_TRUE(TokenDataset::open(o).cache_path() == ds.cache_path());
 }
 
+// sentencepiece's own "[!sentences_.empty()]" named nothing: the files and what it trains on.
+TEST(SentencepieceTraining, NoTrainableLineIsRefusedNamingTheFiles) {
+  TempDir dir;
+  write_file(dir / "empty.txt", "");
+  write_file(dir / "long.txt", "\n" + std::string(5000, 'x') + "\n\n");
+  SentencepieceTraining o;
+  o.files = {(dir / "empty.txt").string(), (dir / "long.txt").string()};
+  o.output = (dir / "a.model").string();
+  o.vocab_size = 300;
+  const std::string e = error_of([&] { train_sentencepiece(o); });
+  EXPECT_NE(e.find("no line of " + o.files[0] + ", " + o.files[1] + " is non-empty, at most 4192"),
+            std::string::npos)
+      << e;
+  EXPECT_FALSE(fs::exists(dir / "a.model"));
+}
+
+// sentencepiece holds ~225 bytes per byte of a text it encodes: a 100 MB document ended in
+// std::bad_alloc. Longer than 8 MiB is refused naming the file, the line and the size; the
+// cache is not written.
+TEST_F(Sentencepiece, ADocumentTooLongToEncodeIsRefusedNamingFileLineAndSize) {
+  TempDir dir;
+  const std::string text(9u << 20, 'a');
+  write_file(dir / "big.jsonl", "{\"text\": \"short\"}\n{\"text\": \"" + text + "\"}\n");
+  const auto tok = open_tokenizer(model().string());
+  std::vector<std::string> w;
+  DatasetOptions o = options_for(dir / "big.jsonl", dir / "run", w, 0.0);
+  o.tokenizer = tok.get();
+  const std::string e = error_of([&] { TokenDataset::open(o); });
+  const std::string size = std::to_string(text.size() + 1);  // and its newline
+  EXPECT_NE(e.find("big.jsonl line 2 (a " + size + "-byte document)"), std::string::npos) << e;
+  EXPECT_NE(e.find("tok.model] will not encode a " + size + "-byte text"), std::string::npos) << e;
+  EXPECT_NE(e.find("at most 8388608 bytes"), std::string::npos) << e;
+  // A text file is one document.
+  write_file(dir / "big.txt", text);
+  o = options_for(dir / "big.txt", dir / "run2", w, 0.0);
+  o.tokenizer = tok.get();
+  const std::string t = error_of([&] { TokenDataset::open(o); });
+  EXPECT_NE(t.find("big.txt (a " + std::to_string(text.size()) + "-byte document)"),
+            std::string::npos)
+      << t;
+}
+
 }  // namespace
 }  // namespace mixprec::data
