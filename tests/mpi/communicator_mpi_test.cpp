@@ -245,7 +245,8 @@ TEST(MpiCommunicator, LocalMismatchIsAnErrorAndTheJobGoesOn) {
   const std::string gather = error_of([&] { comm.all_gather(send, recv); });
   const std::string where =
       "on rank " + std::to_string(comm.rank()) + " of " + std::to_string(comm.size());
-  EXPECT_NE(gather.find("[dist] all_gather (MPI_Iallgather) " + where), std::string::npos) << gather;
+  EXPECT_NE(gather.find("[dist] all_gather (MPI_Iallgather) " + where), std::string::npos)
+      << gather;
   EXPECT_NE(gather.find("send [4] bf16, recv [" + std::to_string(4 * comm.size() + 1) + "] bf16"),
             std::string::npos)
       << gather;

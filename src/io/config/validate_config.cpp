@@ -209,8 +209,7 @@ void check_training(const TrainConfig& cfg, const Checker& c) {
             "clips by value, and training.grad_clip by norm: set one of them to 0");
   c.require(t.threads >= 0, "training.threads", "must be >= 0 (0 = all cores)");
   c.require(t.max_skipped_steps >= 0, "training.max_skipped_steps", "must be >= 0 (0 = off)");
-  c.require(t.max_nonfinite_steps >= 0, "training.max_nonfinite_steps",
-            "must be >= 0 (0 = off)");
+  c.require(t.max_nonfinite_steps >= 0, "training.max_nonfinite_steps", "must be >= 0 (0 = off)");
   c.require(t.min_loss_scale >= 0 && std::isfinite(t.min_loss_scale), "training.min_loss_scale",
             "must be finite and >= 0 (0 = off)");
 }
