@@ -22,10 +22,11 @@ std::string file_type_name(mode_t mode) {
   return "not a regular file";
 }
 
-RegularFile::RegularFile(const std::filesystem::path& path, const std::string& where)
+RegularFile::RegularFile(const std::filesystem::path& path, const std::string& where, Mode mode)
     : path_(path), where_(where) {
   // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused just below.
-  fd_ = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+  const int access = mode == Mode::read ? O_RDONLY : O_RDWR | O_CREAT | O_APPEND;
+  fd_ = ::open(path.c_str(), access | O_NONBLOCK | O_CLOEXEC, 0644);
   if (fd_ < 0) {
     const int err = errno;
     struct stat st {};  // a socket cannot be opened at all (ENXIO): say what it is
@@ -45,6 +46,13 @@ RegularFile::RegularFile(const std::filesystem::path& path, const std::string& w
     throw Error(where, "is " + file_type_name(st.st_mode) + ", not a regular file");
   }
   size_ = static_cast<uint64_t>(st.st_size);
+  ::fcntl(fd_, F_SETFL, access & O_APPEND);  // a regular file: blocking I/O as usual
+}
+
+int RegularFile::release() {
+  const int fd = fd_;
+  fd_ = -1;
+  return fd;
 }
 
 RegularFile::~RegularFile() {

@@ -32,6 +32,10 @@ inline std::string slurp(FILE* f) {
   return s;
 }
 
+inline bool contains(const std::string& text, const std::string& part) {
+  return text.find(part) != std::string::npos;
+}
+
 inline const char* cli_path() {
   const char* exe = std::getenv("MIXPREC_CLI");
   if (exe == nullptr || *exe == '\0') {

@@ -27,9 +27,7 @@ using testing::TempDir;
 
 const std::string kTiny = std::string(MIXPREC_SOURCE_DIR) + "/configs/tiny.toml";
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 // tiny.toml for `steps` steps on a small corpus in `dir`, no checkpoints.
 std::vector<std::string> short_run(const TempDir& dir, const std::string& steps,

@@ -27,9 +27,7 @@ using testing::TempDir;
 
 const std::string kTiny = std::string(MIXPREC_SOURCE_DIR) + "/configs/tiny.toml";
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 // Runs the CLI, killing it after `limit`: a hang is a failure, not a stuck test.
 testing::RunResult run_bounded(const std::vector<std::string>& args,

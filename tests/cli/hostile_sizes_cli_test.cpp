@@ -33,9 +33,7 @@ using testing::TempDir;
 
 const std::string kTiny = std::string(MIXPREC_SOURCE_DIR) + "/configs/tiny.toml";
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 void expect_refused(const std::vector<std::string>& args, const std::vector<std::string>& parts) {
   const RunResult r = run_cli(args);

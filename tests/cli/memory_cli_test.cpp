@@ -25,9 +25,7 @@ std::string config(const std::string& name) {
   return std::string(MIXPREC_SOURCE_DIR) + "/configs/" + name;
 }
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using mixprec::testing::contains;
 
 TEST(MemoryCli, FiveHundredBillionParametersOverFiveHundredTwelveRanks) {
   const std::vector<std::string> args = {"memory", "--params", "500e9", "--world-size", "512"};

@@ -22,9 +22,7 @@ using testing::run_cli;
 using testing::RunResult;
 using testing::TempDir;
 
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
+using testing::contains;
 
 std::vector<std::string> train_tokenizer(const fs::path& data, const fs::path& model,
                                          std::vector<std::string> extra = {}) {

@@ -3,16 +3,8 @@
 # checks that the job ends by itself, quickly, non-zero, with rank 1 and the collective named,
 # that rank 0 did not get past the all-gather, and that the stopped rank is gone.
 file(REMOVE "${PIDFILE}")
-string(TIMESTAMP start "%s" UTC)
-execute_process(COMMAND "${MPIEXEC}" --oversubscribe -np 2 "${PROGRAM}" "${PIDFILE}"
-  RESULT_VARIABLE rc OUTPUT_VARIABLE out ERROR_VARIABLE err TIMEOUT 90)
-string(TIMESTAMP end "%s" UTC)
-math(EXPR seconds "${end} - ${start}")
-set(all "${out}${err}")
-message("exit: ${rc} after ${seconds} s\n--- output ---\n${all}--------------")
-if(rc MATCHES "^0$" OR NOT rc MATCHES "^[0-9]+$")
-  message(FATAL_ERROR "expected a non-zero exit code from mpiexec, got '${rc}'")
-endif()
+include("${CMAKE_CURRENT_LIST_DIR}/failing_job.cmake")
+run_failing_job(90 "${PROGRAM}" "${PIDFILE}")
 set(expected "mixprec: rank 0 of 2 failed: \\[dist\\] all_gather \\(MPI_Iallgather\\) on rank 0 of 2: rank 1 did not reach all_gather #2 within 2 s \\(comm.train_timeout_seconds; after step 3\\) and does not answer \\(stopped, hung, or busy outside any collective\\); rank 0 is waiting in all_gather #2")
 if(NOT all MATCHES "${expected}")
   message(FATAL_ERROR "the stopped rank and the collective are not named as expected")

@@ -19,9 +19,12 @@ std::string file_type_name(mode_t mode);
 
 class RegularFile {
  public:
-  // Opens `path` read-only. Throws Error(where, ...) (`where` names the path) when it cannot be
-  // opened (missing, a symlink loop, no permission) or is not a regular file.
-  RegularFile(const std::filesystem::path& path, const std::string& where);
+  // read: read-only, the file must exist. append: read and append, created when missing (a
+  // log; writes then block as usual).
+  enum class Mode { read, append };
+  // Opens `path`. Throws Error(where, ...) (`where` names the path) when it cannot be opened
+  // (missing, a symlink loop, no permission) or is not a regular file.
+  RegularFile(const std::filesystem::path& path, const std::string& where, Mode mode = Mode::read);
   ~RegularFile();
   RegularFile(const RegularFile&) = delete;
   RegularFile& operator=(const RegularFile&) = delete;
@@ -30,6 +33,8 @@ class RegularFile {
   const std::string& where() const { return where_; }
   uint64_t size() const { return size_; }  // when opened
   int fd() const { return fd_; }
+  // The descriptor, now the caller's to close (e.g. through fdopen).
+  int release();
 
   // Exactly n bytes from `offset` into dst. Throws Error naming the file when they are not
   // there any more (the file was truncated since it was opened) or the read fails.

@@ -28,8 +28,9 @@ void check_known_entries(const io::Checkpoint& checkpoint);
 void check_step_counters(const io::Checkpoint& checkpoint, int64_t step,
                          const config::TrainConfig& config);
 
-// Every model.* entry must stay finite when cast to the working dtype (policy.param_dtype):
-// a master past its overflow threshold makes every step non-finite.
+// No finite model.* value past the working dtype's largest (policy.param_dtype: its cast is
+// inf) or past sqrt(f32 max) = 1.8e19 (every norm's sum of squares overflows). inf and NaN are
+// left to io::restore_training_state, which refuses them in its own scan.
 void check_masters_fit(const io::Checkpoint& checkpoint, const amp::MixedPrecisionPolicy& policy);
 
 // The tokenizer that is about to read or write ids for the checkpoint's model must be the one

@@ -8,14 +8,15 @@
 #include <filesystem>
 #include <string>
 
+#include "mixprec/io/regular_file.h"
+
 namespace mixprec::train {
 
 inline constexpr std::size_t kMetricsScanBlockBytes = 1 << 16;
 
 // The length of the file's complete lines: the offset just past its last '\n' (0 when it has
-// none), read backwards from `size` in blocks of block_bytes. Errors name `path`.
-uint64_t end_of_last_complete_line(int fd, uint64_t size, std::size_t block_bytes,
-                                   const std::filesystem::path& path);
+// none), read backwards from its size at opening in blocks of block_bytes.
+uint64_t end_of_last_complete_line(const io::RegularFile& file, std::size_t block_bytes);
 
 class MetricsLog {
  public:

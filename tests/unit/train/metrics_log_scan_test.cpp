@@ -33,11 +33,7 @@ uint64_t expected_end(const std::string& text) {
 }
 
 uint64_t scanned_end(const fs::path& path, std::size_t block) {
-  const int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  EXPECT_GE(fd, 0);
-  const uint64_t end = end_of_last_complete_line(fd, fs::file_size(path), block, path);
-  ::close(fd);
-  return end;
+  return end_of_last_complete_line(io::RegularFile(path, path.string()), block);
 }
 
 TEST(MetricsLogScan, FindsTheLastCompleteLineForEveryTornLengthAndBlockSize) {
