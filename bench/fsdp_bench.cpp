@@ -43,7 +43,7 @@
 #include "mixprec/config/train_config.h"
 #include "mixprec/dist/shard_layout.h"
 #include "mixprec/io/config_file.h"
-#include "mixprec/models/transformer/transformer.h"
+#include "mixprec/models/registry.h"
 #include "mixprec/numerics/dtype.h"
 
 namespace fs = std::filesystem;
@@ -303,8 +303,9 @@ Formula formula_for(const std::string& config_path, const std::string& precision
     overrides = {"training.precision=" + precision,
                  "training.mixed_precision_param=", "training.mixed_precision_reduce="};
   const config::TrainConfig c = config::load_config(config_path, overrides);
-  const models::Transformer model(c.model);  // describes the parameters, allocates nothing
-  const dist::ShardLayout layout(model, kWorld);
+  // Described: nothing allocated.
+  const std::unique_ptr<models::Model> model = models::make_model(c.model);
+  const dist::ShardLayout layout(*model, kWorld);
   double root = 0, blocks = 0, last_block = 0;
   for (const dist::UnitLayout& u : layout.units()) {
     (u.name == "root" ? root : blocks) += static_cast<double>(u.padded);
@@ -320,7 +321,7 @@ Formula formula_for(const std::string& config_path, const std::string& precision
   // found-inf flag (i64) + squared gradient norm (f64) + loss, ce, aux, z (f64 each) + one
   // "this step's graph read it" flag (i64) per parameter (ShardedModel::finish_backward); the
   // optimizer here is AdamW (Adam-mini would add its cut blocks' sums).
-  const double params = static_cast<double>(model.parameters().specs().size());
+  const double params = static_cast<double>(model->parameters().specs().size());
   f.all_reduce = 2 * share * (8 + 8 + 4 * 8 + 8 * params);
   return f;
 }

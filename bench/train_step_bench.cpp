@@ -43,7 +43,7 @@
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/data/batches.h"
 #include "mixprec/data/token_dataset.h"
-#include "mixprec/models/transformer/transformer.h"
+#include "mixprec/models/registry.h"
 #include "mixprec/optim/adamw.h"
 #include "mixprec/optim/clip.h"
 #include "mixprec/tensor/allocator.h"
@@ -120,7 +120,7 @@ struct Run {
   std::string kind, precision;
   config::ModelConfig config;
   amp::MixedPrecisionPolicy policy;
-  std::unique_ptr<models::Transformer> model;
+  std::unique_ptr<models::Model> model;
   std::unique_ptr<optim::AdamW> opt;
   std::unique_ptr<amp::GradScaler> scaler;
   std::vector<double> seconds;
@@ -135,7 +135,7 @@ struct Run {
         precision(prec),
         config(config_s(moe)),
         policy(amp::preset(prec)) {
-    model = std::make_unique<models::Transformer>(config);
+    model = models::make_model(config);
     model->materialize(1337, policy);
     optim::AdamWOptions ao;
     ao.beta1 = 0.9;

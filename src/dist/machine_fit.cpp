@@ -10,6 +10,7 @@
 
 #include "mixprec/core/error.h"
 #include "mixprec/dist/memory_plan.h"
+#include "mixprec/models/registry.h"
 
 namespace mixprec::dist {
 namespace {
@@ -110,7 +111,7 @@ void check_fits_machine(const config::TrainConfig& config, int world_size, int r
       "{} parameters from model.n_layers = {}, model.d_model = {}, model.d_ff = {}, "
       "model.vocab_size = {}{}",
       count(e.parameters), m.n_layers, m.d_model, m.d_ff, m.vocab_size,
-      m.kind == "moe" ? fmt::format(", model.moe.n_experts = {}", m.moe.n_experts) : "");
+      models::model_spec(m.kind).size_keys(m));
   const std::string batch_keys = fmt::format(
       "training.batch_size = {} x training.seq_len = {}{}", config.training.batch_size,
       config.training.seq_len, world_size > 1 ? fmt::format(" over {} ranks", world_size) : "");

@@ -218,10 +218,10 @@ void check_world_size(int world_size) {
 struct ModelSize {
   double tensors = 0, parameters = 0;
 };
-ModelSize size_with(config::ModelConfig m, int64_t layers, int64_t dense) {
-  m.n_layers = layers;
-  m.moe.n_dense_layers = dense;
-  const std::unique_ptr<models::Model> model = models::make_model(m);
+// The family's config with `layers` blocks of kind `block_kind` (ModelSpec::with_blocks).
+ModelSize size_with(const config::ModelConfig& m, int64_t layers, int64_t block_kind) {
+  const std::unique_ptr<models::Model> model =
+      models::make_model(models::model_spec(m.kind).with_blocks(m, layers, block_kind));
   return {static_cast<double>(model->parameters().specs().size()),
           static_cast<double>(model->parameters().parameter_count())};
 }
@@ -232,12 +232,12 @@ int optimizer_buffers_per_element(std::string_view optimizer, double momentum) {
   return optim::optimizer_kind(optimizer).buffers_per_element({.momentum = momentum});
 }
 
-std::size_t predict_rss(const MemoryPlan& plan, bool moe, int threads,
+std::size_t predict_rss(const MemoryPlan& plan, bool routed, int threads,
                         std::size_t token_file_bytes) {
   constexpr double kMiB = 1 << 20;
   const double mib = kRssCodeMiB + (plan.world_size > 1 ? kRssMpiCodeMiB : 0.0) + kRssHeapMiB +
                      kRssHeapPerThreadMiB * std::max(threads, 1);
-  const double factor = moe ? kRssAllocatorFactorMoe : kRssAllocatorFactorDense;
+  const double factor = routed ? kRssAllocatorFactorMoe : kRssAllocatorFactorDense;
   return static_cast<std::size_t>(factor * static_cast<double>(plan.peak) + mib * kMiB) +
          token_file_bytes;
 }
@@ -261,16 +261,18 @@ int64_t micro_batch_rows(const config::TrainConfig& config, int world_size) {
 }
 
 void check_model_plannable(const config::ModelConfig& m) {
-  // Blocks are alike but for an MoE's first dense ones: the larger of the two block kinds,
-  // times every block, bounds the whole model (in double: no overflow).
-  const bool has_dense = m.kind == "moe" && m.moe.n_dense_layers > 0;
-  const ModelSize one = size_with(m, 1, 0), two = size_with(m, 2, 0);
-  const ModelSize mixed = has_dense ? size_with(m, 2, 1) : two;
+  // The largest of the family's kinds of block (an MoE's first blocks may be dense), times
+  // every block, bounds the whole model (in double: no overflow).
+  const models::ModelSpec& spec = models::model_spec(m.kind);
+  const ModelSize one = size_with(m, 1, 0);
+  ModelSize block{0, 0};
+  for (int64_t k = 0; k < spec.block_kinds(m); ++k) {
+    const ModelSize a = size_with(m, 1, k), b = size_with(m, 2, k);
+    block.tensors = std::max(block.tensors, b.tensors - a.tensors);
+    block.parameters = std::max(block.parameters, b.parameters - a.parameters);
+  }
   const double layers = static_cast<double>(m.n_layers);
-  const auto whole = [&](double ModelSize::*f) {
-    const double block = std::max(two.*f - one.*f, mixed.*f - one.*f);
-    return one.*f + (layers - 1) * block;
-  };
+  const auto whole = [&](double ModelSize::*f) { return one.*f + (layers - 1) * block.*f; };
   const double tensors = whole(&ModelSize::tensors), parameters = whole(&ModelSize::parameters);
   const std::string keys = "model.n_layers = " + std::to_string(m.n_layers);
   MIXPREC_CHECK(tensors <= static_cast<double>(kMaxPlannedTensors), "model.n_layers",
@@ -278,13 +280,10 @@ void check_model_plannable(const config::ModelConfig& m) {
                             "planner describes one by one (the largest models today have "
                             "under 50,000)",
                             keys, tensors, kMaxPlannedTensors));
-  MIXPREC_CHECK(
-      parameters <= static_cast<double>(kMaxPlannedParameters), "model.n_layers",
-      fmt::format("{} with model.d_model = {}, model.d_ff = {}, model.vocab_size = {}{} "
-                  "gives {:.4g} parameters, more than the planner's 1e15",
-                  keys, m.d_model, m.d_ff, m.vocab_size,
-                  m.kind == "moe" ? fmt::format(", model.moe.n_experts = {}", m.moe.n_experts) : "",
-                  parameters));
+  MIXPREC_CHECK(parameters <= static_cast<double>(kMaxPlannedParameters), "model.n_layers",
+                fmt::format("{} with model.d_model = {}, model.d_ff = {}, model.vocab_size = {}{} "
+                            "gives {:.4g} parameters, more than the planner's 1e15",
+                            keys, m.d_model, m.d_ff, m.vocab_size, spec.size_keys(m), parameters));
 }
 
 MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
@@ -315,7 +314,8 @@ MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
   plan.activations = a.total();
   const bool accumulating = sequences < config.training.batch_size / world_size;
   plan.peak = walk_peak(u, p, reshard, a, optimizer, accumulating);
-  plan.rss = predict_rss(plan, config.model.kind == "moe",
+  plan.routed = model->active_parameter_count().has_value();
+  plan.rss = predict_rss(plan, plan.routed,
                          static_cast<int>(std::max<int64_t>(config.training.threads, 1)), 0);
   return plan;
 }

@@ -1,5 +1,5 @@
-// Hugging Face layouts (hf_weights.h): for each layout, one table of tensors (our parameters
-// -> the Hugging Face tensor they form) and one of config.json keys, read by both directions.
+// Hugging Face folders in and out (hf_weights.h), by the family's layout tables
+// (models/hf_layout.h), read by both directions.
 #include "mixprec/io/hf_weights.h"
 
 #include <fmt/format.h>
@@ -13,157 +13,30 @@
 #include "mixprec/core/error.h"
 #include "mixprec/io/checkpoint_state.h"
 #include "mixprec/io/hf_folder.h"
+#include "mixprec/models/registry.h"
 #include "mixprec/ops/indexing.h"
 
 namespace mixprec::io {
 namespace {
 
+using models::HfLayout;
+using models::HfLink;
+using models::HfPart;
 using nlohmann::json;
-
-// Rows of one of our parameters inside a Hugging Face tensor; no name: zeros (a bias our
-// model does not have).
-struct Part {
-  std::string ours;
-  int64_t rows;
-};
-
-// A Hugging Face tensor: our parts stacked along the output dim (GPT-2's c_attn stacks q, k,
-// v), stored [in, out] when conv1d (GPT-2's Conv1D); cols 0 for a vector.
-struct Link {
-  std::string hf;
-  std::vector<Part> parts;
-  int64_t cols = 0;
-  bool conv1d = false;
-  int64_t rows() const {
-    int64_t r = 0;
-    for (const Part& p : parts) r += p.rows;
-    return r;
-  }
-  Shape shape() const {
-    if (cols == 0) return {rows()};
-    return conv1d ? Shape{cols, rows()} : Shape{rows(), cols};
-  }
-};
-
-int64_t kv_width(const config::ModelConfig& m) {
-  return m.kv_heads() * (m.d_model / m.n_heads);
-}
-
-std::vector<Link> llama_links(const config::ModelConfig& m) {
-  const int64_t d = m.d_model, kv = kv_width(m), ff = m.d_ff, V = m.vocab_size;
-  std::vector<Link> links{{"model.embed_tokens.weight", {{"tok_emb.weight", V}}, d}};
-  for (int64_t l = 0; l < m.n_layers; ++l) {
-    const std::string hf = fmt::format("model.layers.{}.", l), b = fmt::format("blocks.{}.", l);
-    links.push_back({hf + "input_layernorm.weight", {{b + "attn_norm.weight", d}}});
-    links.push_back({hf + "self_attn.q_proj.weight", {{b + "attn.wq", d}}, d});
-    links.push_back({hf + "self_attn.k_proj.weight", {{b + "attn.wk", kv}}, d});
-    links.push_back({hf + "self_attn.v_proj.weight", {{b + "attn.wv", kv}}, d});
-    links.push_back({hf + "self_attn.o_proj.weight", {{b + "attn.wo", d}}, d});
-    links.push_back({hf + "post_attention_layernorm.weight", {{b + "mlp_norm.weight", d}}});
-    links.push_back({hf + "mlp.gate_proj.weight", {{b + "mlp.w_gate", ff}}, d});
-    links.push_back({hf + "mlp.up_proj.weight", {{b + "mlp.w_up", ff}}, d});
-    links.push_back({hf + "mlp.down_proj.weight", {{b + "mlp.w_down", d}}, ff});
-  }
-  links.push_back({"model.norm.weight", {{"final_norm.weight", d}}});
-  if (!m.tie_embeddings) links.push_back({"lm_head.weight", {{"lm_head.weight", V}}, d});
-  return links;
-}
-
-std::vector<Link> gpt2_links(const config::ModelConfig& m) {
-  const int64_t d = m.d_model, ff = m.d_ff, V = m.vocab_size;
-  auto bias = [&](const std::string& weight, int64_t rows) {
-    return Part{m.bias ? weight + "_bias" : "", rows};
-  };
-  std::vector<Link> links{{"transformer.wte.weight", {{"tok_emb.weight", V}}, d},
-                          {"transformer.wpe.weight", {{"pos_emb.weight", m.max_seq_len}}, d}};
-  for (int64_t l = 0; l < m.n_layers; ++l) {
-    const std::string hf = fmt::format("transformer.h.{}.", l), b = fmt::format("blocks.{}.", l);
-    const std::string q = b + "attn.wq", k = b + "attn.wk", v = b + "attn.wv";
-    links.push_back({hf + "ln_1.weight", {{b + "attn_norm.weight", d}}});
-    links.push_back({hf + "ln_1.bias", {{b + "attn_norm.bias", d}}});
-    links.push_back({hf + "attn.c_attn.weight", {{q, d}, {k, d}, {v, d}}, d, true});
-    links.push_back({hf + "attn.c_attn.bias", {bias(q, d), bias(k, d), bias(v, d)}});
-    links.push_back({hf + "attn.c_proj.weight", {{b + "attn.wo", d}}, d, true});
-    links.push_back({hf + "attn.c_proj.bias", {bias(b + "attn.wo", d)}});
-    links.push_back({hf + "ln_2.weight", {{b + "mlp_norm.weight", d}}});
-    links.push_back({hf + "ln_2.bias", {{b + "mlp_norm.bias", d}}});
-    links.push_back({hf + "mlp.c_fc.weight", {{b + "mlp.w_up", ff}}, d, true});
-    links.push_back({hf + "mlp.c_fc.bias", {bias(b + "mlp.w_up", ff)}});
-    links.push_back({hf + "mlp.c_proj.weight", {{b + "mlp.w_down", d}}, ff, true});
-    links.push_back({hf + "mlp.c_proj.bias", {bias(b + "mlp.w_down", d)}});
-  }
-  links.push_back({"transformer.ln_f.weight", {{"final_norm.weight", d}}});
-  links.push_back({"transformer.ln_f.bias", {{"final_norm.bias", d}}});
-  if (!m.tie_embeddings) links.push_back({"lm_head.weight", {{"lm_head.weight", V}}, d});
-  return links;
-}
-
-std::vector<Link> links_of(const config::ModelConfig& m, HfLayout layout) {
-  return layout == HfLayout::llama ? llama_links(m) : gpt2_links(m);
-}
-
-// A config.json key: its value for our model and the model key it comes from; `absent` is
-// Hugging Face's default when the file lacks the key (null: required); unchecked keys are
-// written only (max_position_embeddings: RoPE models run at any length up to ours).
-struct Key {
-  const char* hf;
-  json ours;
-  const char* model_key;
-  json absent;
-  bool checked = true;
-};
-
-std::vector<Key> config_keys(const config::ModelConfig& m, HfLayout layout) {
-  const int64_t heads = m.n_heads, kv = m.kv_heads();
-  if (layout == HfLayout::llama)
-    return {
-        {"vocab_size", m.vocab_size, "model.vocab_size", nullptr},
-        {"hidden_size", m.d_model, "model.d_model", nullptr},
-        {"intermediate_size", m.d_ff, "model.d_ff", nullptr},
-        {"num_hidden_layers", m.n_layers, "model.n_layers", nullptr},
-        {"num_attention_heads", heads, "model.n_heads", nullptr},
-        {"num_key_value_heads", kv, "model.n_kv_heads", heads},
-        {"head_dim", m.d_model / heads, "model.d_model / model.n_heads", m.d_model / heads},
-        {"rms_norm_eps", m.norm_eps, "model.norm_eps", 1e-6},
-        {"rope_theta", m.rope_theta, "model.rope_theta", 10000.0},
-        {"tie_word_embeddings", m.tie_embeddings, "model.tie_embeddings", false},
-        {"hidden_act", "silu", "model.mlp = \"swiglu\"", "silu"},
-        {"attention_bias", false, "model.bias", false},
-        {"mlp_bias", false, "model.bias", false},
-        {"rope_scaling", nullptr, "(no RoPE scaling here)", nullptr},
-        {"max_position_embeddings", m.max_seq_len, "model.max_seq_len", nullptr, false},
-    };
-  return {
-      {"vocab_size", m.vocab_size, "model.vocab_size", nullptr},
-      {"n_embd", m.d_model, "model.d_model", nullptr},
-      {"n_inner", m.d_ff, "model.d_ff", 4 * m.d_model},
-      {"n_layer", m.n_layers, "model.n_layers", nullptr},
-      {"n_head", heads, "model.n_heads", nullptr},
-      {"n_positions", m.max_seq_len, "model.max_seq_len", nullptr},
-      {"layer_norm_epsilon", m.norm_eps, "model.norm_eps", 1e-5},
-      // Our GELU is the exact erf form; GPT-2's own "gelu_new" is the tanh approximation.
-      {"activation_function", "gelu", "model.mlp = \"gelu\" (exact erf)", "gelu_new"},
-      {"tie_word_embeddings", m.tie_embeddings, "model.tie_embeddings", true},
-      {"scale_attn_weights", true, "(attention scaled by 1/sqrt(head dim))", true},
-      {"scale_attn_by_inverse_layer_idx", false, "(no per-layer attention scaling)", false},
-      {"n_ctx", m.max_seq_len, "model.max_seq_len", nullptr, false},
-  };
-}
 
 bool same_value(const json& a, const json& b) {
   if (a.is_number() && b.is_number()) return a.get<double>() == b.get<double>();
   return a == b;
 }
 
-void check_config(const json& file, const config::ModelConfig& m, HfLayout layout,
-                  const std::string& path) {
+void check_config(const json& file, const HfLayout& layout, const std::string& path) {
   MIXPREC_CHECK(file.contains("model_type") && file["model_type"].is_string(), "hf " + path,
-                "has no string \"model_type\" (\"llama\" or \"gpt2\")");
+                "has no string \"model_type\" (\"" + layout.model_type + "\" for this model)");
   const std::string type = file["model_type"].get<std::string>();
-  MIXPREC_CHECK(type == hf_layout_name(layout), "hf " + path,
-                "model_type = \"" + type + "\", but this model exports as \"" +
-                    hf_layout_name(layout) + "\"");
-  for (const Key& k : config_keys(m, layout)) {
+  MIXPREC_CHECK(
+      type == layout.model_type, "hf " + path,
+      "model_type = \"" + type + "\", but this model exports as \"" + layout.model_type + "\"");
+  for (const models::HfKey& k : layout.keys) {
     if (!k.checked) continue;
     const bool given = file.contains(k.hf) && !file[k.hf].is_null();
     MIXPREC_CHECK(
@@ -183,9 +56,10 @@ bool is_known_buffer(const std::string& name) {
 }
 
 // GPT-2 files name tensors with or without "transformer."; ours always have it.
-std::string canonical_name(const std::string& name, HfLayout layout) {
-  if (layout == HfLayout::gpt2 && !name.starts_with("transformer.") && name != "lm_head.weight")
-    return "transformer." + name;
+std::string canonical_name(const std::string& name, const HfLayout& layout) {
+  const std::string& prefix = layout.optional_prefix;
+  if (!prefix.empty() && !name.starts_with(prefix) && name != "lm_head.weight")
+    return prefix + name;
   return name;
 }
 
@@ -207,32 +81,17 @@ Tensor as_f32(const Tensor& t, const std::string& where, const std::string& what
 
 }  // namespace
 
-const char* hf_layout_name(HfLayout layout) {
-  return layout == HfLayout::llama ? "llama" : "gpt2";
-}
-
-HfLayout hf_layout_of(const config::ModelConfig& m) {
-  MIXPREC_CHECK(m.kind != "moe", "hf",
-                "model.kind = \"moe\" has no Hugging Face layout here (Llama and GPT-2 only)");
-  if (m.norm == "rmsnorm" && m.mlp == "swiglu" && m.positions == "rope" && !m.bias)
-    return HfLayout::llama;
-  if (m.norm == "layernorm" && m.mlp == "gelu" && m.positions == "learned" &&
-      m.kv_heads() == m.n_heads)
-    return HfLayout::gpt2;
-  throw Error("hf", fmt::format("model.norm = \"{}\", mlp = \"{}\", positions = \"{}\", bias = {}, "
-                                "n_kv_heads = {} fit no Hugging Face layout: Llama needs rmsnorm, "
-                                "swiglu, rope and no biases; GPT-2 layernorm, gelu, learned "
-                                "positions and no grouped-query attention",
-                                m.norm, m.mlp, m.positions, m.bias, m.n_kv_heads));
+models::HfLayout hf_layout_of(const config::ModelConfig& m) {
+  return models::model_spec(m.kind).hf_layout(m);
 }
 
 std::string hf_config_json(const config::ModelConfig& m, DType dtype) {
   const HfLayout layout = hf_layout_of(m);
   json j;
-  j["architectures"] = {layout == HfLayout::llama ? "LlamaForCausalLM" : "GPT2LMHeadModel"};
-  j["model_type"] = hf_layout_name(layout);
+  j["architectures"] = {layout.architecture};
+  j["model_type"] = layout.model_type;
   j["torch_dtype"] = dtype == DType::bf16 ? "bfloat16" : "float32";
-  for (const Key& k : config_keys(m, layout)) j[k.hf] = k.ours;
+  for (const models::HfKey& k : layout.keys) j[k.hf] = k.ours;
   return j.dump(2) + "\n";
 }
 
@@ -246,9 +105,9 @@ void export_hf(const std::string& dir, const config::ModelConfig& m, const optim
   for (const auto& p : params) masters.emplace(p->name(), p->master());
   TensorList tensors;
   std::set<std::string> used;
-  for (const Link& link : links_of(m, layout)) {
+  for (const HfLink& link : layout.links) {
     std::vector<Tensor> parts;
-    for (const Part& part : link.parts) {
+    for (const HfPart& part : link.parts) {
       if (part.ours.empty()) {
         parts.push_back(Tensor::zeros({part.rows}));
         continue;
@@ -264,9 +123,8 @@ void export_hf(const std::string& dir, const config::ModelConfig& m, const optim
     tensors.emplace_back(link.hf, t.to(options.dtype).contiguous());
   }
   for (const auto& [name, master] : masters)
-    MIXPREC_CHECK(
-        used.contains(name), "hf export",
-        "parameter '" + name + "' has no place in the " + hf_layout_name(layout) + " layout");
+    MIXPREC_CHECK(used.contains(name), "hf export",
+                  "parameter '" + name + "' has no place in the " + layout.model_type + " layout");
   write_hf_folder(dir, hf_config_json(m, options.dtype), tensors, options.max_shard_bytes);
 }
 
@@ -274,13 +132,13 @@ TensorMap import_hf(const std::string& dir, const config::ModelConfig& m) {
   const HfLayout layout = hf_layout_of(m);
   const HfCheckpoint hf = read_hf_folder(dir);
   const std::string config_path = dir + "/" + kHfConfigFile;
-  check_config(json::parse(hf.config_json), m, layout, config_path);
+  check_config(json::parse(hf.config_json), layout, config_path);
   TensorMap files;  // by canonical name
   for (const auto& [name, t] : hf.tensors) files.emplace(canonical_name(name, layout), t);
   NoGradGuard no_grad;
   TensorMap out;
   std::set<std::string> used;
-  for (const Link& link : links_of(m, layout)) {
+  for (const HfLink& link : layout.links) {
     const std::string where = "hf " + dir, what = "tensor '" + link.hf + "'";
     const auto it = files.find(link.hf);
     MIXPREC_CHECK(it != files.end(), "hf " + dir, "lacks the tensor '" + link.hf + "'");
@@ -291,7 +149,7 @@ TensorMap import_hf(const std::string& dir, const config::ModelConfig& m) {
     Tensor t = as_f32(it->second, where, what);
     if (link.conv1d) t = t.transpose(0, 1).contiguous();
     int64_t row = 0;
-    for (const Part& part : link.parts) {
+    for (const HfPart& part : link.parts) {
       const Tensor rows = t.slice(0, row, row + part.rows).contiguous().clone();
       row += part.rows;
       if (!part.ours.empty()) {
@@ -304,8 +162,7 @@ TensorMap import_hf(const std::string& dir, const config::ModelConfig& m) {
     }
   }
   // A tied output may be written anyway; it must then be the embedding itself.
-  const std::string embedding =
-      layout == HfLayout::llama ? "model.embed_tokens.weight" : "transformer.wte.weight";
+  const std::string& embedding = layout.embedding;
   if (m.tie_embeddings && files.contains("lm_head.weight")) {
     MIXPREC_CHECK(files.at("lm_head.weight").to(DType::f32).to_doubles() ==
                       files.at(embedding).to(DType::f32).to_doubles(),
@@ -316,7 +173,7 @@ TensorMap import_hf(const std::string& dir, const config::ModelConfig& m) {
   }
   for (const auto& [name, t] : files)
     MIXPREC_CHECK(used.contains(name) || is_known_buffer(name), "hf " + dir,
-                  "holds the tensor '" + name + "', which the " + hf_layout_name(layout) +
+                  "holds the tensor '" + name + "', which the " + layout.model_type +
                       " layout of this config has no place for");
   return out;
 }

@@ -7,6 +7,16 @@
 
 namespace mixprec::models {
 
+const Tensor& LossParts::term(std::string_view name) const {
+  std::string names;
+  for (const auto& [n, t] : terms) {
+    if (n == name) return t;
+    names += (names.empty() ? "" : ", ") + n;
+  }
+  throw Error("LossParts::term", "no auxiliary loss '" + std::string(name) + "' (the family has " +
+                                     (names.empty() ? "none" : names) + ")");
+}
+
 Tensor Model::decode(const Tensor& /*tokens*/, DecodeState& /*state*/) {
   throw Error("Model::decode", "model.kind = " + config_.kind + " has no incremental decoding");
 }

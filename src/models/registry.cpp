@@ -4,40 +4,47 @@
 #include <array>
 
 #include "mixprec/core/error.h"
-#include "mixprec/models/transformer/transformer.h"
+#include "mixprec/models/gpt/gpt.h"
+#include "mixprec/models/llama3/llama3.h"
+#include "mixprec/models/moe/moe_family.h"
 
 namespace mixprec::models {
 namespace {
 
-template <class Family>
-std::unique_ptr<Model> make(const config::ModelConfig& config) {
-  return std::make_unique<Family>(config);
-}
+constexpr std::array<const ModelSpec*, 3> kSpecs{&moe::kSpec, &gpt::kSpec, &llama3::kSpec};
 
-constexpr std::array kFamilies{
-    ModelFamily{"moe", "decoder-only transformer with a mixture of experts in every block's MLP",
-                make<Transformer>},
-    ModelFamily{"gpt", "the same transformer with a dense MLP (GPT-2 / nanoGPT shape)",
-                make<Transformer>},
-    ModelFamily{"llama3",
-                "torchtitan's Llama 3: RMSNorm, RoPE, SwiGLU, grouped-query attention, no biases",
-                make<Transformer>},
+// Rules for a config built in code (no file, no line): the key and the problem.
+class PlainRules final : public config::ConfigRules {
+ public:
+  void require(bool ok, const std::string& key, const std::string& problem) const override {
+    if (!ok) throw Error("model", key + " " + problem);
+  }
+  std::string show(const std::string& key) const override { return key; }
 };
 
 }  // namespace
 
-std::span<const ModelFamily> model_families() {
-  return kFamilies;
+std::span<const ModelSpec* const> model_specs() {
+  return kSpecs;
+}
+
+const ModelSpec& model_spec(const std::string& kind) {
+  std::string kinds;
+  for (const ModelSpec* s : kSpecs) {
+    if (kind == s->kind) return *s;
+    kinds += std::string(kinds.empty() ? "" : ", ") + s->kind;
+  }
+  throw Error("model.kind", "'" + kind + "' is not a model family (families: " + kinds + ")");
+}
+
+void check_model_config(const config::ModelConfig& config, const config::ConfigRules& rules) {
+  model_spec(config.kind).check_config(config, rules);
 }
 
 std::unique_ptr<Model> make_model(const config::ModelConfig& config) {
-  std::string kinds;
-  for (const ModelFamily& f : kFamilies) {
-    if (config.kind == f.kind) return f.make(config);
-    kinds += std::string(kinds.empty() ? "" : ", ") + f.kind;
-  }
-  throw Error("model.kind",
-              "'" + config.kind + "' is not a model family (families: " + kinds + ")");
+  const ModelSpec& spec = model_spec(config.kind);
+  spec.check_config(config, PlainRules{});
+  return spec.make(config);
 }
 
 }  // namespace mixprec::models

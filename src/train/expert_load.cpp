@@ -1,4 +1,4 @@
-// Expert loads and the band they keep (see expert_load.h).
+// The band expert loads keep (see expert_load.h).
 #include "mixprec/train/expert_load.h"
 
 #include <fmt/format.h>
@@ -14,23 +14,6 @@ double median(std::vector<double> v) {
 }
 
 }  // namespace
-
-std::vector<std::vector<double>> expert_loads(const std::vector<int64_t>& counts,
-                                              int64_t n_experts) {
-  std::vector<std::vector<double>> loads;
-  if (n_experts <= 0) return loads;
-  const auto E = static_cast<std::size_t>(n_experts);
-  for (std::size_t b = 0; b + E <= counts.size(); b += E) {
-    double total = 0;
-    for (std::size_t e = 0; e < E; ++e) total += static_cast<double>(counts[b + e]);
-    std::vector<double> block(E, 0.0);
-    if (total > 0)
-      for (std::size_t e = 0; e < E; ++e)
-        block[e] = static_cast<double>(counts[b + e]) * static_cast<double>(E) / total;
-    loads.push_back(std::move(block));
-  }
-  return loads;
-}
 
 std::string describe_expert_load_band(const std::vector<StepMetrics>& steps) {
   std::vector<const StepMetrics*> with;

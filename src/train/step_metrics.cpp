@@ -1,6 +1,8 @@
 // JSONL lines of the metrics file.
 #include "mixprec/train/step_metrics.h"
 
+#include <limits>
+
 #include <cmath>
 #include <nlohmann/json.hpp>
 
@@ -19,14 +21,19 @@ std::string dump(const nlohmann::ordered_json& j) {
 
 }  // namespace
 
+double StepMetrics::term(std::string_view name) const {
+  for (const auto& [n, v] : terms)
+    if (n == name) return v;
+  return std::numeric_limits<double>::quiet_NaN();
+}
+
 std::string to_json_line(const StepMetrics& m) {
   nlohmann::ordered_json j;
   j["type"] = "train";
   j["step"] = m.step;
   j["loss"] = number(m.loss);
   j["ce"] = number(m.ce);
-  j["aux"] = number(m.aux);
-  j["z"] = number(m.z);
+  for (const auto& [name, value] : m.terms) j[name] = number(value);
   j["lr"] = m.lr;
   j["grad_norm"] = number(m.grad_norm);
   j["loss_scale"] = m.loss_scale;

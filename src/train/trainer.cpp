@@ -159,8 +159,10 @@ struct Trainer::State {
   std::optional<io::Checkpoint> resumable_checkpoint();
   StepMetrics step();
   struct Pass {
-    std::vector<double> losses;   // total, ce, aux, z: means over this rank's rows
-    std::vector<int64_t> counts;  // the model's expert counts over them
+    // total, ce, then the family's auxiliary terms: means over this rank's rows
+    std::vector<double> losses;
+    std::vector<std::string> term_names;  // of losses[2..]
+    std::vector<int64_t> counts;          // the model's step counts over them
   };
   Pass forward_backward(int64_t step, float loss_scale);
   models::LossParts micro_batch(const data::Batch& batch, double loss_scale, int64_t micro_batches);
@@ -169,7 +171,7 @@ struct Trainer::State {
   std::string kept_text() const;
   std::string nonfinite_origin(const StepMetrics& m);
   amp::StepReport apply_gradients(StepMetrics& m, amp::StepNumerics& numerics, float loss_scale);
-  void balance_experts(std::vector<int64_t> counts, bool stepped, StepMetrics& m);
+  void update_buffers(std::vector<int64_t> counts, bool stepped, StepMetrics& m);
   std::string save(int64_t step);
   std::string export_weights();
   void begin_run();
@@ -316,7 +318,7 @@ void Trainer::State::init_from_hf() {
     io::restore_training_state(local, io::TrainingState{parallelism->parameters()});
   });
   progress.message("initial weights: " + dir + " (Hugging Face " +
-                   io::hf_layout_name(io::hf_layout_of(config.model)) + ")");
+                   io::hf_layout_of(config.model).model_type + ")");
 }
 
 namespace {
@@ -426,16 +428,16 @@ amp::StepReport Trainer::State::apply_gradients(StepMetrics& m, amp::StepNumeric
   return report;
 }
 
-// The step's expert counts over every rank's rows (one small all-reduce) give the loads the
-// metrics show and, after a step that was taken, the expert biases' update: a skipped step
-// leaves the model as it was, biases included.
-void Trainer::State::balance_experts(std::vector<int64_t> counts, bool stepped, StepMetrics& m) {
+// The step's counts over every rank's rows (one small all-reduce; moe: tokens per expert)
+// give the loads the metrics show and, after a step that was taken, the model's buffer update
+// (moe: the expert biases): a skipped step leaves the model as it was, buffers included.
+void Trainer::State::update_buffers(std::vector<int64_t> counts, bool stepped, StepMetrics& m) {
   if (counts.empty()) return;
   std::vector<double> summed(counts.begin(), counts.end());  // exact below 2^53
   dist::sum_over_ranks(*comm, summed);
   for (std::size_t i = 0; i < counts.size(); ++i) counts[i] = static_cast<int64_t>(summed[i]);
-  m.expert_load = expert_loads(counts, config.model.moe.n_experts);
-  if (stepped) model->update_expert_bias(counts);
+  m.expert_load = model->count_loads(counts);
+  if (stepped) model->update_buffers(counts);
 }
 
 // The loss of one micro-batch, and its gradients, added to the step's so far, at
@@ -462,7 +464,7 @@ Trainer::State::Pass Trainer::State::forward_backward(int64_t step, float loss_s
   const data::Batch rows = local_batch(step);
   const int64_t n = rows.inputs.size(0), per = dist::micro_batch_rows(config, comm->size());
   const int64_t micro_batches = n / per;
-  Pass pass{std::vector<double>(4, 0.0), {}};
+  Pass pass;
   for (int64_t i = 0; i < micro_batches; ++i) {
     const data::Batch mb =
         micro_batches == 1
@@ -471,10 +473,16 @@ Trainer::State::Pass Trainer::State::forward_backward(int64_t step, float loss_s
                           rows.targets.slice(0, i * per, (i + 1) * per).contiguous()};
     models::LossParts loss = micro_batch(mb, loss_scale, micro_batches);
     // The values, then the graph goes (it would otherwise live through the next forward).
-    const double parts[4] = {loss.total.item(), loss.ce.item(), loss.aux.item(), loss.z.item()};
+    std::vector<double> parts{loss.total.item(), loss.ce.item()};
+    if (i == 0) pass.losses.assign(2 + loss.terms.size(), 0.0);
+    for (const auto& [name, value] : loss.terms) {
+      parts.push_back(value.item());
+      if (i == 0) pass.term_names.push_back(name);
+    }
     loss = {};
-    for (int k = 0; k < 4; ++k) pass.losses[k] += parts[k] / static_cast<double>(micro_batches);
-    const std::vector<int64_t> counts = model->expert_counts();
+    for (std::size_t k = 0; k < parts.size(); ++k)
+      pass.losses.at(k) += parts[k] / static_cast<double>(micro_batches);
+    const std::vector<int64_t> counts = model->step_counts();
     if (pass.counts.empty()) pass.counts.assign(counts.size(), 0);
     for (std::size_t e = 0; e < counts.size(); ++e) pass.counts[e] += counts[e];
   }
@@ -506,7 +514,7 @@ StepMetrics Trainer::State::step() {
   m.step = next_step + 1;
   amp::StepNumerics numerics;
   const amp::StepReport report = apply_gradients(m, numerics, loss_scale);
-  balance_experts(std::move(pass.counts), report.stepped, m);
+  update_buffers(std::move(pass.counts), report.stepped, m);
   const auto t1 = Clock::now();
 
   // Each rank's loss is the mean over its rows: the job's is the mean over ranks.
@@ -514,8 +522,8 @@ StepMetrics Trainer::State::step() {
   const double world = comm->size();
   m.loss = losses[0] / world;
   m.ce = losses[1] / world;
-  m.aux = losses[2] / world;
-  m.z = losses[3] / world;
+  for (std::size_t k = 2; k < losses.size(); ++k)
+    m.terms.emplace_back(pass.term_names[k - 2], losses[k] / world);
   m.lr = schedule->lr(next_step);
   m.loss_scale = loss_scale;
   m.skipped = !report.stepped;

@@ -39,11 +39,11 @@ TEST(ShardedModelMpi, GradientsMatchThePlainModelOnTheWholeBatch) {
     const int64_t B = 2 * W, T = 10;
     const Tensor x = token_grid(B, T, mc.vocab_size), y = token_grid(B, T, mc.vocab_size, 1);
 
-    models::Transformer plain(mc);
+    models::Transformer plain = models::testing::transformer(mc);
     plain.materialize(5, policy);
     plain.loss(x, y).total.backward();
 
-    models::Transformer desc(mc);
+    models::Transformer desc = models::testing::transformer(mc);
     ShardedModel sharded(desc, world(), policy);
     sharded.materialize(5);
     sharded.begin_step(true);

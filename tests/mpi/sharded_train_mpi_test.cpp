@@ -295,7 +295,7 @@ INSTANTIATE_TEST_SUITE_P(Recipes, SameWorldSize,
 // loss scale backs off alike everywhere.
 TEST(NonFinite, OnOneRankSkipsTheStepOnEveryRank) {
   using models::testing::token_grid;
-  models::Transformer model(models::testing::tiny_config("gpt"));
+  models::Transformer model = models::testing::transformer(models::testing::tiny_config("gpt"));
   dist::ShardedModel sharded(model, world(), amp::preset("fp16-mixed"));
   sharded.materialize(4);
   optim::AdamW opt(sharded.parameters(), 1e-2);

@@ -27,10 +27,10 @@ void run_export(const ExportArgs& a) {
   options.max_shard_bytes = a.max_shard_bytes;
   train::LoadedModel loaded = train::load_model(a.checkpoint);
   const config::ModelConfig& m = loaded.config.model;
-  const io::HfLayout layout = io::hf_layout_of(m);  // before any file is written
+  const models::HfLayout layout = io::hf_layout_of(m);  // before any file is written
   io::export_hf(a.hf_dir, m, loaded.parallelism->full_parameters(), options);
   fmt::print("exported step {} of {} as Hugging Face {} ({}) to {}\n", loaded.step, loaded.path,
-             io::hf_layout_name(layout), a.dtype, a.hf_dir);
+             layout.model_type, a.dtype, a.hf_dir);
 }
 
 }  // namespace

@@ -61,6 +61,9 @@ struct MemoryPlan {
   // The process's resident set between steps (VmRSS), per rank: see predict_rss. 0 in the
   // parameter-count mode.
   std::size_t rss = 0;
+  // A model whose tokens read only some of its parameters (a mixture of experts): its buffers
+  // change size with the routing (predict_rss' allocator factor).
+  bool routed = false;
   // The plain sum of the terms: an upper bound on the peak.
   std::size_t sum() const { return master + working + grads + optimizer + activations + comm; }
 };
@@ -92,9 +95,9 @@ void check_model_plannable(const config::ModelConfig& model);
 inline constexpr double kRssAllocatorFactorDense = 1.10, kRssAllocatorFactorMoe = 1.40;
 inline constexpr double kRssCodeMiB = 11.5, kRssMpiCodeMiB = 5.1;
 inline constexpr double kRssHeapMiB = 2.3, kRssHeapPerThreadMiB = 3.3;
-// The plan's peak as process RSS between steps: the allocator factor (moe or dense) x peak +
-// code (+ MPI's at W > 1) + heap + heap per thread x threads + token_file_bytes.
-std::size_t predict_rss(const MemoryPlan& plan, bool moe, int threads,
+// The plan's peak as process RSS between steps: the allocator factor (routed: MoE, or dense) x peak
+// + code (+ MPI's at W > 1) + heap + heap per thread x threads + token_file_bytes.
+std::size_t predict_rss(const MemoryPlan& plan, bool routed, int threads,
                         std::size_t token_file_bytes);
 
 // Error naming training.batch_size when it does not split evenly over `world_size` ranks, or

@@ -1,29 +1,20 @@
-// Hugging Face weights in and out for the transformer family: Llama (LlamaForCausalLM) for
-// RMSNorm + SwiGLU + RoPE models without biases (kind llama3, or gpt configured so), GPT-2
-// (GPT2LMHeadModel) for LayerNorm + GELU + learned-position models. One table per layout maps
-// our parameter names to Hugging Face's (GPT-2: Conv1D weights stored [in, out], q/k/v fused
-// into c_attn) and our config keys to config.json's.
-//
-// RoPE: our rope() rotates the halves (i, i + Dh/2) of each head, which is Hugging Face's
-// layout, so q and k rows go across as they are. (Meta's and torchtitan's checkpoints rotate
-// interleaved pairs (2i, 2i + 1); HF's conversion script permutes their q/k rows into this
-// layout, and a model trained here needs no such permutation.)
+// Hugging Face weights in and out, by the model family's layout (models/hf_layout.h: its
+// tensor names both ways and its config.json keys): the decoder families export as Llama
+// (LlamaForCausalLM) or GPT-2 (GPT2LMHeadModel), models/transformer/hf_layouts.h.
 #pragma once
 
 #include <cstdint>
 #include <string>
 
 #include "mixprec/config/train_config.h"
+#include "mixprec/models/hf_layout.h"
 #include "mixprec/optim/parameter.h"
 #include "mixprec/tensor/tensor_map.h"
 
 namespace mixprec::io {
 
-enum class HfLayout { llama, gpt2 };
-const char* hf_layout_name(HfLayout layout);  // "llama" | "gpt2" (config.json's model_type)
-
-// The layout a model exports to; an Error naming the model key that fits neither.
-HfLayout hf_layout_of(const config::ModelConfig& model);
+// The layout a model exports to (its family's); an Error naming the model keys that have none.
+models::HfLayout hf_layout_of(const config::ModelConfig& model);
 
 struct HfExportOptions {
   DType dtype = DType::f32;                  // f32, or bf16 (masters rounded to nearest even)

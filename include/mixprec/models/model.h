@@ -27,10 +27,14 @@
 namespace mixprec::models {
 
 struct LossParts {
-  Tensor total;  // ce + the family's extra terms (MoE: aux_loss_weight·aux + z_loss_weight·z)
+  Tensor total;  // ce + the family's auxiliary terms, each times its weight
   Tensor ce;     // mean token cross-entropy
-  Tensor aux;    // mean over MoE layers of the load-balancing loss (0 without experts)
-  Tensor z;      // mean over MoE layers of the router z-loss (0 without experts)
+  // The family's auxiliary losses, unweighted, by name, in a fixed order (moe: "aux", the
+  // mean load-balancing loss of its MoE blocks, then "z", their router z-loss); the metrics
+  // log each under its name. Empty for a family without any.
+  std::vector<std::pair<std::string, Tensor>> terms;
+  // The term of that name; an Error when the family has none of it.
+  const Tensor& term(std::string_view name) const;
 };
 
 // What a training step's forward saves for backward, and the largest short-lived buffers of
@@ -118,13 +122,19 @@ class Model {
   // expert biases of auxiliary-loss-free balancing): named f32 tensors, the same on every
   // rank, saved in checkpoints as "buffer.<name>" (io/checkpoint_state.h).
   const std::vector<std::pair<std::string, Tensor>>& buffers() const { return buffers_; }
-  // Tokens the last forward routed to each expert (before any capacity drop), MoE layer
-  // after MoE layer; empty for a family without experts.
-  virtual std::vector<int64_t> expert_counts() const { return {}; }
-  // After an optimizer step: balances the experts from the step's counts (expert_counts()'
-  // layout, summed over the step's micro-batches and every rank). A no-op without expert
-  // biases.
-  virtual void update_expert_bias(const std::vector<int64_t>& /*counts*/) {}
+  // Counts the last forward gathered (moe: the tokens routed to each expert before any
+  // capacity drop, MoE block after MoE block), which the trainer sums over a step's
+  // micro-batches and every rank; empty for a family that keeps none.
+  virtual std::vector<int64_t> step_counts() const { return {}; }
+  // After an optimizer step that was taken, from the step's summed counts: the family updates
+  // its buffers (moe: balances the expert biases). A no-op for a family without buffers.
+  virtual void update_buffers(const std::vector<int64_t>& /*step_counts*/) {}
+  // The step's summed counts as loads for the metrics, one row per group (moe: per MoE block,
+  // each expert's count over the block's mean; a block that routed nothing gets zeros).
+  virtual std::vector<std::vector<double>> count_loads(
+      const std::vector<int64_t>& /*step_counts*/) const {
+    return {};
+  }
 
   // Routes weights and unit boundaries through `hooks` (null: the working copies). The hooks
   // must outlive every forward and backward that uses them.

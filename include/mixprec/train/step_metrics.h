@@ -5,14 +5,18 @@
 #include <cstddef>
 #include <cstdint>
 #include <string>
+#include <string_view>
+#include <utility>
 #include <vector>
 
 namespace mixprec::train {
 
 struct StepMetrics {
   int64_t step = 0;  // completed steps, 1-based
-  double loss = 0;   // total loss (ce + MoE aux and z terms), unscaled
-  double ce = 0, aux = 0, z = 0;
+  double loss = 0;   // total loss (ce + the family's weighted auxiliary terms), unscaled
+  double ce = 0;
+  // The family's auxiliary losses by name (models::LossParts::terms; moe: "aux", "z").
+  std::vector<std::pair<std::string, double>> terms;
   double lr = 0;
   double grad_norm = 0;  // global norm of the true gradients before clipping (inf: non-finite)
   float loss_scale = 1;  // the scale this step's gradients carried
@@ -28,8 +32,10 @@ struct StepMetrics {
   double underflow_fraction = 0, overflow_fraction = 0;  // f16 range, at the step's scale
   std::string numerics_json;  // the monitor's StepNumerics::to_json (per parameter on log steps)
   // Per MoE block, each expert's tokens / the block's mean, over the whole batch (every rank's
-  // rows and micro-batches); empty without experts.
+  // rows and micro-batches): models::Model::count_loads; empty without experts.
   std::vector<std::vector<double>> expert_load;
+  // The term of that name; NaN when the family has none of it.
+  double term(std::string_view name) const;
 };
 
 struct EvalMetrics {

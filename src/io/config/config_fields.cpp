@@ -22,7 +22,7 @@ namespace {
     }                                                                          \
   }
 
-// The names a table holds (the model registry's kinds, the optimizer table's names), in order.
+// The names a table holds (the optimizer table's names), in order.
 template <class Row>
 std::vector<std::string> names_of(std::span<const Row> rows, const char* Row::*name) {
   std::vector<std::string> out;
@@ -30,11 +30,17 @@ std::vector<std::string> names_of(std::span<const Row> rows, const char* Row::*n
   return out;
 }
 
+std::vector<std::string> model_kinds() {
+  std::vector<std::string> out;
+  for (const models::ModelSpec* spec : models::model_specs()) out.emplace_back(spec->kind);
+  return out;
+}
+
 std::vector<Field> make_fields() {
   return {
       Field{"", "run_dir", [](TrainConfig& c) -> ValueRef { return &c.run_dir; }, {}},
       Field{"model", "kind", [](TrainConfig& c) -> ValueRef { return &c.model.kind; },
-            names_of(models::model_families(), &models::ModelFamily::kind)},
+            model_kinds()},
       FIELD("model", model, vocab_size),
       FIELD("model", model, d_model),
       FIELD("model", model, n_layers),

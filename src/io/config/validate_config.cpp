@@ -9,18 +9,20 @@
 #include "config_fields.h"
 #include "mixprec/core/error.h"
 #include "mixprec/models/activation_checkpoint.h"
+#include "mixprec/models/registry.h"
+#include "mixprec/models/transformer/decoder_rules.h"
 #include "mixprec/models/transformer/ffn_sizing.h"
 
 namespace mixprec::config::detail {
 namespace {
 
-class Checker {
+class Checker final : public ConfigRules {
  public:
   Checker(const TrainConfig& config, const Origins& origins, const std::string& where)
       : config_(config), origins_(origins), where_(where) {}
 
   // "line 7: model.n_heads = 3 must divide model.d_model = 64"
-  void require(bool ok, const std::string& key, const std::string& problem) const {
+  void require(bool ok, const std::string& key, const std::string& problem) const override {
     if (ok) return;
     throw Error(where_, origin(key) + key + " = " + value(key) + " " + problem);
   }
@@ -33,7 +35,7 @@ class Checker {
     return it == origins_.end() ? "(default) " : it->second + ": ";
   }
   // "model.d_model = 64", for the other key of a relation.
-  std::string show(const std::string& key) const { return key + " = " + value(key); }
+  std::string show(const std::string& key) const override { return key + " = " + value(key); }
 
  private:
   mutable TrainConfig config_;  // bind() hands out non-const pointers; a copy keeps it honest
@@ -56,108 +58,11 @@ void check_choices(const TrainConfig& config, const Checker& c) {
   }
 }
 
-// Far above any model trained today (Llama 3 405B: d_ff 53248, vocab 128256, 126 layers), and
-// low enough that a weight's element count (expert x d_model x d_ff) stays inside int64; whether
-// a model fits this machine's memory is dist::check_fits_machine's question.
-constexpr int64_t kMaxWidth = int64_t{1} << 24;
-constexpr int64_t kMaxCount = int64_t{1} << 14;
-constexpr double kMaxProduct = 0x1p40;
-constexpr double kMaxMultiplier = 1000.0;  // Llama 3 405B uses 1.2
-
-void check_bound(const Checker& c, const char* key, int64_t value, int64_t bound) {
-  c.require(value <= bound, key, "must be <= " + std::to_string(bound));
-}
-
-void check_model(const ModelConfig& m, const Checker& c) {
-  c.require(m.vocab_size > 0, "model.vocab_size", "must be > 0");
-  c.require(m.d_model > 0, "model.d_model", "must be > 0");
-  c.require(m.n_layers > 0, "model.n_layers", "must be > 0");
-  check_bound(c, "model.vocab_size", m.vocab_size, kMaxWidth);
-  check_bound(c, "model.d_model", m.d_model, kMaxWidth);
-  check_bound(c, "model.d_ff", m.d_ff, kMaxWidth);
-  check_bound(c, "model.max_seq_len", m.max_seq_len, kMaxWidth);
-  check_bound(c, "model.moe.n_experts", m.moe.n_experts, kMaxCount);
-  check_bound(c, "model.moe.n_shared_experts", m.moe.n_shared_experts, kMaxCount);
-  // Products too: the memory planner counts a layer's weights and an attention's scores in
-  // int64 bytes. 2^40 weights in one layer is a thousand times today's largest.
-  const double experts =
-      m.kind == "moe" ? static_cast<double>(m.moe.n_experts + m.moe.n_shared_experts) : 1.0;
-  c.require(experts * static_cast<double>(m.d_model) * static_cast<double>(m.d_ff) <= kMaxProduct,
-            "model.d_ff",
-            "times model.d_model" + std::string(m.kind == "moe" ? " and model.moe.n_experts" : "") +
-                " must be <= 2^40 (the weights of one layer)");
-  c.require(static_cast<double>(m.vocab_size) * static_cast<double>(m.d_model) <= kMaxProduct,
-            "model.vocab_size", "times model.d_model must be <= 2^40 (the embedding's weights)");
-  c.require(m.n_heads > 0, "model.n_heads", "must be > 0");
-  c.require(m.d_model % m.n_heads == 0, "model.n_heads", "must divide " + c.show("model.d_model"));
-  if (m.positions == "rope") {
-    // RoPE rotates pairs of dimensions within each head.
-    c.require((m.d_model / m.n_heads) % 2 == 0, "model.n_heads",
-              "gives an odd head size d_model / n_heads with positions = \"rope\" (" +
-                  c.show("model.d_model") + ")");
-  }
-  c.require(m.n_kv_heads >= 0, "model.n_kv_heads", "must be >= 0 (0 = model.n_heads)");
-  c.require(m.n_kv_heads == 0 || m.n_heads % m.n_kv_heads == 0, "model.n_kv_heads",
-            "must divide " + c.show("model.n_heads") + " (grouped-query attention)");
-  c.require(m.d_ff > 0, "model.d_ff", "must be > 0");
-  c.require(m.multiple_of >= 0, "model.multiple_of", "must be >= 0 (0 = d_ff as given)");
-  check_bound(c, "model.multiple_of", m.multiple_of, kMaxWidth);
-  c.require(m.ffn_dim_multiplier >= 0 && m.ffn_dim_multiplier <= kMaxMultiplier,
-            "model.ffn_dim_multiplier", "must be in [0, 1000] (0 = none)");
-  c.require(m.norm_eps > 0 && std::isfinite(m.norm_eps), "model.norm_eps",
-            "must be finite and > 0");
-  c.require(m.rope_theta > 0 && std::isfinite(m.rope_theta), "model.rope_theta",
-            "must be finite and > 0");
-  if (m.kind == "llama3") {
-    // Llama's architecture is fixed; the keys that would change it must say so.
-    c.require(m.norm == "rmsnorm", "model.norm", "must be \"rmsnorm\" for model.kind = \"llama3\"");
-    c.require(m.mlp == "swiglu", "model.mlp", "must be \"swiglu\" for model.kind = \"llama3\"");
-    c.require(m.positions == "rope", "model.positions",
-              "must be \"rope\" for model.kind = \"llama3\"");
-    c.require(!m.bias, "model.bias", "must be false for model.kind = \"llama3\" (no biases)");
-  }
-  c.require(m.max_seq_len > 0, "model.max_seq_len", "must be > 0");
-  c.require(m.moe.n_experts > 0, "model.moe.n_experts", "must be > 0");
-  c.require(m.moe.top_k > 0, "model.moe.top_k", "must be > 0");
-  c.require(m.moe.top_k <= m.moe.n_experts, "model.moe.top_k",
-            "must be <= " + c.show("model.moe.n_experts"));
-  c.require(m.moe.capacity_factor >= 0, "model.moe.capacity_factor",
-            "must be >= 0 (0 = no dropping)");
-  c.require(m.moe.aux_loss_weight >= 0, "model.moe.aux_loss_weight", "must be >= 0");
-  c.require(m.moe.z_loss_weight >= 0, "model.moe.z_loss_weight", "must be >= 0");
-  c.require(m.moe.route_scale > 0 && std::isfinite(m.moe.route_scale), "model.moe.route_scale",
-            "must be finite and > 0");
-  c.require(m.moe.n_expert_groups >= 0, "model.moe.n_expert_groups",
-            "must be >= 0 (0 = no group-limited routing)");
-  if (m.moe.n_expert_groups > 0) {
-    const int64_t groups = m.moe.n_expert_groups;
-    c.require(m.moe.n_experts % groups == 0, "model.moe.n_expert_groups",
-              "must divide " + c.show("model.moe.n_experts"));
-    c.require(m.moe.n_limited_groups >= 1 && m.moe.n_limited_groups <= groups,
-              "model.moe.n_limited_groups",
-              "must be in [1, " + c.show("model.moe.n_expert_groups") + "]");
-    c.require(m.moe.n_experts % groups != 0 ||
-                  m.moe.top_k <= m.moe.n_limited_groups * (m.moe.n_experts / groups),
-              "model.moe.top_k",
-              "must be <= the experts of model.moe.n_limited_groups groups (" +
-                  std::to_string(m.moe.n_limited_groups * (m.moe.n_experts / groups)) + ")");
-  } else {
-    c.require(m.moe.n_limited_groups == 0, "model.moe.n_limited_groups",
-              "needs model.moe.n_expert_groups > 0");
-  }
-  c.require(m.moe.n_shared_experts >= 0, "model.moe.n_shared_experts", "must be >= 0");
-  c.require(m.moe.n_dense_layers >= 0 && m.moe.n_dense_layers <= m.n_layers,
-            "model.moe.n_dense_layers", "must be in [0, " + c.show("model.n_layers") + "]");
-  c.require(m.moe.dense_d_ff >= 0, "model.moe.dense_d_ff", "must be >= 0");
-  check_bound(c, "model.moe.dense_d_ff", m.moe.dense_d_ff, kMaxWidth);
-  c.require(static_cast<double>(m.moe.dense_d_ff) * static_cast<double>(m.d_model) <= kMaxProduct,
-            "model.moe.dense_d_ff",
-            "times model.d_model must be <= 2^40 (the weights of one layer)");
-  c.require(m.moe.n_dense_layers == 0 || m.moe.dense_d_ff > 0, "model.moe.dense_d_ff",
-            "must be > 0 when model.moe.n_dense_layers > 0 (the dense MLPs' width)");
-  c.require(m.moe.load_balance_coeff >= 0 && std::isfinite(m.moe.load_balance_coeff),
-            "model.moe.load_balance_coeff", "must be finite and >= 0 (0 = off)");
-}
+// Widths the config may give (model.d_model, training.batch_size, ...): the model families'
+// bound (models/transformer/decoder_rules.h).
+constexpr int64_t kMaxWidth = models::kMaxModelWidth;
+constexpr double kMaxMultiplier = models::kMaxFfnMultiplier;
+using models::check_bound;
 
 }  // namespace
 
@@ -320,7 +225,7 @@ void validate(const TrainConfig& config, const Origins& origins, const std::stri
       c.require(std::isfinite(**d), f.key(), "must be finite");
   }
   check_choices(config, c);
-  check_model(config.model, c);
+  models::check_model_config(config.model, c);  // the family's rules
   check_training(config, c);
   check_optimizer(config, c);
   check_outputs(config, c);

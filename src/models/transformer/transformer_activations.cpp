@@ -53,6 +53,7 @@ struct Sizes {
   Bytes c, r, a;
   int64_t N, d, H, F, V;
   int64_t kv;  // width of k and v: n_kv_heads · d / H (d without grouped-query attention)
+  bool moe;    // blocks from model.moe.n_dense_layers on have experts
 };
 
 Bytes norm_saved(const Sizes& s, bool layernorm) {
@@ -86,15 +87,15 @@ Bytes moe_router_saved(const Sizes& s, const config::ModelConfig& m) {
 }
 
 // A dense block's MLP width: d_ff, or an MoE's first blocks' dense_d_ff.
-int64_t dense_width(const config::ModelConfig& m) {
-  return m.kind == "moe" ? m.moe.dense_d_ff : m.d_ff;
+int64_t dense_width(const Sizes& s, const config::ModelConfig& m) {
+  return s.moe ? m.moe.dense_d_ff : m.d_ff;
 }
 
 Bytes mlp_saved(const Sizes& s, const config::ModelConfig& m, bool moe_block) {
   const bool layernorm = m.norm == "layernorm";
   const Bytes base = norm_saved(s, layernorm) + s.c * u(s.N * s.d);  // norm, shared input
   const Bytes hidden = u(ffn_hidden_tensors(m));
-  if (!moe_block) return base + hidden * s.c * u(s.N * dense_width(m));
+  if (!moe_block) return base + hidden * s.c * u(s.N * dense_width(s, m));
   const Bytes R = u(routed_rows(m, s.N));
   return base + moe_router_saved(s, m) + 2 * s.c * R * u(s.d)     // dispatched rows, outputs
          + hidden * s.c * R * u(s.F)                              // experts' hidden
@@ -105,20 +106,20 @@ Bytes mlp_saved(const Sizes& s, const config::ModelConfig& m, bool moe_block) {
 Bytes checkpointed_saved(const Sizes& s, const config::ModelConfig& m, BlockCheckpoint how) {
   const Bytes nd = u(s.N * s.d);
   Bytes kept = s.r * nd;  // the input
-  if (m.kind == "moe") kept += s.a * u(s.N) * u(m.moe.n_experts);
+  if (s.moe) kept += s.a * u(s.N) * u(m.moe.n_experts);
   if (how != BlockCheckpoint::selective_ops) return kept;
   const bool narrow = s.c < s.a;
   kept += s.c * nd + (narrow ? s.a * nd : 0) + s.a * u(s.N * s.H);  // attention
   kept += s.c * nd + s.c * u(s.N * s.kv);                           // wq, wv
-  if (m.kind != "moe") kept += s.c * u(s.N * s.F) + (m.mlp == "swiglu" ? s.c * nd : 0);
+  if (!s.moe) kept += s.c * u(s.N * s.F) + (m.mlp == "swiglu" ? s.c * nd : 0);
   return kept;
 }
 
 Bytes block_backward_transient(const Sizes& s, const config::ModelConfig& m) {
   const Bytes nd = u(s.N * s.d), residual_grad = s.r * nd;
   const Bytes attention = residual_grad + s.c * (3 * nd + 2 * u(s.N * s.kv));
-  Bytes mlp = residual_grad + 2 * s.c * u(s.N * (m.kind == "moe" ? m.moe.dense_d_ff : s.F));
-  if (m.kind == "moe") {
+  Bytes mlp = residual_grad + 2 * s.c * u(s.N * dense_width(s, m));
+  if (s.moe) {
     const Bytes rd = u(routed_rows(m, s.N) * s.d);
     const bool narrow = s.c < s.a;  // .to(acc) copies only when the dtype differs
     mlp = std::max(mlp, residual_grad + (s.r < s.a ? s.a * nd : 0) +
@@ -144,6 +145,7 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   s.kv = m.kv_heads() * (m.d_model / m.n_heads);
   s.F = m.d_ff;
   s.V = m.vocab_size;
+  s.moe = moe_;
   const bool layernorm = m.norm == "layernorm";
   const Bytes n = u(s.N), nv = u(s.N * s.V);
 
@@ -152,7 +154,7 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   e.blocks = m.n_layers;
   // An MoE's first n_dense_layers blocks are dense: block_saved is the mean over the blocks
   // (rounded up), so the total saved is exact.
-  const int64_t dense = m.kind == "moe" ? std::min(m.moe.n_dense_layers, m.n_layers) : m.n_layers;
+  const int64_t dense = moe_ ? std::min(m.moe.n_dense_layers, m.n_layers) : m.n_layers;
   const Bytes all_blocks = u(m.n_layers) * attention_saved(s, layernorm) +
                            u(dense) * mlp_saved(s, m, false) +
                            u(m.n_layers - dense) * mlp_saved(s, m, true);

@@ -1,4 +1,4 @@
-// Transformer construction: config checks and the parameter description (meta phase).
+// Transformer construction: the parameter description (meta phase), units and describe().
 #include <cmath>
 #include <string>
 
@@ -6,84 +6,14 @@
 
 #include <fmt/format.h>
 
-#include "mixprec/models/transformer/ffn_sizing.h"
-
 namespace mixprec::models {
-namespace {
 
-constexpr const char* kWhere = "Transformer";
-
-void check_one_of(const std::string& key, const std::string& value, const char* a, const char* b) {
-  MIXPREC_CHECK(value == a || value == b, kWhere,
-                "model." + key + " = '" + value + "' is not one of " + a + ", " + b);
-}
-
-void check_positive(const char* key, int64_t v) {
-  MIXPREC_CHECK(v > 0, kWhere,
-                std::string("model.") + key + " = " + std::to_string(v) + " must be > 0");
-}
-
-void check_config(const config::ModelConfig& c) {
-  MIXPREC_CHECK(c.kind == "gpt" || c.kind == "moe" || c.kind == "llama3", kWhere,
-                "model.kind = '" + c.kind + "' is not one of gpt, moe, llama3");
-  check_one_of("norm", c.norm, "rmsnorm", "layernorm");
-  check_one_of("mlp", c.mlp, "swiglu", "gelu");
-  check_one_of("positions", c.positions, "rope", "learned");
-  check_positive("vocab_size", c.vocab_size);
-  check_positive("d_model", c.d_model);
-  check_positive("n_layers", c.n_layers);
-  check_positive("n_heads", c.n_heads);
-  check_positive("d_ff", c.d_ff);
-  check_positive("max_seq_len", c.max_seq_len);
-  MIXPREC_CHECK(c.d_model % c.n_heads == 0, kWhere,
-                "model.d_model = " + std::to_string(c.d_model) +
-                    " is not a multiple of model.n_heads = " + std::to_string(c.n_heads));
-  MIXPREC_CHECK(c.n_kv_heads >= 0 && (c.n_kv_heads == 0 || c.n_heads % c.n_kv_heads == 0), kWhere,
-                "model.n_kv_heads = " + std::to_string(c.n_kv_heads) +
-                    " must divide model.n_heads = " + std::to_string(c.n_heads) + " (0 = n_heads)");
-  MIXPREC_CHECK(c.norm_eps > 0 && std::isfinite(c.norm_eps), kWhere,
-                "model.norm_eps = " + std::to_string(c.norm_eps) + " must be finite and > 0");
-  MIXPREC_CHECK(c.rope_theta > 0 && std::isfinite(c.rope_theta), kWhere,
-                "model.rope_theta = " + std::to_string(c.rope_theta) + " must be finite and > 0");
-  if (c.multiple_of > 0) {
-    const int64_t derived = llama_ffn_hidden_dim(c.d_model, c.multiple_of, c.ffn_dim_multiplier);
-    MIXPREC_CHECK(c.d_ff == derived, kWhere,
-                  "model.d_ff = " + std::to_string(c.d_ff) + " is not the " +
-                      std::to_string(derived) + " that model.multiple_of gives");
-  }
-  if (c.kind == "llama3")
-    MIXPREC_CHECK(c.norm == "rmsnorm" && c.mlp == "swiglu" && c.positions == "rope" && !c.bias,
-                  kWhere,
-                  "model.kind = llama3 needs norm rmsnorm, mlp swiglu, positions rope and no bias");
-  if (c.positions == "rope")
-    MIXPREC_CHECK((c.d_model / c.n_heads) % 2 == 0, kWhere,
-                  "rope needs an even head dim, got " + std::to_string(c.d_model / c.n_heads));
-  if (c.kind == "moe") {
-    check_positive("moe.n_experts", c.moe.n_experts);
-    MIXPREC_CHECK(c.moe.top_k >= 1 && c.moe.top_k <= c.moe.n_experts, kWhere,
-                  "model.moe.top_k = " + std::to_string(c.moe.top_k) + " must be in [1, " +
-                      std::to_string(c.moe.n_experts) + "]");
-    MIXPREC_CHECK(
-        c.moe.capacity_factor >= 0, kWhere,
-        "model.moe.capacity_factor = " + std::to_string(c.moe.capacity_factor) + " must be >= 0");
-    MIXPREC_CHECK(c.moe.n_shared_experts >= 0 && c.moe.n_dense_layers >= 0 &&
-                      c.moe.n_dense_layers <= c.n_layers &&
-                      (c.moe.n_dense_layers == 0 || c.moe.dense_d_ff > 0),
-                  kWhere,
-                  "model.moe.n_shared_experts, n_dense_layers (<= model.n_layers) and dense_d_ff "
-                  "(> 0 with dense layers) are out of range");
-    check_one_of("moe.balance_scope", c.moe.balance_scope, "global", "rank");
-  }
-}
-
-}  // namespace
-
-Transformer::Transformer(const config::ModelConfig& config) : Model(config) {
-  check_config(config_);
+Transformer::Transformer(const config::ModelConfig& config, const DecoderArch& arch)
+    : Model(config), arch_(arch) {
   mlp_ = parse_mlp_kind(config_.mlp);
   layernorm_ = config_.norm == "layernorm";
   rope_ = config_.positions == "rope";
-  moe_ = config_.kind == "moe";
+  moe_ = arch.experts;
   kv_heads_ = config_.kv_heads();
   const config::MoeConfig& m = config_.moe;
   moe_options_ = {.top_k = m.top_k,
@@ -106,7 +36,7 @@ Transformer::Transformer(const config::ModelConfig& config) : Model(config) {
 void Transformer::describe_parameters() {
   const config::ModelConfig& c = config_;
   const int64_t d = c.d_model, kv = kv_heads_ * (d / c.n_heads);
-  const bool llama = c.kind == "llama3";
+  const bool llama = arch_.titan_init;
   const InitRule weight{InitKind::normal, 0.02};
   // The residual outputs (wo, w_down; Llama also w_up): GPT-2 scales by the depth of the
   // whole model, torchtitan's Llama (depth_init) by the layer's own: 0.02 / sqrt(2·(l + 1)).

@@ -138,17 +138,17 @@ Tensor Transformer::moe(const Tensor& x, int64_t layer, const std::string& prefi
   return m.out.view({B, T, d});
 }
 
-std::vector<int64_t> Transformer::expert_counts() const {
+std::vector<int64_t> Transformer::step_counts() const {
   std::vector<int64_t> counts;
   for (const MoeLayerStats& s : moe_stats_)
     counts.insert(counts.end(), s.routed.begin(), s.routed.end());
   return counts;
 }
 
-void Transformer::update_expert_bias(const std::vector<int64_t>& counts) {
+void Transformer::update_buffers(const std::vector<int64_t>& counts) {
   if (expert_bias_.empty()) return;
   const auto E = static_cast<std::size_t>(config_.moe.n_experts);
-  MIXPREC_CHECK(counts.size() == E * expert_bias_.size(), "Transformer::update_expert_bias",
+  MIXPREC_CHECK(counts.size() == E * expert_bias_.size(), "Transformer::update_buffers",
                 std::to_string(counts.size()) + " counts for " +
                     std::to_string(expert_bias_.size()) + " MoE blocks of " + std::to_string(E) +
                     " experts");
@@ -170,6 +170,23 @@ void Transformer::update_expert_bias(const std::vector<int64_t>& counts) {
     for (std::size_t e = 0; e < E; ++e)
       bias[e] = static_cast<float>(static_cast<double>(bias[e]) + delta[e] - delta_mean);
   }
+}
+
+std::vector<std::vector<double>> Transformer::count_loads(
+    const std::vector<int64_t>& counts) const {
+  std::vector<std::vector<double>> loads;
+  if (!moe_) return loads;
+  const auto E = static_cast<std::size_t>(config_.moe.n_experts);
+  for (std::size_t b = 0; b + E <= counts.size(); b += E) {
+    double total = 0;
+    for (std::size_t e = 0; e < E; ++e) total += static_cast<double>(counts[b + e]);
+    std::vector<double> block(E, 0.0);
+    if (total > 0)
+      for (std::size_t e = 0; e < E; ++e)
+        block[e] = static_cast<double>(counts[b + e]) * static_cast<double>(E) / total;
+    loads.push_back(std::move(block));
+  }
+  return loads;
 }
 
 Tensor Transformer::forward(const Tensor& tokens) {
@@ -288,12 +305,12 @@ LossParts Transformer::loss(const Tensor& tokens, const Tensor& targets) {
     for (std::size_t i = 1; i < parts.size(); ++i) s = add(s, parts[i]);
     return scale(s, 1.0 / static_cast<double>(parts.size())).to(ld);
   };
-  p.aux = layer_mean(aux_losses_);
-  p.z = layer_mean(z_losses_);
   p.total = p.ce;
   if (moe_) {
-    p.total = add(p.total, scale(p.aux, config_.moe.aux_loss_weight));
-    p.total = add(p.total, scale(p.z, config_.moe.z_loss_weight));
+    const Tensor aux = layer_mean(aux_losses_), z = layer_mean(z_losses_);
+    p.total = add(p.total, scale(aux, config_.moe.aux_loss_weight));
+    p.total = add(p.total, scale(z, config_.moe.z_loss_weight));
+    p.terms = {{"aux", aux}, {"z", z}};
   }
   return p;
 }

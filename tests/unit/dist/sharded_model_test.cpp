@@ -49,9 +49,9 @@ TEST_P(ShardedModelTest, MatchesTheUnshardedModelBitForBit) {
   const int64_t B = c.sparse ? 1 : 3, T = c.sparse ? 4 : 10;
   const Tensor x = token_grid(B, T, mc.vocab_size), y = token_grid(B, T, mc.vocab_size, 1);
 
-  models::Transformer plain(mc);
+  models::Transformer plain = models::testing::transformer(mc);
   plain.materialize(7, policy);
-  models::Transformer shared_desc(mc);
+  models::Transformer shared_desc = models::testing::transformer(mc);
   auto comm = make_single_process_communicator();
   if (c.checkpoint) {
     const std::string how = c.checkpoint;
@@ -119,7 +119,7 @@ INSTANTIATE_TEST_SUITE_P(
     });
 
 TEST(ShardedModel, WeightsOutsideAStepAreAnError) {
-  models::Transformer model(tiny_config("gpt"));
+  models::Transformer model = models::testing::transformer(tiny_config("gpt"));
   auto comm = make_single_process_communicator();
   ShardedModel sharded(model, *comm, amp::preset("fp32"));
   sharded.materialize(1);
@@ -130,13 +130,13 @@ TEST(ShardedState, GatheredStateIsTheUnshardedOneAndShardsBack) {
   const amp::MixedPrecisionPolicy policy = amp::preset("fp32");
   const config::ModelConfig mc = tiny_config("gpt");
   const Tensor x = token_grid(2, 8, mc.vocab_size), y = token_grid(2, 8, mc.vocab_size, 2);
-  models::Transformer plain(mc);
+  models::Transformer plain = models::testing::transformer(mc);
   plain.materialize(3, policy);
   optim::AdamW plain_opt(plain.parameters().parameters(), 1e-2);
   plain.loss(x, y).total.backward();
   plain_opt.step();
 
-  models::Transformer desc(mc);
+  models::Transformer desc = models::testing::transformer(mc);
   auto comm = make_single_process_communicator();
   ShardedModel sharded(desc, *comm, policy);
   sharded.materialize(3);
@@ -156,7 +156,7 @@ TEST(ShardedState, GatheredStateIsTheUnshardedOneAndShardsBack) {
     EXPECT_EQ(t.to_doubles(), got.at(key).to_doubles()) << key;
   }
   // Round trip into a fresh sharded model: the same pieces back.
-  models::Transformer desc2(mc);
+  models::Transformer desc2 = models::testing::transformer(mc);
   ShardedModel again(desc2, *comm, policy);
   again.materialize(99);
   optim::AdamW again_opt(again.parameters(), 1e-2);

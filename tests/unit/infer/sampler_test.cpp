@@ -26,7 +26,7 @@ using models::testing::tiny_config;
 constexpr SampleOptions kFullVocabulary{.top_k = 0};
 
 models::Transformer tiny_model(const char* kind, uint64_t seed = 3) {
-  models::Transformer m(tiny_config(kind));
+  models::Transformer m = models::testing::transformer(tiny_config(kind));
   m.materialize(seed, amp::preset("fp32"));
   return m;
 }

@@ -48,7 +48,7 @@ struct Step {
 // One forward + backward of a fresh model (seed 7) under `policy`; fp16 with a loss scale.
 Step run(const config::ModelConfig& mc, const amp::MixedPrecisionPolicy& policy,
          const ActivationCheckpoint& checkpoint, const Tensor& x, const Tensor& y) {
-  Transformer m(mc);
+  Transformer m = testing::transformer(mc);
   m.materialize(7, policy);
   m.set_activation_checkpoint(checkpoint);
   Step s;
@@ -85,8 +85,12 @@ TEST_P(CheckpointedModelTest, LossesAndGradientsAreModeNonesBitForBit) {
     const Step s = run(mc, policy, ac(mode, option), x, y);
     EXPECT_TRUE(mixprec::testing::same_bits(s.loss.total, none.loss.total))
         << s.loss.total.item() << " vs " << none.loss.total.item();
-    EXPECT_TRUE(mixprec::testing::same_bits(s.loss.aux, none.loss.aux));
-    EXPECT_TRUE(mixprec::testing::same_bits(s.loss.z, none.loss.z));
+    ASSERT_EQ(s.loss.terms.size(), none.loss.terms.size());
+    for (std::size_t i = 0; i < s.loss.terms.size(); ++i) {
+      EXPECT_EQ(s.loss.terms[i].first, none.loss.terms[i].first);
+      EXPECT_TRUE(mixprec::testing::same_bits(s.loss.terms[i].second, none.loss.terms[i].second))
+          << s.loss.terms[i].first;
+    }
     // One record per MoE block: a recompute adds none.
     EXPECT_EQ(s.moe_records, none.moe_records);
     ASSERT_EQ(s.grads.size(), none.grads.size());
@@ -128,7 +132,7 @@ std::size_t peak_bytes(const ActivationCheckpoint& checkpoint, const char* kind)
   mc.vocab_size = 32;
   mc.max_seq_len = 64;
   const amp::MixedPrecisionPolicy policy = amp::preset("bf16-mixed");
-  Transformer m(mc);
+  Transformer m = testing::transformer(mc);
   m.materialize(7, policy);
   m.set_activation_checkpoint(checkpoint);
   const Tensor x = token_grid(4, 64, mc.vocab_size), y = token_grid(4, 64, mc.vocab_size, 1);
@@ -199,7 +203,7 @@ TEST(ActivationCheckpointEstimate, CountsWhatEachModeKeeps) {
   mc.d_ff = 96;
   const int64_t N = 2 * 32, d = 64, kv = 32, F = 96, H = 4;
   const amp::MixedPrecisionPolicy bf16 = amp::preset("bf16-mixed");
-  Transformer m(mc);
+  Transformer m = testing::transformer(mc);
   const ActivationEstimate none = m.estimate_activations(bf16, 2, 32);
   EXPECT_EQ(none.checkpoint_every, 0);
   EXPECT_EQ(none.saved(), none.root_saved + 4 * none.block_saved);
@@ -234,7 +238,7 @@ TEST(ActivationCheckpointEstimate, CountsWhatEachModeKeeps) {
 // A MoE block also keeps the router logits its forward recorded (the model holds them).
 TEST(ActivationCheckpointEstimate, MoeKeepsTheRecordedRouterLogits) {
   config::ModelConfig mc = tiny_config("moe");
-  Transformer m(mc);
+  Transformer m = testing::transformer(mc);
   m.set_activation_checkpoint(ac("full"));
   const ActivationEstimate e = m.estimate_activations(amp::preset("fp32"), 2, 8);
   EXPECT_EQ(e.checkpointed_saved, std::size_t(4 * 16 * 16 + 4 * 16 * 4));  // input, logits

@@ -2,10 +2,14 @@
 #pragma once
 
 #include <cstdint>
+#include <memory>
+#include <utility>
 #include <vector>
 
 #include "mixprec/amp/policy.h"
 #include "mixprec/config/train_config.h"
+#include "mixprec/models/registry.h"
+#include "mixprec/models/transformer/transformer.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::models::testing {
@@ -22,6 +26,13 @@ inline config::ModelConfig tiny_config(const char* kind) {
   c.moe.n_experts = 4;
   c.moe.top_k = 2;
   return c;
+}
+
+// The decoder a family makes of `c` (checked by make_model), by value: the gpt, llama3 and moe
+// families' models are Transformers.
+inline Transformer transformer(const config::ModelConfig& c) {
+  const std::unique_ptr<Model> model = make_model(c);
+  return std::move(dynamic_cast<Transformer&>(*model));
 }
 
 inline amp::MixedPrecisionPolicy fp32_policy() {

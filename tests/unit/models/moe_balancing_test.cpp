@@ -25,7 +25,7 @@ config::ModelConfig deepseek_tiny() {
 }
 
 TEST(MoeBalancing, DenseFirstBlocksSharedExpertsAndBiasBuffers) {
-  const Transformer t(deepseek_tiny());
+  const Transformer t = testing::transformer(deepseek_tiny());
   const ParameterSet& p = t.parameters();
   EXPECT_EQ(p.spec("blocks.0.mlp.w_up").shape, (Shape{40, 16}));
   EXPECT_FALSE(p.contains("blocks.0.moe.router"));
@@ -41,30 +41,30 @@ TEST(MoeBalancing, DenseFirstBlocksSharedExpertsAndBiasBuffers) {
   // No bias without load_balance_coeff.
   config::ModelConfig plain = deepseek_tiny();
   plain.moe.load_balance_coeff = 0;
-  EXPECT_TRUE(Transformer(plain).buffers().empty());
+  EXPECT_TRUE(testing::transformer(plain).buffers().empty());
 }
 
 // Block 1: counts (5, 1, 1, 1), mean 2: δ = 0.01·(-1, 1, 1, 1), re-centred by mean(δ) = 0.005.
 // Block 2 is balanced: no change.
 TEST(MoeBalancing, ExpertBiasUpdateByHand) {
-  Transformer t(deepseek_tiny());
-  t.update_expert_bias({5, 1, 1, 1, 2, 2, 2, 2});
+  Transformer t = testing::transformer(deepseek_tiny());
+  t.update_buffers({5, 1, 1, 1, 2, 2, 2, 2});
   EXPECT_EQ(t.buffers()[0].second.to_doubles(),
             (std::vector<double>{static_cast<float>(-0.015), static_cast<float>(0.005),
                                  static_cast<float>(0.005), static_cast<float>(0.005)}));
   EXPECT_EQ(t.buffers()[1].second.to_doubles(), std::vector<double>(4, 0.0));
-  EXPECT_THROW(t.update_expert_bias({1, 2, 3}), Error);
+  EXPECT_THROW(t.update_buffers({1, 2, 3}), Error);
 }
 
 TEST(MoeBalancing, CountsPerMoeBlockAndTheBiasSteersRouting) {
-  Transformer t(deepseek_tiny());
+  Transformer t = testing::transformer(deepseek_tiny());
   t.materialize(3, testing::fp32_policy());
   const Tensor tokens = testing::token_grid(2, 8, 16);
   {
     amp::ComputeScope scope(testing::fp32_policy());
     t.forward(tokens);
   }
-  const std::vector<int64_t> counts = t.expert_counts();
+  const std::vector<int64_t> counts = t.step_counts();
   ASSERT_EQ(counts.size(), 8u);  // 2 MoE blocks x 4 experts
   EXPECT_EQ(std::accumulate(counts.begin(), counts.begin() + 4, int64_t{0}), 2 * 8 * 2);
   EXPECT_EQ(std::accumulate(counts.begin() + 4, counts.end(), int64_t{0}), 2 * 8 * 2);
@@ -75,7 +75,7 @@ TEST(MoeBalancing, CountsPerMoeBlockAndTheBiasSteersRouting) {
     amp::ComputeScope scope(testing::fp32_policy());
     t.forward(tokens);
   }
-  const std::vector<int64_t> steered = t.expert_counts();
+  const std::vector<int64_t> steered = t.step_counts();
   EXPECT_EQ(std::vector<int64_t>(steered.begin(), steered.begin() + 4),
             (std::vector<int64_t>{16, 0, 0, 16}));
 }

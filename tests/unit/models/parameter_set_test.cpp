@@ -49,7 +49,7 @@ TEST(ParameterSet, DescribingAModelAllocatesNothing) {
   c.d_model = 512;
   c.d_ff = 2048;
   c.vocab_size = 32000;
-  const Transformer model(c);
+  const Transformer model = testing::transformer(c);
   // tok_emb 32000·512 + 2 blocks · (2 norms 1024 + attention 4·512² + router 4·512 +
   // 4 experts · 3·2048·512) + final norm 512
   EXPECT_EQ(model.parameters().parameter_count(),
@@ -113,7 +113,7 @@ TEST(ParameterSet, Gpt2InitStatistics) {
   c.n_layers = 8;
   c.vocab_size = 256;
   c.norm = "layernorm";
-  Transformer model(c);
+  Transformer model = testing::transformer(c);
   model.materialize(3, amp::preset("bf16-mixed"));
   const ParameterSet& p = model.parameters();
   // 128x128 = 16384 samples: the sample std is within ~1% of the truth (5 sigma ~ 3%).

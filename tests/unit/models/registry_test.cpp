@@ -16,11 +16,11 @@ namespace {
 using testing::tiny_config;
 
 TEST(ModelRegistry, EveryFamilyIsMadeByItsKindAndDeclaresAUnitForEachParameter) {
-  ASSERT_FALSE(model_families().empty());
-  for (const ModelFamily& family : model_families()) {
-    SCOPED_TRACE(family.kind);
-    const std::unique_ptr<Model> model = make_model(tiny_config(family.kind));
-    EXPECT_EQ(model->config().kind, family.kind);
+  ASSERT_FALSE(model_specs().empty());
+  for (const ModelSpec* family : model_specs()) {
+    SCOPED_TRACE(family->kind);
+    const std::unique_ptr<Model> model = make_model(tiny_config(family->kind));
+    EXPECT_EQ(model->config().kind, family->kind);
     EXPECT_FALSE(model->parameters().materialized() && !model->parameters().specs().empty())
         << "described on the meta device, not allocated";
     const std::vector<std::string> units = model->shard_units();
@@ -32,7 +32,7 @@ TEST(ModelRegistry, EveryFamilyIsMadeByItsKindAndDeclaresAUnitForEachParameter) 
       used.insert(s.unit);
     }
     EXPECT_EQ(used, declared) << "a declared unit holds no parameter";
-    EXPECT_EQ(model->describe().rfind("model: " + std::string(family.kind), 0), 0u)
+    EXPECT_EQ(model->describe().rfind("model: " + std::string(family->kind), 0), 0u)
         << model->describe();
     EXPECT_GT(model->estimate_activations(amp::preset("bf16-mixed"), 2, 8).total(), 0u);
     // The sharded layout takes the declared units, in order, and places every parameter.
@@ -51,8 +51,8 @@ TEST(ModelRegistry, AnUnknownKindNamesTheKeyAndTheFamilies) {
     const std::string what = e.what();
     EXPECT_NE(what.find("model.kind"), std::string::npos) << what;
     EXPECT_NE(what.find("'llama9'"), std::string::npos) << what;
-    for (const ModelFamily& f : model_families())
-      EXPECT_NE(what.find(f.kind), std::string::npos) << what;
+    for (const ModelSpec* f : model_specs())
+      EXPECT_NE(what.find(f->kind), std::string::npos) << what;
   }
 }
 
@@ -61,7 +61,7 @@ TEST(ModelRegistry, TheConfigAcceptsExactlyTheRegisteredKinds) {
   const config::detail::Field* field = config::detail::find_field("model.kind");
   ASSERT_NE(field, nullptr);
   std::set<std::string> registered;
-  for (const ModelFamily& f : model_families()) registered.insert(f.kind);
+  for (const ModelSpec* f : model_specs()) registered.insert(f->kind);
   EXPECT_EQ(std::set<std::string>(field->choices.begin(), field->choices.end()), registered);
 }
 

@@ -33,7 +33,7 @@ struct Curve {
 Curve train(const char* kind, const char* precision) {
   config::ModelConfig c = testing::tiny_config(kind);
   c.moe.capacity_factor = 1.5;
-  Transformer model(c);
+  Transformer model = testing::transformer(c);
   const amp::MixedPrecisionPolicy policy = amp::preset(precision);
   model.materialize(1234, policy);
   optim::AdamW opt(model.parameters().parameters(), 1e-2, 0.01);

@@ -33,7 +33,8 @@ std::vector<StepBits> losses(const std::string& mode, const std::string& option,
   Trainer trainer(c, testing::quiet());
   const TrainSummary s = trainer.run();
   std::vector<StepBits> out;
-  for (const StepMetrics& m : s.steps) out.push_back({m.loss, m.ce, m.aux, m.z, m.grad_norm, 0});
+  for (const StepMetrics& m : s.steps)
+    out.push_back({m.loss, m.ce, m.term("aux"), m.term("z"), m.grad_norm, 0});
   EXPECT_EQ(s.evals.size(), 1u);
   if (!s.evals.empty()) out.push_back({0, 0, 0, 0, 0, s.evals.back().val_loss});
   return out;

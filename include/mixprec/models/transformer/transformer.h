@@ -1,8 +1,7 @@
-// The transformer family (models/registry.h: kinds "gpt", "moe" and "llama3"): language models
-// from config::ModelConfig, kind "gpt" (dense MLP), "moe" (every block's MLP is a mixture of
-// experts, models/transformer/moe.h) or "llama3" (torchtitan's Llama 3: RMSNorm, RoPE with
-// model.rope_theta, SwiGLU sized by model.multiple_of, grouped-query attention, no biases, an
-// untied output, and torchtitan's initialisation).
+// The decoder-only transformer the gpt, llama3 and moe families (models/<family>/) build: a
+// language model from config::ModelConfig and the family's DecoderArch: a dense MLP in every
+// block, or a mixture of experts (models/transformer/moe.h) from model.moe.n_dense_layers on;
+// GPT-2's initialisation or torchtitan's Llama 3 one.
 //
 //   h = tok_emb[tokens] (+ pos_emb[0..T) when positions = learned)
 //   per block l:  h += attn(norm(h));  h += mlp_or_moe(norm(h))      (pre-norm)
@@ -41,10 +40,20 @@
 
 namespace mixprec::models {
 
+// What a family decides about the decoder beyond its config.
+struct DecoderArch {
+  // torchtitan's Llama initialisation (above) instead of GPT-2's.
+  bool titan_init = false;
+  // Blocks from model.moe.n_dense_layers on have a mixture of experts as their MLP.
+  bool experts = false;
+};
+
 class Transformer final : public Model {
  public:
-  // Describes every parameter (meta: nothing allocated). Checks the config.
-  explicit Transformer(const config::ModelConfig& config);
+  // Describes every parameter (meta: nothing allocated), from a config its family's
+  // check_config accepted (models::make_model checks it).
+  Transformer(const config::ModelConfig& config, const DecoderArch& arch);
+  Transformer(Transformer&&) = default;  // before any hooks: a family hands its value out
 
   Tensor forward(const Tensor& tokens) override;
   // A key/value cache per block, [B, n_kv_heads, max_seq_len, Dh] in the compute dtype.
@@ -57,10 +66,13 @@ class Transformer final : public Model {
                                           int64_t sequences, int64_t seq_len) const override;
   std::string describe() const override;
   std::optional<int64_t> active_parameter_count() const override;  // moe only
-  std::vector<int64_t> expert_counts() const override;
-  // DeepSeek-V3's update (torchtitan's): per MoE block, with c_e its count and c̄ their mean,
-  // δ_e = coeff · sign(c̄ - c_e), bias_e += δ_e - mean(δ) (in f64, rounded once into f32).
-  void update_expert_bias(const std::vector<int64_t>& counts) override;
+  // The tokens routed to each expert, MoE block after MoE block (Model::step_counts).
+  std::vector<int64_t> step_counts() const override;
+  // DeepSeek-V3's expert-bias update (torchtitan's): per MoE block, with c_e its count and c̄
+  // their mean, δ_e = coeff · sign(c̄ - c_e), bias_e += δ_e - mean(δ) (in f64, rounded once
+  // into f32). A no-op without expert biases.
+  void update_buffers(const std::vector<int64_t>& counts) override;
+  std::vector<std::vector<double>> count_loads(const std::vector<int64_t>& counts) const override;
 
   // From the last forward: one entry per MoE block (empty for gpt), and the routers' logits.
   // MoE blocks are the blocks from model.moe.n_dense_layers on.
@@ -86,6 +98,7 @@ class Transformer final : public Model {
   static std::string block_unit(int64_t layer) { return "blocks." + std::to_string(layer); }
   void describe_parameters();
 
+  DecoderArch arch_;
   MlpKind mlp_;
   bool layernorm_, rope_, moe_;
   int64_t kv_heads_;                 // model.n_kv_heads, or n_heads when it is 0

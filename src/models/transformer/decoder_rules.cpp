@@ -1,0 +1,84 @@
+// The shared decoder's config rules (decoder_rules.h).
+#include "mixprec/models/transformer/decoder_rules.h"
+
+#include <cmath>
+
+#include "mixprec/models/transformer/ffn_sizing.h"
+
+namespace mixprec::models {
+
+void check_bound(const config::ConfigRules& c, const std::string& key, int64_t value,
+                 int64_t bound) {
+  c.require(value <= bound, key, "must be <= " + std::to_string(bound));
+}
+
+void check_decoder_config(const config::ModelConfig& m, const config::ConfigRules& c,
+                          double mlp_copies, const std::string& copies_keys) {
+  // The config loader checks choices first (the key table's); a config built in code is
+  // told its value here.
+  c.require(m.norm == "rmsnorm" || m.norm == "layernorm", "model.norm",
+            "= \"" + m.norm + "\" is not one of: rmsnorm, layernorm");
+  c.require(m.mlp == "swiglu" || m.mlp == "gelu", "model.mlp",
+            "= \"" + m.mlp + "\" is not one of: swiglu, gelu");
+  c.require(m.positions == "rope" || m.positions == "learned", "model.positions",
+            "= \"" + m.positions + "\" is not one of: rope, learned");
+  c.require(m.vocab_size > 0, "model.vocab_size", "must be > 0");
+  c.require(m.d_model > 0, "model.d_model", "must be > 0");
+  c.require(m.n_layers > 0, "model.n_layers", "must be > 0");
+  check_bound(c, "model.vocab_size", m.vocab_size, kMaxModelWidth);
+  check_bound(c, "model.d_model", m.d_model, kMaxModelWidth);
+  check_bound(c, "model.d_ff", m.d_ff, kMaxModelWidth);
+  check_bound(c, "model.max_seq_len", m.max_seq_len, kMaxModelWidth);
+  // Products too: the memory planner counts a layer's weights and an attention's scores in
+  // int64 bytes.
+  c.require(
+      mlp_copies * static_cast<double>(m.d_model) * static_cast<double>(m.d_ff) <= kMaxLayerWeights,
+      "model.d_ff",
+      "times model.d_model" + copies_keys + " must be <= 2^40 (the weights of one layer)");
+  c.require(static_cast<double>(m.vocab_size) * static_cast<double>(m.d_model) <= kMaxLayerWeights,
+            "model.vocab_size", "times model.d_model must be <= 2^40 (the embedding's weights)");
+  c.require(m.n_heads > 0, "model.n_heads", "must be > 0");
+  c.require(m.d_model % m.n_heads == 0, "model.n_heads", "must divide " + c.show("model.d_model"));
+  if (m.positions == "rope") {
+    // RoPE rotates pairs of dimensions within each head.
+    c.require((m.d_model / m.n_heads) % 2 == 0, "model.n_heads",
+              "gives an odd head size d_model / n_heads with positions = \"rope\" (" +
+                  c.show("model.d_model") + ")");
+  }
+  c.require(m.n_kv_heads >= 0, "model.n_kv_heads", "must be >= 0 (0 = model.n_heads)");
+  c.require(m.n_kv_heads == 0 || m.n_heads % m.n_kv_heads == 0, "model.n_kv_heads",
+            "must divide " + c.show("model.n_heads") + " (grouped-query attention)");
+  c.require(m.d_ff > 0, "model.d_ff", "must be > 0");
+  c.require(m.multiple_of >= 0, "model.multiple_of", "must be >= 0 (0 = d_ff as given)");
+  check_bound(c, "model.multiple_of", m.multiple_of, kMaxModelWidth);
+  c.require(m.ffn_dim_multiplier >= 0 && m.ffn_dim_multiplier <= kMaxFfnMultiplier,
+            "model.ffn_dim_multiplier", "must be in [0, 1000] (0 = none)");
+  if (m.multiple_of > 0) {
+    // The loader derives d_ff so (resolve_model_sizes); a config built in code must agree.
+    const int64_t derived = llama_ffn_hidden_dim(m.d_model, m.multiple_of, m.ffn_dim_multiplier);
+    c.require(m.d_ff == derived, "model.d_ff",
+              "is not the " + std::to_string(derived) + " that " + c.show("model.multiple_of") +
+                  " gives");
+  }
+  c.require(m.norm_eps > 0 && std::isfinite(m.norm_eps), "model.norm_eps",
+            "must be finite and > 0");
+  c.require(m.rope_theta > 0 && std::isfinite(m.rope_theta), "model.rope_theta",
+            "must be finite and > 0");
+  c.require(m.max_seq_len > 0, "model.max_seq_len", "must be > 0");
+}
+
+std::string no_size_keys(const config::ModelConfig&) {
+  return "";
+}
+
+int64_t one_block_kind(const config::ModelConfig&) {
+  return 1;
+}
+
+config::ModelConfig with_layers(const config::ModelConfig& m, int64_t layers, int64_t) {
+  config::ModelConfig out = m;
+  out.n_layers = layers;
+  return out;
+}
+
+}  // namespace mixprec::models
