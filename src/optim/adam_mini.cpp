@@ -109,7 +109,7 @@ void AdamMini::update(Parameter& param, const ParamGroup& group, ParamState& sta
                       const Tensor& grad, float inv_scale) {
   const LocalBlocks part(param);
   if (part.count == 0) return;  // an empty parameter
-  const double wd = param.role().no_weight_decay ? 0.0 : group.weight_decay;
+  const double wd = weight_decay_of(group, param);
   const auto t = static_cast<double>(state.step);
   const double bias1 = 1 - std::pow(options_.beta1, t), bias2 = 1 - std::pow(options_.beta2, t);
   const float decay = static_cast<float>(1 - group.lr * wd);

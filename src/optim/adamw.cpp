@@ -31,7 +31,7 @@ std::vector<BufferSpec> AdamW::buffer_specs(const Parameter& param) const {
 
 void AdamW::update(Parameter& param, const ParamGroup& group, ParamState& state, const Tensor& grad,
                    float inv_scale) {
-  const double wd = param.role().no_weight_decay ? 0.0 : group.weight_decay;
+  const double wd = weight_decay_of(group, param);
   const auto t = static_cast<double>(state.step);
   const double bias1 = 1 - std::pow(options_.beta1, t), bias2 = 1 - std::pow(options_.beta2, t);
   // Scalars as PyTorch forms them: in f64, each rounded once to f32.

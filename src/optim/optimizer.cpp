@@ -6,6 +6,10 @@
 
 namespace mixprec::optim {
 
+double weight_decay_of(const ParamGroup& group, const Parameter& param) {
+  return group.decay_every_parameter || !param.role().no_weight_decay ? group.weight_decay : 0.0;
+}
+
 void Optimizer::zero_grad() {
   for (const ParamGroup& g : groups_)
     for (const auto& p : g.params) p->zero_grad();

@@ -11,16 +11,21 @@
 namespace mixprec::optim {
 namespace {
 
+// One group of every parameter, with the settings' decay rule.
+std::vector<ParamGroup> one_group(const ParamList& params, const OptimizerSettings& s) {
+  return {ParamGroup{params, s.lr, s.weight_decay, s.decay_every_parameter}};
+}
+
 std::unique_ptr<Optimizer> make_adamw(const ParamList& params, const OptimizerSettings& s) {
-  return std::make_unique<AdamW>(params, s.lr, s.weight_decay,
+  return std::make_unique<AdamW>(one_group(params, s),
                                  AdamWOptions{s.beta1, s.beta2, s.eps, s.seed});
 }
 std::unique_ptr<Optimizer> make_sgd(const ParamList& params, const OptimizerSettings& s) {
-  return std::make_unique<SGD>(params, s.lr, s.weight_decay,
+  return std::make_unique<SGD>(one_group(params, s),
                                SgdOptions{s.momentum, 0.0, s.nesterov, s.seed});
 }
 std::unique_ptr<Optimizer> make_adam_mini(const ParamList& params, const OptimizerSettings& s) {
-  return std::make_unique<AdamMini>(params, s.lr, s.weight_decay,
+  return std::make_unique<AdamMini>(one_group(params, s),
                                     AdamMiniOptions{s.beta1, s.beta2, s.eps, s.seed});
 }
 

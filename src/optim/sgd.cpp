@@ -23,7 +23,7 @@ std::vector<BufferSpec> SGD::buffer_specs(const Parameter& param) const {
 void SGD::update(Parameter& param, const ParamGroup& group, ParamState& state, const Tensor& grad,
                  float inv_scale) {
   const float neg_lr = static_cast<float>(-group.lr);
-  const float wd = param.role().no_weight_decay ? 0.0f : static_cast<float>(group.weight_decay);
+  const auto wd = static_cast<float>(weight_decay_of(group, param));
   const float momentum = static_cast<float>(options_.momentum);
   const float keep = static_cast<float>(1.0 - options_.dampening);
   const bool first = state.step == 1, nesterov = options_.nesterov;

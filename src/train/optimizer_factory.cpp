@@ -12,6 +12,7 @@ std::unique_ptr<optim::Optimizer> make_optimizer(const config::OptimizerConfig& 
                                                  const optim::ParamList& params, uint64_t seed) {
   const optim::OptimizerSettings settings{.lr = c.lr,
                                           .weight_decay = c.weight_decay,
+                                          .decay_every_parameter = c.weight_decay_params == "all",
                                           .beta1 = c.beta1,
                                           .beta2 = c.beta2,
                                           .eps = c.eps,

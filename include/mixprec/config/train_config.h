@@ -122,6 +122,10 @@ struct OptimizerConfig {
   std::string name = "adamw";  // adamw | sgd | adam-mini
   double lr = 1e-3;
   double weight_decay = 0.1;
+  // Which parameters weight_decay applies to: "matrices" (nanoGPT's and Hugging Face
+  // Trainer's rule: weights and embeddings, not norm gains or biases) or "all" (torchtitan's:
+  // every parameter).
+  std::string weight_decay_params = "matrices";
   double beta1 = 0.9;
   double beta2 = 0.95;
   double eps = 1e-8;

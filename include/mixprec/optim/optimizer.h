@@ -20,8 +20,15 @@ namespace mixprec::optim {
 struct ParamGroup {
   ParamList params;
   double lr = 1e-3;
-  double weight_decay = 0.0;  // not applied to params whose role says no_weight_decay
+  double weight_decay = 0.0;  // see weight_decay_of
+  // torchtitan's convention: weight decay on every parameter, norm gains and biases too.
+  // false: nanoGPT's (and Hugging Face Trainer's): not on parameters whose role says
+  // no_weight_decay (the model's norm gains and biases).
+  bool decay_every_parameter = false;
 };
+
+// The weight decay `param` of `group` takes (the one rule every optimizer reads).
+double weight_decay_of(const ParamGroup& group, const Parameter& param);
 
 // Named tensors of an optimizer's state ("<param name>.exp_avg", ..., plus scalars such as
 // "step" as 0-d f64 tensors), as saved in a checkpoint.

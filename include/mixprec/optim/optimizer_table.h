@@ -16,7 +16,8 @@ namespace mixprec::optim {
 // The [optimizer] settings every row may read (a row ignores what it has no use for).
 struct OptimizerSettings {
   double lr = 1e-3;
-  double weight_decay = 0.0;  // not applied to parameters whose role says no_weight_decay
+  double weight_decay = 0.0;
+  bool decay_every_parameter = false;  // ParamGroup's: torchtitan's rule, or nanoGPT's
   double beta1 = 0.9, beta2 = 0.999, eps = 1e-8;
   double momentum = 0.0;
   bool nesterov = false;

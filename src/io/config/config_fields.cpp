@@ -95,6 +95,7 @@ std::vector<Field> make_fields() {
             names_of(optim::optimizer_kinds(), &optim::OptimizerKind::name)},
       FIELD("optimizer", optimizer, lr),
       FIELD("optimizer", optimizer, weight_decay),
+      FIELD("optimizer", optimizer, weight_decay_params, "matrices", "all"),
       FIELD("optimizer", optimizer, beta1),
       FIELD("optimizer", optimizer, beta2),
       FIELD("optimizer", optimizer, eps),

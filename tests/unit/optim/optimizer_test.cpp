@@ -11,6 +11,7 @@
 
 #include "mixprec/optim/adam_mini.h"
 #include "mixprec/optim/adamw.h"
+#include "mixprec/optim/optimizer_table.h"
 #include "mixprec/optim/sgd.h"
 #include "optim_testing.h"
 
@@ -304,6 +305,29 @@ TEST(Optimizers, NoWeightDecayRoleIsHonoured) {
   opt.step();
   EXPECT_EQ(w->master().to_doubles(), std::vector<double>(2, static_cast<double>(2.0f * 0.95f)));
   EXPECT_EQ(g->master().to_doubles(), std::vector<double>(2, 2.0));
+}
+
+// optimizer.weight_decay_params = "all" (torchtitan's rule): every optimizer in the table
+// decays the parameters the model marks no_weight_decay too, by the same factor as the others;
+// "matrices" (nanoGPT's) leaves them alone. Zero gradients: only the decay moves a weight.
+TEST(Optimizers, DecayEveryParameterReachesNormGainsInEveryOptimizer) {
+  const amp::MixedPrecisionPolicy fp32 = make_policy(DType::f32);
+  for (const OptimizerKind& kind : optimizer_kinds())
+    for (const bool every : {false, true}) {
+      SCOPED_TRACE(std::string(kind.name) + (every ? " all" : " matrices"));
+      auto w = std::make_shared<Parameter>("w", Tensor::full({2, 2}, 2.0), fp32);
+      auto g = std::make_shared<Parameter>("g", Tensor::full({2}, 2.0), fp32,
+                                           ParamRole{.no_weight_decay = true});
+      const auto opt = kind.make(
+          {w, g},
+          OptimizerSettings{.lr = 0.1, .weight_decay = 0.5, .decay_every_parameter = every});
+      w->set_grad(Tensor::zeros({2, 2}));
+      g->set_grad(Tensor::zeros({2}));
+      opt->step();
+      const double decayed = w->master().to_doubles()[0];
+      EXPECT_LT(decayed, 2.0);
+      EXPECT_EQ(g->master().to_doubles(), std::vector<double>(2, every ? decayed : 2.0));
+    }
 }
 
 TEST(Optimizers, RejectBadGradientsAndOptions) {
