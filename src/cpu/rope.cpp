@@ -2,6 +2,7 @@
 // over the rows in f32 (f64 for f64), parallel over fixed row chunks.
 #include "mixprec/cpu/rope.h"
 
+#include <algorithm>
 #include <cmath>
 #include <memory>
 #include <mutex>
@@ -15,22 +16,22 @@
 namespace mixprec::cpu {
 namespace {
 
-// cos then sin, each [T, Dh/2], rounded from f64 to A.
+// cos then sin, each [T, Dh/2], times factor, rounded from f64 to A; keyed by what made it.
 template <class A>
 struct Table {
-  double theta;
-  int64_t offset, t, dh;
+  std::vector<double> inv_freq;
+  double factor;
+  int64_t offset, t;
   std::vector<A> cs;
 };
 
 template <class A>
-std::shared_ptr<const Table<A>> make_table(double theta, int64_t offset, int64_t t, int64_t dh) {
-  auto table = std::make_shared<Table<A>>(Table<A>{theta, offset, t, dh, {}});
-  const int64_t half = dh / 2;
+std::shared_ptr<const Table<A>> make_table(std::span<const double> inv_freq, double factor,
+                                           int64_t offset, int64_t t) {
+  auto table = std::make_shared<Table<A>>(
+      Table<A>{{inv_freq.begin(), inv_freq.end()}, factor, offset, t, {}});
+  const auto half = static_cast<int64_t>(inv_freq.size());
   table->cs.resize(static_cast<size_t>(2 * t * half));
-  std::vector<double> inv_freq(static_cast<size_t>(half));  // theta^(-2i/Dh), as PyTorch does
-  for (int64_t i = 0; i < half; ++i)
-    inv_freq[i] = 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(dh));
   A* c = table->cs.data();
   A* s = c + t * half;
   parallel_for(t, std::max<int64_t>(1, 4096 / std::max<int64_t>(half, 1)),
@@ -38,8 +39,9 @@ std::shared_ptr<const Table<A>> make_table(double theta, int64_t offset, int64_t
                  for (int64_t p = p0; p < p1; ++p)
                    for (int64_t i = 0; i < half; ++i) {
                      const double angle = static_cast<double>(offset + p) * inv_freq[i];
-                     c[p * half + i] = static_cast<A>(std::cos(angle));
-                     s[p * half + i] = static_cast<A>(std::sin(angle));
+                     // factor 1 (plain RoPE) leaves the f64 cos/sin, so their bits, as they were
+                     c[p * half + i] = static_cast<A>(std::cos(angle) * factor);
+                     s[p * half + i] = static_cast<A>(std::sin(angle) * factor);
                    }
                });
   return table;
@@ -48,15 +50,17 @@ std::shared_ptr<const Table<A>> make_table(double theta, int64_t offset, int64_t
 // The table of the last call (per math type): forward, backward and every layer of a model
 // ask for the same one, and long tables cost more than the rotation itself.
 template <class A>
-std::shared_ptr<const Table<A>> table_for(double theta, int64_t offset, int64_t t, int64_t dh) {
+std::shared_ptr<const Table<A>> table_for(std::span<const double> inv_freq, double factor,
+                                          int64_t offset, int64_t t) {
   static std::mutex mutex;
   static std::shared_ptr<const Table<A>> last;
   {
     std::lock_guard<std::mutex> lock(mutex);
-    if (last && last->theta == theta && last->offset == offset && last->t == t && last->dh == dh)
+    if (last && last->factor == factor && last->offset == offset && last->t == t &&
+        std::ranges::equal(last->inv_freq, inv_freq))
       return last;
   }
-  auto table = make_table<A>(theta, offset, t, dh);
+  auto table = make_table<A>(inv_freq, factor, offset, t);
   std::lock_guard<std::mutex> lock(mutex);
   last = table;
   return table;
@@ -122,14 +126,18 @@ void rotate(const I* x, O* out, int64_t rows, int64_t t, int64_t dh, const acc_t
 
 }  // namespace
 
-Tensor rope_rotate(const Tensor& x, double theta, int64_t offset, bool inverse, DType out_dtype) {
+Tensor rope_rotate(const Tensor& x, std::span<const double> inv_freq, double factor, int64_t offset,
+                   bool inverse, DType out_dtype) {
   const int64_t dh = x.size(-1), t = x.size(-2);
   const int64_t rows = dh == 0 ? 0 : x.numel() / dh;
+  MIXPREC_CHECK(static_cast<int64_t>(inv_freq.size()) == dh / 2, "rope",
+                "expects Dh/2 = " + std::to_string(dh / 2) + " inverse frequencies, got " +
+                    std::to_string(inv_freq.size()));
   Tensor out = Tensor::empty(x.shape(), out_dtype);
   if (rows == 0) return out;
   dispatch_compute(x.dtype(), "rope", [&]<class I>() {
     using A = acc_t<I>;
-    const auto table = table_for<A>(theta, offset, t, dh);
+    const auto table = table_for<A>(inv_freq, factor, offset, t);
     const A* c = table->cs.data();
     const A* s = c + t * (dh / 2);
     auto run = [&]<class O>() {

@@ -55,21 +55,48 @@ class AttentionBackward final : public Node {
 
 class RopeBackward final : public Node {
  public:
-  RopeBackward(DType dtype, double theta, int64_t offset)
-      : dtype_(dtype), theta_(theta), offset_(offset) {}
+  RopeBackward(DType dtype, std::vector<double> inv_freq, double factor, int64_t offset)
+      : dtype_(dtype), inv_freq_(std::move(inv_freq)), factor_(factor), offset_(offset) {}
   const char* name() const override { return "RopeBackward"; }
   std::vector<Tensor> apply(std::vector<Tensor>& grads) override {
     if (!grads[0].defined()) return {Tensor()};
-    // The transpose of a rotation is the rotation by minus the angle.
-    return {backend::current().rope_rotate(in_kernel_dtype(grads[0], dtype_).contiguous(), theta_,
-                                           offset_, true, dtype_)};
+    // The transpose of factor·rotation is factor·(the rotation by minus the angle).
+    return {backend::current().rope_rotate(in_kernel_dtype(grads[0], dtype_).contiguous(),
+                                           inv_freq_, factor_, offset_, true, dtype_)};
   }
 
  private:
   DType dtype_;
-  double theta_;
+  std::vector<double> inv_freq_;
+  double factor_;
   int64_t offset_;
 };
+
+// x after autocast: the checks both rope overloads share.
+void check_rope_input(const Tensor& x, int64_t position_offset) {
+  MIXPREC_CHECK(x.defined(), "rope", "undefined input");
+  MIXPREC_CHECK(x.ndim() == 4 && x.size(3) % 2 == 0, "rope",
+                "expects x [B, H, T, Dh] with Dh even, got " + shape_to_string(x.shape()));
+  MIXPREC_CHECK(
+      is_computable(x.dtype()), "rope",
+      std::string("unsupported dtype ") + dtype_name(x.dtype()) + "; use f64, f32, bf16 or f16");
+  MIXPREC_CHECK(!x.is_meta(), "rope", "meta tensors have no data");
+  MIXPREC_CHECK(position_offset >= 0, "rope",
+                "position_offset must be >= 0, got " + std::to_string(position_offset));
+}
+
+Tensor rope_checked(const Tensor& x, const RopeFrequencies& freqs, int64_t position_offset) {
+  Tensor out =
+      backend::current().rope_rotate(x.detach().contiguous(), freqs.inv_freq,
+                                     freqs.attention_factor, position_offset, false, x.dtype());
+  if (any_requires_grad({&x})) {
+    auto node = std::make_shared<RopeBackward>(x.dtype(), freqs.inv_freq, freqs.attention_factor,
+                                               position_offset);
+    connect(*node, {x});
+    set_history(out, node);
+  }
+  return out;
+}
 
 }  // namespace
 
@@ -129,27 +156,29 @@ Tensor scaled_dot_product_attention(const Tensor& q_in, const Tensor& k_in, cons
   return out;
 }
 
+Tensor rope(const Tensor& x_in, const RopeFrequencies& freqs, int64_t position_offset) {
+  const auto [x] = amp::autocast_args("rope", x_in);
+  check_rope_input(x, position_offset);
+  MIXPREC_CHECK(static_cast<int64_t>(freqs.inv_freq.size()) == x.size(3) / 2, "rope",
+                "expects Dh/2 = " + std::to_string(x.size(3) / 2) + " inverse frequencies, got " +
+                    std::to_string(freqs.inv_freq.size()));
+  for (double f : freqs.inv_freq)
+    MIXPREC_CHECK(std::isfinite(f), "rope", "inverse frequencies must be finite");
+  MIXPREC_CHECK(std::isfinite(freqs.attention_factor) && freqs.attention_factor > 0.0, "rope",
+                "attention_factor must be positive and finite, got " +
+                    std::to_string(freqs.attention_factor));
+  return rope_checked(x, freqs, position_offset);
+}
+
 Tensor rope(const Tensor& x_in, double theta, int64_t position_offset) {
   const auto [x] = amp::autocast_args("rope", x_in);
-  MIXPREC_CHECK(x.defined(), "rope", "undefined input");
-  MIXPREC_CHECK(x.ndim() == 4 && x.size(3) % 2 == 0, "rope",
-                "expects x [B, H, T, Dh] with Dh even, got " + shape_to_string(x.shape()));
-  MIXPREC_CHECK(
-      is_computable(x.dtype()), "rope",
-      std::string("unsupported dtype ") + dtype_name(x.dtype()) + "; use f64, f32, bf16 or f16");
-  MIXPREC_CHECK(!x.is_meta(), "rope", "meta tensors have no data");
+  check_rope_input(x, position_offset);
   MIXPREC_CHECK(std::isfinite(theta) && theta > 0.0, "rope",
                 "theta must be positive and finite, got " + std::to_string(theta));
-  MIXPREC_CHECK(position_offset >= 0, "rope",
-                "position_offset must be >= 0, got " + std::to_string(position_offset));
-  Tensor out = backend::current().rope_rotate(x.detach().contiguous(), theta, position_offset,
-                                              false, x.dtype());
-  if (any_requires_grad({&x})) {
-    auto node = std::make_shared<RopeBackward>(x.dtype(), theta, position_offset);
-    connect(*node, {x});
-    set_history(out, node);
-  }
-  return out;
+  // Dh = 0 (an empty head) has no frequencies; rope_frequencies wants Dh > 0.
+  RopeFrequencies freqs;
+  if (x.size(3) > 0) freqs = rope_frequencies(x.size(3), theta);
+  return rope_checked(x, freqs, position_offset);
 }
 
 }  // namespace mixprec

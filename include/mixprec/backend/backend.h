@@ -110,9 +110,11 @@ struct Backend {
   AttentionGrads (*attention_backward)(const Tensor& q, const Tensor& k, const Tensor& v,
                                        const Tensor& out, const Tensor& lse, const Tensor& dout,
                                        bool causal, double scale);
-  // Rotate-half RoPE of contiguous x [..., T, Dh], positions offset.., inverse: backward.
-  Tensor (*rope_rotate)(const Tensor& x, double theta, int64_t offset, bool inverse,
-                        DType out_dtype);
+  // Rotate-half RoPE of contiguous x [..., T, Dh], positions offset..: the pair (i, i + Dh/2)
+  // turns by position·inv_freq[i] (Dh/2 values), cos and sin times `factor`. inverse: the
+  // transpose (minus the angle, the same factor), which is the backward.
+  Tensor (*rope_rotate)(const Tensor& x, std::span<const double> inv_freq, double factor,
+                        int64_t offset, bool inverse, DType out_dtype);
 
   // ---- embedding, cross-entropy --------------------------------------------------------------
   Tensor (*embedding_forward)(const Tensor& ids, const Tensor& weight);

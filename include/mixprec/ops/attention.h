@@ -3,6 +3,7 @@
 
 #include <cstdint>
 
+#include "mixprec/ops/rope_scaling.h"
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec {
@@ -24,9 +25,15 @@ namespace mixprec {
 Tensor scaled_dot_product_attention(const Tensor& q, const Tensor& k, const Tensor& v,
                                     bool causal = true, double scale = 0.0);
 // Rotate-half RoPE (GPT-NeoX / LLaMA): x [B, H, T, Dh] (Dh even), positions
-// position_offset .. position_offset+T-1 (offset >= 0), inv_freq[i] = theta^(-2i/Dh):
+// position_offset .. position_offset+T-1 (offset >= 0), angle position·inv_freq[i],
+// cos and sin times freqs.attention_factor (a = 1 unless yarn scaling):
 //   out[i] = x[i]·cos - x[i+Dh/2]·sin,  out[i+Dh/2] = x[i+Dh/2]·cos + x[i]·sin  (i < Dh/2).
-// Angles and cos/sin in f64, applied in f32 (f64 for f64); backward is the inverse rotation.
+// freqs: Dh/2 finite inverse frequencies and a finite attention_factor > 0 (rope_frequencies()
+// in rope_scaling.h builds them, scaled or not). Angles and cos/sin in f64, applied in f32
+// (f64 for f64); backward is the inverse rotation times a (the transpose of a·rotation).
+Tensor rope(const Tensor& x, const RopeFrequencies& freqs, int64_t position_offset = 0);
+// Unscaled RoPE, inv_freq[i] = theta^(-2i/Dh) (theta finite, > 0): the same bits as
+// rope(x, rope_frequencies(Dh, theta), position_offset).
 Tensor rope(const Tensor& x, double theta = 10000.0, int64_t position_offset = 0);
 
 }  // namespace mixprec

@@ -75,7 +75,8 @@ AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tenso
 AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor& v,
                                   const Tensor& out, const Tensor& lse, const Tensor& dout,
                                   bool causal, double scale);
-Tensor rope_rotate(const Tensor& x, double theta, int64_t offset, bool inverse, DType out_dtype);
+Tensor rope_rotate(const Tensor& x, std::span<const double> inv_freq, double factor, int64_t offset,
+                   bool inverse, DType out_dtype);
 Tensor embedding_forward(const Tensor& ids, const Tensor& weight);
 Tensor embedding_backward(const Tensor& ids, const Tensor& dy, int64_t V, DType acc);
 CrossEntropyForward cross_entropy_forward(const Tensor& logits, const Tensor& targets,
