@@ -42,7 +42,9 @@ void check_config(const json& file, const HfLayout& layout, const std::string& p
     MIXPREC_CHECK(
         given || !k.absent.is_null() || k.ours.is_null(), "hf " + path,
         std::string("lacks \"") + k.hf + "\" (" + k.model_key + " = " + k.ours.dump() + " here)");
-    const json value = given ? file[k.hf] : k.absent;
+    const json value = k.normalize ? k.normalize(given ? file[k.hf] : k.absent, file)
+                       : given     ? file[k.hf]
+                                   : k.absent;
     MIXPREC_CHECK(same_value(value, k.ours), "hf " + path,
                   std::string(k.hf) + " = " + value.dump() + ", but " + k.model_key + " = " +
                       k.ours.dump() + " in the config: they describe different models");

@@ -23,10 +23,6 @@ std::string num(double v) {
   return std::string(buf, r.ptr);
 }
 
-void require(bool ok, const char* key, double value, const std::string& rule) {
-  MIXPREC_CHECK(ok, kWhere, std::string(key) + " = " + num(value) + " must be " + rule);
-}
-
 // 1 / theta^(2i/Dh), with the exponent formed as PyTorch's arange(0, Dh, 2) / Dh is.
 double default_inv_freq(int64_t i, int64_t head_dim, double theta) {
   return 1.0 / std::pow(theta, static_cast<double>(2 * i) / static_cast<double>(head_dim));
@@ -84,12 +80,16 @@ double yarn_get_mscale(double scale, double mscale) {
   return scale <= 1 ? 1.0 : 0.1 * mscale * std::log(scale) + 1.0;
 }
 
-void validate_rope_scaling(const RopeScaling& s) {
-  if (s.attention_factor)
-    MIXPREC_CHECK(
-        s.type == RopeScaling::Type::yarn, kWhere,
-        "attention_factor = " + num(*s.attention_factor) + " applies to rope_type \"yarn\" only");
-  if (s.type == RopeScaling::Type::none) return;
+std::optional<RopeScalingProblem> rope_scaling_problem(const RopeScaling& s) {
+  // The first broken rule, in key order.
+  std::optional<RopeScalingProblem> found;
+  auto require = [&](bool ok, const char* key, double value, const std::string& rule) {
+    if (!ok && !found) found = RopeScalingProblem{key, value, "must be " + rule};
+  };
+  if (s.attention_factor && s.type != RopeScaling::Type::yarn)
+    return RopeScalingProblem{"attention_factor", *s.attention_factor,
+                              "applies to rope_type \"yarn\" only"};
+  if (s.type == RopeScaling::Type::none) return found;
   require(std::isfinite(s.factor) && s.factor >= 1, "factor", s.factor, ">= 1 and finite");
   require(s.original_max_position_embeddings > 0, "original_max_position_embeddings",
           static_cast<double>(s.original_max_position_embeddings), "> 0");
@@ -99,7 +99,7 @@ void validate_rope_scaling(const RopeScaling& s) {
     require(std::isfinite(s.high_freq_factor) && s.high_freq_factor > s.low_freq_factor,
             "high_freq_factor", s.high_freq_factor,
             "> low_freq_factor = " + num(s.low_freq_factor) + " and finite");
-    return;
+    return found;
   }
   require(std::isfinite(s.beta_slow) && s.beta_slow > 0, "beta_slow", s.beta_slow,
           "> 0 and finite");
@@ -111,6 +111,12 @@ void validate_rope_scaling(const RopeScaling& s) {
   if (s.attention_factor)
     require(std::isfinite(*s.attention_factor) && *s.attention_factor > 0, "attention_factor",
             *s.attention_factor, "> 0 and finite");
+  return found;
+}
+
+void validate_rope_scaling(const RopeScaling& s) {
+  if (const auto p = rope_scaling_problem(s))
+    throw Error(kWhere, std::string(p->key) + " = " + num(p->value) + " " + p->rule);
 }
 
 std::vector<double> rope_inverse_frequencies(int64_t head_dim, double theta,

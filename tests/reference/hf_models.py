@@ -237,9 +237,26 @@ def rotate_half(x):
     return torch.cat((-x2, x1), dim=-1)
 
 
-def rope_cos_sin(t, head_dim, theta):
-    """cos, sin [T, head_dim]: angle pos * theta^(-2i/head_dim), duplicated over both halves."""
+def llama3_scaled(inv_freq, rs):
+    """Llama 3.1's rope_scaling (rope_type "llama3"), from its published definition: a
+    frequency whose wavelength exceeds original / low_freq_factor positions is divided by
+    factor, one under original / high_freq_factor is kept, and between the two the result
+    blends f / factor and f linearly in original / wavelength."""
+    factor, low, high = rs["factor"], rs["low_freq_factor"], rs["high_freq_factor"]
+    original = rs["original_max_position_embeddings"]
+    wavelen = 2 * math.pi / inv_freq
+    s = (original / wavelen - low) / (high - low)
+    blended = (1 - s) * inv_freq / factor + s * inv_freq
+    out = torch.where(wavelen > original / low, inv_freq / factor, blended)
+    return torch.where(wavelen < original / high, inv_freq, out)
+
+
+def rope_cos_sin(t, head_dim, theta, scaling=None):
+    """cos, sin [T, head_dim]: angle pos * theta^(-2i/head_dim) (scaled per `scaling`, a
+    config.json rope_scaling), duplicated over both halves."""
     inv_freq = theta ** (-torch.arange(0, head_dim, 2, dtype=torch.float64) / head_dim)
+    if scaling is not None:
+        inv_freq = llama3_scaled(inv_freq, scaling)
     angles = torch.outer(torch.arange(t, dtype=torch.float64), inv_freq)
     angles = torch.cat((angles, angles), dim=-1)
     return angles.cos(), angles.sin()
@@ -312,7 +329,8 @@ class LlamaForCausalLM(nn.Module):
         return self.model.embed_tokens
 
     def forward(self, tokens):
-        cos, sin = rope_cos_sin(tokens.shape[1], self.c["head_dim"], self.c["rope_theta"])
+        cos, sin = rope_cos_sin(tokens.shape[1], self.c["head_dim"], self.c["rope_theta"],
+                                self.c["rope_scaling"])
         x = self.model.embed_tokens(tokens)
         for layer in self.model.layers:
             x = layer(x, cos, sin)
@@ -322,7 +340,10 @@ class LlamaForCausalLM(nn.Module):
 def llama_settings(cfg):
     """HF LlamaConfig fields (and their defaults) that the math depends on."""
     check(cfg_get(cfg, "hidden_act", "silu") == "silu", "llama: only hidden_act 'silu' is known")
-    check(cfg.get("rope_scaling") is None, "llama: rope_scaling is not supported")
+    scaling = cfg.get("rope_scaling")
+    if scaling is not None:
+        kind = scaling.get("rope_type", scaling.get("type"))
+        check(kind == "llama3", "llama: rope_scaling of type %r is not supported" % kind)
     hidden, heads = cfg_int(cfg, "hidden_size"), cfg_int(cfg, "num_attention_heads")
     kv_heads = cfg_get(cfg, "num_key_value_heads", heads)
     check(heads % kv_heads == 0, "llama: num_attention_heads % num_key_value_heads != 0")
@@ -334,6 +355,7 @@ def llama_settings(cfg):
         "intermediate": cfg_int(cfg, "intermediate_size"), "vocab": cfg_int(cfg, "vocab_size"),
         "layers": cfg_int(cfg, "num_hidden_layers"), "eps": cfg_get(cfg, "rms_norm_eps", 1e-6),
         "rope_theta": float(cfg_get(cfg, "rope_theta", 10000.0)),
+        "rope_scaling": scaling,
         "attention_bias": bool(cfg_get(cfg, "attention_bias", False)),
         "mlp_bias": bool(cfg_get(cfg, "mlp_bias", False)),
         "tied": bool(cfg_get(cfg, "tie_word_embeddings", False)),

@@ -87,7 +87,19 @@ std::vector<Family> families() {
   tied_llama.tie_embeddings = true;
   tied_llama.n_kv_heads = 1;  // multi-query attention
   tied_llama.rope_theta = 10000.0;
-  return {{"llama", hf_llama_config()}, {"llama", tied_llama}, {"gpt2", hf_gpt2_config()}};
+  // Llama 3.1's RoPE scaling with a short original context, so that frequencies of all three
+  // bands turn within the 24 test positions (head size 16, theta 500000: wavelengths 6.3
+  // (kept, < 64 / 4), 32 (blended), 167 and up (slowed 8x, > 64)); at 8192 they barely move.
+  config::ModelConfig scaled_llama = hf_llama_config();
+  scaled_llama.rope_scaling.type = "llama3";
+  scaled_llama.rope_scaling.factor = 8.0;
+  scaled_llama.rope_scaling.low_freq_factor = 1.0;
+  scaled_llama.rope_scaling.high_freq_factor = 4.0;
+  scaled_llama.rope_scaling.original_max_position_embeddings = 64;
+  return {{"llama", hf_llama_config()},
+          {"llama", tied_llama},
+          {"llama", scaled_llama},
+          {"gpt2", hf_gpt2_config()}};
 }
 
 // f32 export: PyTorch in f64 on the same weights is within f32 rounding of our f32 forward.

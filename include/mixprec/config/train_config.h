@@ -47,6 +47,30 @@ struct MoeConfig {
   bool operator==(const MoeConfig&) const = default;
 };
 
+// [model.rope_scaling]: RoPE frequency scaling for long context, as a Hugging Face
+// config.json's rope_scaling spells it (ops/rope_scaling.h has the formulas). type: "none",
+// "llama3" (Llama 3.1+: factor, low_freq_factor, high_freq_factor,
+// original_max_position_embeddings) or "yarn" (Qwen long context, DeepSeek-V3: factor,
+// original_max_position_embeddings (0 = model.max_seq_len, HF's fallback), beta_fast,
+// beta_slow, mscale, mscale_all_dim, attention_factor (0 = computed), truncate).
+struct RopeScalingConfig {
+  double factor = 1.0;
+  double low_freq_factor = 1.0;
+  double high_freq_factor = 4.0;
+  std::int64_t original_max_position_embeddings = 0;
+  double beta_fast = 32.0;
+  double beta_slow = 1.0;
+  double mscale = 0.0;
+  double mscale_all_dim = 0.0;
+  double attention_factor = 0.0;
+  bool truncate = true;
+  std::string type = "none";
+  // User-provided: as an aggregate, TrainConfig{} temporaries trip GCC 12's
+  // -Wmaybe-uninitialized on `type` at -O3 (a false positive).
+  RopeScalingConfig() {}
+  bool operator==(const RopeScalingConfig&) const = default;
+};
+
 struct ModelConfig {
   std::string kind = "moe";  // moe | gpt | llama3
   std::int64_t vocab_size = 256;
@@ -68,6 +92,7 @@ struct ModelConfig {
   std::string mlp = "swiglu";      // swiglu | gelu
   std::string positions = "rope";  // rope | learned
   double rope_theta = 10000.0;     // RoPE base (Llama 3: 500000)
+  RopeScalingConfig rope_scaling;
   bool tie_embeddings = true;
   bool bias = false;  // biases on the attention and MLP linears (GPT-2 style)
   // A sentencepiece .model (data/tokenizer.h; `mixprec tokenizer train` writes one); "" = the

@@ -41,12 +41,15 @@ struct HfLink {
 // A config.json key: its value for our model and the model key it comes from; `absent` is
 // Hugging Face's default when the file lacks the key (null: required); unchecked keys are
 // written only (max_position_embeddings: RoPE models run at any length up to ours).
+// `normalize` (when set) brings a file's value (and the whole file, for keys whose defaults
+// depend on others) to the form `ours` is written in before they are compared.
 struct HfKey {
   const char* hf;
   nlohmann::json ours;
   const char* model_key;
   nlohmann::json absent;
   bool checked = true;
+  nlohmann::json (*normalize)(const nlohmann::json& value, const nlohmann::json& file) = nullptr;
 };
 
 struct HfLayout {

@@ -23,6 +23,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 #include <vector>
 
 namespace mixprec {
@@ -56,9 +57,17 @@ struct RopeFrequencies {
   double attention_factor = 1.0;
 };
 
-// Throws mixprec::Error where "model.rope_scaling", naming the offending key as config.json
-// spells it, e.g. "[model.rope_scaling] factor = 0 must be >= 1". Keys of the other type
-// are not looked at, except that attention_factor is rejected outside yarn.
+// The first broken rule: the key as config.json spells it, its value and the rule ("must be
+// >= 1 and finite"). Keys of the other type are not looked at, except that attention_factor
+// is rejected outside yarn. nullopt: valid.
+struct RopeScalingProblem {
+  const char* key;
+  double value;
+  std::string rule;
+};
+std::optional<RopeScalingProblem> rope_scaling_problem(const RopeScaling& scaling);
+// Throws mixprec::Error where "model.rope_scaling" with that problem, e.g.
+// "[model.rope_scaling] factor = 0 must be >= 1 and finite".
 void validate_rope_scaling(const RopeScaling& scaling);
 
 // head_dim / 2 inverse frequencies for the rotated head size `head_dim` (even, > 0; for

@@ -73,6 +73,17 @@ std::vector<Field> make_fields() {
       FIELD("model.moe", model.moe, dense_d_ff),
       FIELD("model.moe", model.moe, load_balance_coeff),
       FIELD("model.moe", model.moe, balance_scope, "global", "rank"),
+      FIELD("model.rope_scaling", model.rope_scaling, type, "none", "llama3", "yarn"),
+      FIELD("model.rope_scaling", model.rope_scaling, factor),
+      FIELD("model.rope_scaling", model.rope_scaling, low_freq_factor),
+      FIELD("model.rope_scaling", model.rope_scaling, high_freq_factor),
+      FIELD("model.rope_scaling", model.rope_scaling, original_max_position_embeddings),
+      FIELD("model.rope_scaling", model.rope_scaling, beta_fast),
+      FIELD("model.rope_scaling", model.rope_scaling, beta_slow),
+      FIELD("model.rope_scaling", model.rope_scaling, mscale),
+      FIELD("model.rope_scaling", model.rope_scaling, mscale_all_dim),
+      FIELD("model.rope_scaling", model.rope_scaling, attention_factor),
+      FIELD("model.rope_scaling", model.rope_scaling, truncate),
       FIELD("training", training, steps),
       FIELD("training", training, batch_size),
       FIELD("training", training, seq_len),
@@ -145,6 +156,7 @@ const std::vector<KeyAlias>& key_aliases() {
   static const std::vector<KeyAlias> aliases = {
       {"", "dump_folder", "run_dir"},
       {"training", "global_batch_size", "batch_size"},
+      {"model.rope_scaling", "rope_type", "type"},  // config.json's spelling
   };
   return aliases;
 }

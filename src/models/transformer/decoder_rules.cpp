@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "mixprec/models/transformer/ffn_sizing.h"
+#include "mixprec/models/transformer/rope_config.h"
 
 namespace mixprec::models {
 
@@ -65,6 +66,10 @@ void check_decoder_config(const config::ModelConfig& m, const config::ConfigRule
   c.require(m.rope_theta > 0 && std::isfinite(m.rope_theta), "model.rope_theta",
             "must be finite and > 0");
   c.require(m.max_seq_len > 0, "model.max_seq_len", "must be > 0");
+  c.require(m.rope_scaling.type == "none" || m.positions == "rope", "model.rope_scaling.type",
+            "needs model.positions = \"rope\"");
+  if (const auto p = rope_scaling_problem(rope_scaling_of(m)))
+    c.require(false, std::string("model.rope_scaling.") + p->key, p->rule);
 }
 
 std::string no_size_keys(const config::ModelConfig&) {

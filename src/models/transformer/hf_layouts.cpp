@@ -5,6 +5,7 @@
 #include <fmt/format.h>
 
 #include "mixprec/core/error.h"
+#include "mixprec/models/transformer/rope_config.h"
 
 namespace mixprec::models {
 namespace {
@@ -80,7 +81,10 @@ HfLayout llama_hf_layout(const config::ModelConfig& m) {
       {"hidden_act", "silu", "model.mlp = \"swiglu\"", "silu"},
       {"attention_bias", false, "model.bias", false},
       {"mlp_bias", false, "model.bias", false},
-      {"rope_scaling", nullptr, "(no RoPE scaling here)", nullptr},
+      {"rope_scaling", hf_rope_scaling(m), "model.rope_scaling", nullptr, true,
+       [](const nlohmann::json& value, const nlohmann::json& file) {
+         return normalize_hf_rope_scaling(value, file.value("max_position_embeddings", 0));
+       }},
       {"max_position_embeddings", m.max_seq_len, "model.max_seq_len", nullptr, false},
   };
   return {"llama",         "LlamaForCausalLM",          llama_links(m),

@@ -6,6 +6,8 @@
 
 #include <fmt/format.h>
 
+#include "mixprec/models/transformer/rope_config.h"
+
 namespace mixprec::models {
 
 Transformer::Transformer(const config::ModelConfig& config, const DecoderArch& arch)
@@ -13,6 +15,9 @@ Transformer::Transformer(const config::ModelConfig& config, const DecoderArch& a
   mlp_ = parse_mlp_kind(config_.mlp);
   layernorm_ = config_.norm == "layernorm";
   rope_ = config_.positions == "rope";
+  if (rope_)
+    rope_frequencies_ = rope_frequencies(config_.d_model / config_.n_heads, config_.rope_theta,
+                                         rope_scaling_of(config_));
   moe_ = arch.experts;
   kv_heads_ = config_.kv_heads();
   const config::MoeConfig& m = config_.moe;
@@ -109,7 +114,12 @@ std::string Transformer::describe() const {
                                 ? fmt::format("{} heads", c.n_heads)
                                 : fmt::format("{} heads ({} kv)", c.n_heads, kv_heads_);
   const std::string positions =
-      rope_ ? fmt::format("rope positions (theta {:g})", c.rope_theta) : "learned positions";
+      !rope_ ? std::string("learned positions")
+      : c.rope_scaling.type == "none"
+          ? fmt::format("rope positions (theta {:g})", c.rope_theta)
+          : fmt::format("rope positions (theta {:g}, {} x{:g} from {})", c.rope_theta,
+                        c.rope_scaling.type, c.rope_scaling.factor,
+                        rope_scaling_of(c).original_max_position_embeddings);
   std::string text = fmt::format(
       "model: {} | d_model {} | {} layers | {} | d_ff {} | {} | {} | {} | vocab {}", c.kind,
       c.d_model, c.n_layers, heads, c.d_ff, c.norm, c.mlp, positions, c.vocab_size);

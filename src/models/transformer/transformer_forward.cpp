@@ -51,8 +51,8 @@ Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix, KvC
   Tensor q = heads("attn.wq", H), k = heads("attn.wk", kv_heads_);
   Tensor v = heads("attn.wv", kv_heads_);
   if (rope_) {
-    q = rope(q, config_.rope_theta, offset);
-    k = rope(k, config_.rope_theta, offset);
+    q = rope(q, rope_frequencies_, offset);
+    k = rope(k, rope_frequencies_, offset);
   }
   if (cache) {
     auto& ck = cache->k[static_cast<std::size_t>(layer)];

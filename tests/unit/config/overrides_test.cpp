@@ -80,7 +80,8 @@ TEST(ConfigOverrides, UnknownKeysAndBadSyntax) {
   EXPECT_NE(msg.find("valid keys of [training]: steps, batch_size, seq_len"), std::string::npos)
       << msg;
   msg = load_error("", {"model.mo.top_k=3"});
-  EXPECT_NE(msg.find("unknown section [model.mo]; valid sections: model, model.moe, training"),
+  EXPECT_NE(msg.find("unknown section [model.mo]; valid sections: model, model.moe, "
+                     "model.rope_scaling, training"),
             std::string::npos)
       << msg;
   msg = load_error("", {"training.steps"});

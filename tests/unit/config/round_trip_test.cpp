@@ -40,6 +40,7 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
              .mlp = "gelu",
              .positions = "learned",
              .rope_theta = 1e6,
+             .rope_scaling = {},  // learned positions: no RoPE to scale (rope_scaling_config_test)
              .tie_embeddings = false,
              .bias = true,
              .tokenizer = "tok/a \"b\".model",
@@ -74,6 +75,7 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
   c.optimizer = {.name = "sgd",
                  .lr = 0.123456789012345678,
                  .weight_decay = 0,
+                 .weight_decay_params = "all",
                  .beta1 = 0.5,
                  .beta2 = 0.75,
                  .eps = 2.5e-7,

@@ -37,6 +37,7 @@
 
 #include "mixprec/models/model.h"
 #include "mixprec/models/transformer/moe.h"
+#include "mixprec/ops/rope_scaling.h"
 
 namespace mixprec::models {
 
@@ -99,6 +100,7 @@ class Transformer final : public Model {
   void describe_parameters();
 
   DecoderArch arch_;
+  RopeFrequencies rope_frequencies_;  // model.rope_theta and model.rope_scaling, per head
   MlpKind mlp_;
   bool layernorm_, rope_, moe_;
   int64_t kv_heads_;                 // model.n_kv_heads, or n_heads when it is 0
