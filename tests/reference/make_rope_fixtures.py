@@ -263,6 +263,8 @@ def render():
         "",
         "namespace mixprec::rope_fixtures {",
         "",
+        "// Generated tables, laid out as the script writes them.",
+        "// clang-format off",
         "// The rope_scaling keys as config.json spells them; has_* false: the key is absent.",
         "struct Case {",
         "  const char* name;",
@@ -316,6 +318,8 @@ def render():
     for s, m in MSCALE_POINTS:
         lines.append(f"    {{{cpp_double(s)}, {cpp_double(m)}, {cpp_double(get_mscale(s, m))}}},")
     lines.append("};")
+    lines.append("")
+    lines.append("// clang-format on")
     lines.append("")
     lines.append("}  // namespace mixprec::rope_fixtures")
     return "\n".join(lines) + "\n"
