@@ -212,6 +212,17 @@ TEST(HfWeights, ConfigJsonMustDescribeTheSameModel) {
     EXPECT_NE(e.find("config.json"), std::string::npos) << bad << ": " << e;
     EXPECT_EQ(e.find("json.exception"), std::string::npos) << bad << ": " << e;
   }
+  // max_position_embeddings is written only (RoPE models run at any length up to ours), but
+  // the rope_scaling check reads it for yarn's default: a wrong type must not reach the JSON
+  // library's exceptions either.
+  {
+    const fs::path d = tmp / "bad_max_positions";
+    fs::copy(tmp / "hf", d);
+    json j = read_json(d / "config.json");
+    j["max_position_embeddings"] = "x";
+    write_file(d / "config.json", j.dump());
+    EXPECT_EQ(import_error(d, c), "");
+  }
   // A GPT-2 folder is not a Llama.
   const auto g = hf_test_model(hf_gpt2_config(), 10);
   export_hf((tmp / "gpt2").string(), hf_gpt2_config(), g->parameters().parameters());
