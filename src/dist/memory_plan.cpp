@@ -232,12 +232,11 @@ int optimizer_buffers_per_element(std::string_view optimizer, double momentum) {
   return optim::optimizer_kind(optimizer).buffers_per_element({.momentum = momentum});
 }
 
-std::size_t predict_rss(const MemoryPlan& plan, bool routed, int threads,
-                        std::size_t token_file_bytes) {
+std::size_t predict_rss(const MemoryPlan& plan, int threads, std::size_t token_file_bytes) {
   constexpr double kMiB = 1 << 20;
   const double mib = kRssCodeMiB + (plan.world_size > 1 ? kRssMpiCodeMiB : 0.0) + kRssHeapMiB +
                      kRssHeapPerThreadMiB * std::max(threads, 1);
-  const double factor = routed ? kRssAllocatorFactorMoe : kRssAllocatorFactorDense;
+  const double factor = plan.routed ? kRssAllocatorFactorMoe : kRssAllocatorFactorDense;
   return static_cast<std::size_t>(factor * static_cast<double>(plan.peak) + mib * kMiB) +
          token_file_bytes;
 }
@@ -315,8 +314,7 @@ MemoryPlan plan_memory(const config::TrainConfig& config, int world_size) {
   const bool accumulating = sequences < config.training.batch_size / world_size;
   plan.peak = walk_peak(u, p, reshard, a, optimizer, accumulating);
   plan.routed = model->active_parameter_count().has_value();
-  plan.rss = predict_rss(plan, plan.routed,
-                         static_cast<int>(std::max<int64_t>(config.training.threads, 1)), 0);
+  plan.rss = predict_rss(plan, static_cast<int>(std::max<int64_t>(config.training.threads, 1)), 0);
   return plan;
 }
 

@@ -131,7 +131,7 @@ TEST(MemoryCli, PredictedRssOfTheMainJobWithin15Percent) {
   const mixprec::config::TrainConfig c =
       mixprec::config::load_config(config("moe_small.toml"), {"training.threads=2"});
   const std::size_t predicted =
-      mixprec::dist::predict_rss(mixprec::dist::plan_memory(c, 1), true, 2, token_file);
+      mixprec::dist::predict_rss(mixprec::dist::plan_memory(c, 1), 2, token_file);
   const double ratio = static_cast<double>(predicted) / static_cast<double>(rss);
   std::printf("moe_small RSS: predicted %zu, measured %zu, ratio %.3f\n", predicted, rss, ratio);
   EXPECT_GT(ratio, 0.85);

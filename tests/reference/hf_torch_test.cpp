@@ -90,12 +90,7 @@ std::vector<Family> families() {
   // Llama 3.1's RoPE scaling with a short original context, so that frequencies of all three
   // bands turn within the 24 test positions (head size 16, theta 500000: wavelengths 6.3
   // (kept, < 64 / 4), 32 (blended), 167 and up (slowed 8x, > 64)); at 8192 they barely move.
-  config::ModelConfig scaled_llama = hf_llama_config();
-  scaled_llama.rope_scaling.type = "llama3";
-  scaled_llama.rope_scaling.factor = 8.0;
-  scaled_llama.rope_scaling.low_freq_factor = 1.0;
-  scaled_llama.rope_scaling.high_freq_factor = 4.0;
-  scaled_llama.rope_scaling.original_max_position_embeddings = 64;
+  const config::ModelConfig scaled_llama = hf_llama31_config(64);
   return {{"llama", hf_llama_config()},
           {"llama", tied_llama},
           {"llama", scaled_llama},

@@ -35,6 +35,18 @@ inline config::ModelConfig hf_llama_config() {
   return c;
 }
 
+// hf_llama_config with Llama 3.1's RoPE scaling (factor 8, low 1, high 4) over an original
+// context of `original` positions.
+inline config::ModelConfig hf_llama31_config(int64_t original) {
+  config::ModelConfig c = hf_llama_config();
+  c.rope_scaling.type = "llama3";
+  c.rope_scaling.factor = 8.0;
+  c.rope_scaling.low_freq_factor = 1.0;
+  c.rope_scaling.high_freq_factor = 4.0;
+  c.rope_scaling.original_max_position_embeddings = original;
+  return c;
+}
+
 // GPT-2: LayerNorm, exact GELU, learned positions, biases, tied output.
 inline config::ModelConfig hf_gpt2_config() {
   config::ModelConfig c;

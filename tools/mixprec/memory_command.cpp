@@ -140,7 +140,7 @@ void run_memory(const MemoryArgs& a) {
   const int cores = static_cast<int>(std::max(1u, std::thread::hardware_concurrency()));
   const int threads =
       c.training.threads > 0 ? static_cast<int>(c.training.threads) : std::max(1, cores / w);
-  const std::size_t rss = dist::predict_rss(rank, rank.routed, threads, 0);
+  const std::size_t rss = dist::predict_rss(rank, threads, 0);
   fmt::print(
       "predicted RSS between steps: {} per rank ({:g} x the peak in allocator blocks, plus "
       "code, libraries and {} thread(s)' buffers; add the token file, memory-mapped)\n",

@@ -95,10 +95,10 @@ void check_model_plannable(const config::ModelConfig& model);
 inline constexpr double kRssAllocatorFactorDense = 1.10, kRssAllocatorFactorMoe = 1.40;
 inline constexpr double kRssCodeMiB = 11.5, kRssMpiCodeMiB = 5.1;
 inline constexpr double kRssHeapMiB = 2.3, kRssHeapPerThreadMiB = 3.3;
-// The plan's peak as process RSS between steps: the allocator factor (routed: MoE, or dense) x peak
+// The plan's peak as process RSS between steps: the allocator factor (plan.routed: MoE, or dense) x
+// peak
 // + code (+ MPI's at W > 1) + heap + heap per thread x threads + token_file_bytes.
-std::size_t predict_rss(const MemoryPlan& plan, bool routed, int threads,
-                        std::size_t token_file_bytes);
+std::size_t predict_rss(const MemoryPlan& plan, int threads, std::size_t token_file_bytes);
 
 // Error naming training.batch_size when it does not split evenly over `world_size` ranks, or
 // training.local_batch_size when it does not divide a rank's rows.

@@ -145,7 +145,7 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   s.kv = m.kv_heads() * (m.d_model / m.n_heads);
   s.F = m.d_ff;
   s.V = m.vocab_size;
-  s.moe = moe_;
+  s.moe = arch_.experts;
   const bool layernorm = m.norm == "layernorm";
   const Bytes n = u(s.N), nv = u(s.N * s.V);
 
@@ -154,7 +154,7 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   e.blocks = m.n_layers;
   // An MoE's first n_dense_layers blocks are dense: block_saved is the mean over the blocks
   // (rounded up), so the total saved is exact.
-  const int64_t dense = moe_ ? std::min(m.moe.n_dense_layers, m.n_layers) : m.n_layers;
+  const int64_t dense = arch_.experts ? std::min(m.moe.n_dense_layers, m.n_layers) : m.n_layers;
   const Bytes all_blocks = u(m.n_layers) * attention_saved(s, layernorm) +
                            u(dense) * mlp_saved(s, m, false) +
                            u(m.n_layers - dense) * mlp_saved(s, m, true);

@@ -18,7 +18,6 @@ Transformer::Transformer(const config::ModelConfig& config, const DecoderArch& a
   if (rope_)
     rope_frequencies_ = rope_frequencies(config_.d_model / config_.n_heads, config_.rope_theta,
                                          rope_scaling_of(config_));
-  moe_ = arch.experts;
   kv_heads_ = config_.kv_heads();
   const config::MoeConfig& m = config_.moe;
   moe_options_ = {.top_k = m.top_k,
@@ -31,7 +30,7 @@ Transformer::Transformer(const config::ModelConfig& config, const DecoderArch& a
                   .n_limited_groups = m.n_limited_groups,
                   .global_counts = nullptr};
   describe_parameters();
-  if (moe_ && m.load_balance_coeff > 0)
+  if (arch_.experts && m.load_balance_coeff > 0)
     for (int64_t l = m.n_dense_layers; l < config_.n_layers; ++l) {
       expert_bias_.push_back(Tensor::zeros({m.n_experts}, DType::f32));
       buffers_.emplace_back(block_unit(l) + ".moe.expert_bias", expert_bias_.back());
@@ -94,7 +93,7 @@ void Transformer::describe_parameters() {
       if (c.moe.n_shared_experts > 0)
         add_ffn(b + "moe.shared_experts", l, c.moe.n_shared_experts * c.d_ff);
     } else {
-      add_ffn(b + "mlp", l, moe_ ? c.moe.dense_d_ff : c.d_ff);
+      add_ffn(b + "mlp", l, arch_.experts ? c.moe.dense_d_ff : c.d_ff);
     }
   }
   unit = "root";
@@ -123,7 +122,7 @@ std::string Transformer::describe() const {
   std::string text = fmt::format(
       "model: {} | d_model {} | {} layers | {} | d_ff {} | {} | {} | {} | vocab {}", c.kind,
       c.d_model, c.n_layers, heads, c.d_ff, c.norm, c.mlp, positions, c.vocab_size);
-  if (!moe_) return text;
+  if (!arch_.experts) return text;
   const config::MoeConfig& m = c.moe;
   text += fmt::format(" | {} experts, top-{}", m.n_experts, m.top_k);
   if (m.n_shared_experts > 0) text += fmt::format(" + {} shared", m.n_shared_experts);
@@ -141,7 +140,7 @@ std::string Transformer::describe() const {
 
 // A token reads top_k of the n_experts experts of every MoE block.
 std::optional<int64_t> Transformer::active_parameter_count() const {
-  if (!moe_) return std::nullopt;
+  if (!arch_.experts) return std::nullopt;
   int64_t total = 0;
   for (const ParamSpec& s : params_.specs()) {
     const bool expert = s.name.find(".moe.experts.") != std::string::npos;

@@ -175,7 +175,7 @@ void Transformer::update_buffers(const std::vector<int64_t>& counts) {
 std::vector<std::vector<double>> Transformer::count_loads(
     const std::vector<int64_t>& counts) const {
   std::vector<std::vector<double>> loads;
-  if (!moe_) return loads;
+  if (!arch_.experts) return loads;
   const auto E = static_cast<std::size_t>(config_.moe.n_experts);
   for (std::size_t b = 0; b + E <= counts.size(); b += E) {
     double total = 0;
@@ -306,7 +306,7 @@ LossParts Transformer::loss(const Tensor& tokens, const Tensor& targets) {
     return scale(s, 1.0 / static_cast<double>(parts.size())).to(ld);
   };
   p.total = p.ce;
-  if (moe_) {
+  if (arch_.experts) {
     const Tensor aux = layer_mean(aux_losses_), z = layer_mean(z_losses_);
     p.total = add(p.total, scale(aux, config_.moe.aux_loss_weight));
     p.total = add(p.total, scale(z, config_.moe.z_loss_weight));

@@ -22,13 +22,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 config::ModelConfig llama31() {
-  config::ModelConfig c = hf_llama_config();
-  c.rope_scaling.type = "llama3";
-  c.rope_scaling.factor = 8.0;
-  c.rope_scaling.low_freq_factor = 1.0;
-  c.rope_scaling.high_freq_factor = 4.0;
-  c.rope_scaling.original_max_position_embeddings = 8192;
-  return c;
+  return hf_llama31_config(8192);  // Meta's
 }
 
 config::ModelConfig yarn() {

@@ -94,7 +94,9 @@ class Transformer final : public Model {
   // The block's MLP on its normed input x: dense, or the MoE layer (recording its stats).
   Tensor mlp(const Tensor& x, int64_t layer, const std::string& prefix);
   Tensor moe(const Tensor& x, int64_t layer, const std::string& prefix);
-  bool moe_block(int64_t layer) const { return moe_ && layer >= config_.moe.n_dense_layers; }
+  bool moe_block(int64_t layer) const {
+    return arch_.experts && layer >= config_.moe.n_dense_layers;
+  }
   // "blocks.<layer>": the block's shard unit and its parameters' prefix.
   static std::string block_unit(int64_t layer) { return "blocks." + std::to_string(layer); }
   void describe_parameters();
@@ -102,7 +104,7 @@ class Transformer final : public Model {
   DecoderArch arch_;
   RopeFrequencies rope_frequencies_;  // model.rope_theta and model.rope_scaling, per head
   MlpKind mlp_;
-  bool layernorm_, rope_, moe_;
+  bool layernorm_, rope_;
   int64_t kv_heads_;                 // model.n_kv_heads, or n_heads when it is 0
   MoeOptions moe_options_;           // the routing the config asks for (not global_counts)
   std::vector<Tensor> expert_bias_;  // per MoE block (empty: no bias); also in buffers_
