@@ -16,7 +16,7 @@ using testing::repo_config;
 
 TEST(ConfigRoundTrip, ShippedConfigs) {
   for (const char* name : {"tiny.toml", "moe_small.toml", "gpt_small.toml", "llama3_debug.toml",
-                           "llama3_100m.toml", "deepseek_moe_debug.toml"}) {
+                           "llama3_100m.toml", "deepseek_moe_debug.toml", "qwen3_debug.toml"}) {
     const TrainConfig c = load_config(repo_config(name));
     EXPECT_EQ(load_text(to_toml(c)), c) << name << "\n" << to_toml(c);
   }
