@@ -7,11 +7,12 @@
 #include "mixprec/models/gpt/gpt.h"
 #include "mixprec/models/llama3/llama3.h"
 #include "mixprec/models/moe/moe_family.h"
+#include "mixprec/models/qwen3/qwen3.h"
 
 namespace mixprec::models {
 namespace {
 
-constexpr std::array<const ModelSpec*, 3> kSpecs{&moe::kSpec, &gpt::kSpec, &llama3::kSpec};
+constexpr std::array kSpecs{&moe::kSpec, &gpt::kSpec, &llama3::kSpec, &qwen3::kSpec};
 
 // Rules for a config built in code (no file, no line): the key and the problem.
 class PlainRules final : public config::ConfigRules {

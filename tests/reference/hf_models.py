@@ -1,19 +1,20 @@
 #!/usr/bin/python3
-"""Independent float64 reference of Hugging Face's Llama and GPT-2, for mixprec's HF import/export.
+"""Independent float64 reference of HF's Llama, GPT-2 and Qwen 3, for mixprec's HF import/export.
 
 Debian has no `transformers` (nor the `safetensors` Python package), so this file rebuilds
-the math of LlamaForCausalLM and GPT2LMHeadModel in plain PyTorch from Hugging Face's
-published definitions (no code copied from transformers), reads and writes the Hugging Face
-checkpoint layout (config.json + model.safetensors, or model-0000k-of-0000n.safetensors
-shards + model.safetensors.index.json) with its own safetensors codec, and computes logits in
-float64 from the stored weights (F32 or BF16, widened before any arithmetic).
+the math of LlamaForCausalLM, GPT2LMHeadModel and Qwen3ForCausalLM in plain PyTorch from
+Hugging Face's published definitions (no code copied from transformers), reads and writes the
+Hugging Face checkpoint layout (config.json + model.safetensors, or
+model-0000k-of-0000n.safetensors shards + model.safetensors.index.json) with its own
+safetensors codec, and computes logits in float64 from the stored weights (F32 or BF16,
+widened before any arithmetic).
 
 Run with Debian 12's python3-torch (torch 1.13):
 
     /usr/bin/python3 tests/reference/hf_models.py logits DIR TOKENS OUT
         DIR: HF checkpoint folder; TOKENS: safetensors with "tokens" (integer [B, T]);
         OUT: safetensors with "logits" F32 [B, T, vocab] and "logits_f64" F64.
-    /usr/bin/python3 tests/reference/hf_models.py init DIR --family llama|gpt2 --config JSON
+    /usr/bin/python3 tests/reference/hf_models.py init DIR --family llama|gpt2|qwen3 --config JSON
         --seed N [--dtype f32|bf16] [--shard-bytes N]
         Writes DIR/config.json (the JSON plus model_type, architectures, torch_dtype) and
         seeded random weights (matrices and biases ~ N(0, 0.02), norm weights 1 + N(0, 0.1)).
@@ -263,6 +264,10 @@ def rope_cos_sin(t, head_dim, theta, scaling=None):
 
 
 class LlamaAttention(nn.Module):
+    """Llama's attention; with c["qk_norm"] Qwen 3's: an RMSNorm over each head's head_dim
+    features of q and of k (one weight [head_dim] each, eps rms_norm_eps), applied after the
+    projection is split into heads and before RoPE. v is not normalised."""
+
     def __init__(self, c):
         super().__init__()
         self.c = c
@@ -271,11 +276,18 @@ class LlamaAttention(nn.Module):
         self.k_proj = nn.Linear(c["hidden"], kv * d, bias=bias)
         self.v_proj = nn.Linear(c["hidden"], kv * d, bias=bias)
         self.o_proj = nn.Linear(h * d, c["hidden"], bias=bias)
+        if c["qk_norm"]:
+            self.q_norm = RMSNorm(d, c["eps"])
+            self.k_norm = RMSNorm(d, c["eps"])
 
     def forward(self, x, cos, sin):
         c = self.c
-        q = split_heads(self.q_proj(x), c["heads"])
-        k = split_heads(self.k_proj(x), c["kv_heads"])
+        b, t, _ = x.shape
+        q = self.q_proj(x).view(b, t, c["heads"], c["head_dim"])
+        k = self.k_proj(x).view(b, t, c["kv_heads"], c["head_dim"])
+        if c["qk_norm"]:
+            q, k = self.q_norm(q), self.k_norm(k)
+        q, k = q.transpose(1, 2), k.transpose(1, 2)
         v = split_heads(self.v_proj(x), c["kv_heads"])
         q, k = q * cos + rotate_half(q) * sin, k * cos + rotate_half(k) * sin
         group = c["heads"] // c["kv_heads"]  # repeat_kv: kv head j serves j*g .. j*g+g-1
@@ -320,7 +332,7 @@ class LlamaModel(nn.Module):
 class LlamaForCausalLM(nn.Module):
     def __init__(self, cfg):
         super().__init__()
-        c = llama_settings(cfg)
+        c = self.settings(cfg)
         self.c = c
         self.model = LlamaModel(c)
         self.lm_head = nn.Linear(c["hidden"], c["vocab"], bias=False)
@@ -359,7 +371,51 @@ def llama_settings(cfg):
         "attention_bias": bool(cfg_get(cfg, "attention_bias", False)),
         "mlp_bias": bool(cfg_get(cfg, "mlp_bias", False)),
         "tied": bool(cfg_get(cfg, "tie_word_embeddings", False)),
+        "qk_norm": False,
     }
+
+
+LlamaForCausalLM.settings = staticmethod(llama_settings)
+
+
+# ---------------------------------------------------------------------------------------------
+# Qwen 3 (Qwen3ForCausalLM): Llama's decoder with per-head q/k RMSNorm before RoPE, head_dim
+# from the config, its own config defaults
+# ---------------------------------------------------------------------------------------------
+
+
+def qwen3_settings(cfg):
+    """HF Qwen3Config fields (and its defaults, which are not Llama's: head_dim 128, 32 kv
+    heads when the key is absent, eps 1e-6) that the math depends on. Sliding-window layers
+    (use_sliding_window, layer_types) are not modelled: refused."""
+    check(cfg_get(cfg, "hidden_act", "silu") == "silu", "qwen3: only hidden_act 'silu' is known")
+    check(cfg.get("rope_scaling") is None, "qwen3: rope_scaling is not supported here")
+    heads, layers = cfg_int(cfg, "num_attention_heads"), cfg_int(cfg, "num_hidden_layers")
+    kv_heads = cfg.get("num_key_value_heads", 32)
+    kv_heads = heads if kv_heads is None else kv_heads
+    check(heads % kv_heads == 0, "qwen3: num_attention_heads % num_key_value_heads != 0")
+    head_dim = cfg_get(cfg, "head_dim", 128)
+    check(head_dim % 2 == 0, "qwen3: head_dim must be even")
+    window = cfg.get("sliding_window", 4096) if cfg_get(cfg, "use_sliding_window", False) else None
+    first_windowed = cfg_get(cfg, "max_window_layers", 28)
+    types = cfg.get("layer_types") or [
+        "sliding_attention" if window is not None and i >= first_windowed else "full_attention"
+        for i in range(layers)]
+    check(all(t == "full_attention" for t in types),
+          f"qwen3: sliding-window layers are not modelled (layer_types {types})")
+    return {
+        "hidden": cfg_int(cfg, "hidden_size"), "heads": heads, "kv_heads": kv_heads,
+        "head_dim": head_dim, "intermediate": cfg_int(cfg, "intermediate_size"),
+        "vocab": cfg_int(cfg, "vocab_size"), "layers": layers,
+        "eps": cfg_get(cfg, "rms_norm_eps", 1e-6),
+        "rope_theta": float(cfg_get(cfg, "rope_theta", 10000.0)), "rope_scaling": None,
+        "attention_bias": bool(cfg_get(cfg, "attention_bias", False)), "mlp_bias": False,
+        "tied": bool(cfg_get(cfg, "tie_word_embeddings", False)), "qk_norm": True,
+    }
+
+
+class Qwen3ForCausalLM(LlamaForCausalLM):
+    settings = staticmethod(qwen3_settings)
 
 
 # ---------------------------------------------------------------------------------------------
@@ -484,16 +540,17 @@ def gpt2_settings(cfg):
 # HF checkpoint <-> model
 # ---------------------------------------------------------------------------------------------
 
-FAMILIES = {"llama": LlamaForCausalLM, "gpt2": GPT2LMHeadModel}
+FAMILIES = {"llama": LlamaForCausalLM, "gpt2": GPT2LMHeadModel, "qwen3": Qwen3ForCausalLM}
 # Buffers (not parameters) that older HF checkpoints carry: GPT-2's causal masks, Llama's
 # rotary inv_freq cache. They are skipped when reading.
 IGNORED_SUFFIXES = {"gpt2": (".attn.bias", ".attn.masked_bias"),
-                    "llama": (".rotary_emb.inv_freq",)}
+                    "llama": (".rotary_emb.inv_freq",), "qwen3": (".rotary_emb.inv_freq",)}
 
 
 def build_model(cfg):
     family = cfg.get("model_type")
-    check(family in FAMILIES, f"config.json: model_type {family!r} is not 'llama' or 'gpt2'")
+    check(family in FAMILIES,
+          f"config.json: model_type {family!r} is not one of {sorted(FAMILIES)}")
     return FAMILIES[family](cfg).to(torch.float64)
 
 
@@ -513,7 +570,7 @@ def checkpoint_names(model, family, tensors):
     """Canonical HF names, buffers dropped; a tied lm_head.weight must equal the embedding."""
     tensors = {canonical_name(k, family): v for k, v in tensors.items()
                if not k.endswith(IGNORED_SUFFIXES[family])}
-    embed_name = "model.embed_tokens.weight" if family == "llama" else "transformer.wte.weight"
+    embed_name = "transformer.wte.weight" if family == "gpt2" else "model.embed_tokens.weight"
     if model.c["tied"] and "lm_head.weight" in tensors:
         head, embed = tensors.pop("lm_head.weight"), tensors.get(embed_name)
         check(embed is not None and head.dtype == embed.dtype and torch.equal(head, embed),
@@ -601,6 +658,11 @@ SELFTEST_LLAMA = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_he
                   "rope_theta": 500000.0, "rms_norm_eps": 1e-5, "tie_word_embeddings": False}
 SELFTEST_GPT2 = {"n_embd": 48, "n_head": 4, "n_layer": 2, "vocab_size": 50, "n_positions": 32,
                  "n_inner": None, "activation_function": "gelu_new", "layer_norm_epsilon": 1e-5}
+# Heads of 24 beside hidden 64 / 4 heads; eps tiny so that a head's scale cancels exactly.
+SELFTEST_QWEN3 = {"hidden_size": 64, "num_attention_heads": 4, "num_key_value_heads": 2,
+                  "head_dim": 24, "num_hidden_layers": 2, "intermediate_size": 96,
+                  "vocab_size": 50, "rope_theta": 1e6, "rms_norm_eps": 1e-12,
+                  "tie_word_embeddings": True}
 SELFTEST_SHARD_BYTES = 20000
 
 
@@ -713,6 +775,35 @@ def selftest_tied(tmp, tokens):
     print("ok      tie_word_embeddings: tied llama == untied llama with lm_head = embed_tokens")
 
 
+def selftest_qwen3(tmp, tokens):
+    """Qwen 3's names and shapes; its q/k norms act per head: scaling one head's q_proj rows,
+    or one kv head's k_proj rows, leaves the logits as they were (not so without the norms)."""
+    folder = os.path.join(tmp, "qwen3")
+    written = dict(init_checkpoint(folder, "qwen3", SELFTEST_QWEN3, 4))
+    shapes = {"model.layers.1.self_attn.q_norm.weight": (24,),
+              "model.layers.1.self_attn.k_norm.weight": (24,),
+              "model.layers.0.self_attn.q_proj.weight": (96, 64),
+              "model.layers.0.self_attn.k_proj.weight": (48, 64),
+              "model.layers.0.self_attn.o_proj.weight": (64, 96)}
+    for name, shape in shapes.items():
+        check(tuple(written[name].shape) == shape, f"qwen3: {name} is not {shape}")
+    check("lm_head.weight" not in written, "tied qwen3 must not write lm_head.weight")
+    selftest_causal(folder, tokens, "qwen3")
+    model = load_checkpoint(folder)
+    ref = logits_of(model, tokens)
+    attn = model.model.layers[0].self_attn
+    with torch.no_grad():
+        attn.q_proj.weight[24:48] *= 5.0
+        attn.k_proj.weight[:24] *= 0.2
+    diff = (logits_of(model, tokens) - ref).abs().max().item()
+    check(diff < 1e-8, f"qwen3: rescaling one head's q/k rows moved the logits by {diff}")
+    model.c["qk_norm"] = False  # the same weights without the norms' effect
+    unnormed = (logits_of(model, tokens) - ref).abs().max().item()
+    check(unnormed > 1e-6, "qwen3: turning the q/k norms off should change the logits")
+    print(f"ok      qwen3: q_norm/k_norm [head_dim], q_proj [heads*head_dim, hidden]; a head's "
+          f"scale cancels (max diff {diff:.1e}; without the norms {unnormed:.1e})")
+
+
 def selftest_cli(tmp, llama_dir, gpt2_dir, tokens):
     """The logits command end to end; its F32 output is the F64 one rounded."""
     tok_path = os.path.join(tmp, "tokens.safetensors")
@@ -737,6 +828,7 @@ def selftest():
         selftest_causal(gpt2_dir, tokens, "gpt2")
         selftest_rope()
         selftest_tied(tmp, tokens)
+        selftest_qwen3(tmp, tokens)
         selftest_cli(tmp, llama_dir, gpt2_dir, tokens)
     print("selftest passed")
 

@@ -1,7 +1,7 @@
 // Hugging Face weights against an independent PyTorch model (tests/reference/hf_models.py: a
-// plain-PyTorch Llama and GPT-2 written from Hugging Face's math, computing in f64; transformers
-// is not in Debian). Our export loads there and gives our logits; weights that PyTorch wrote
-// import here and give its logits. Skipped when python3 cannot import torch (CI installs
+// plain-PyTorch Llama, GPT-2 and Qwen 3 written from Hugging Face's math, computing in f64;
+// transformers is not in Debian). Our export loads there and gives our logits; weights that PyTorch
+// wrote import here and give its logits. Skipped when python3 cannot import torch (CI installs
 // Debian's python3-torch and runs it).
 #include <gtest/gtest.h>
 
@@ -91,10 +91,15 @@ std::vector<Family> families() {
   // bands turn within the 24 test positions (head size 16, theta 500000: wavelengths 6.3
   // (kept, < 64 / 4), 32 (blended), 167 and up (slowed 8x, > 64)); at 8192 they barely move.
   const config::ModelConfig scaled_llama = hf_llama31_config(64);
-  return {{"llama", hf_llama_config()},
-          {"llama", tied_llama},
-          {"llama", scaled_llama},
-          {"gpt2", hf_gpt2_config()}};
+  // Qwen 3: GQA with heads of 24 beside d_model 64 (q 96 wide), untied; tied, multi-query,
+  // with heads of 8 (q 32 wide, narrower than the model) and theta 10000.
+  config::ModelConfig tied_qwen3 = hf_qwen3_config();
+  tied_qwen3.tie_embeddings = true;
+  tied_qwen3.n_kv_heads = 1;
+  tied_qwen3.head_dim = 8;
+  tied_qwen3.rope_theta = 10000.0;
+  return {{"llama", hf_llama_config()}, {"llama", tied_llama},        {"llama", scaled_llama},
+          {"gpt2", hf_gpt2_config()},   {"qwen3", hf_qwen3_config()}, {"qwen3", tied_qwen3}};
 }
 
 // f32 export: PyTorch in f64 on the same weights is within f32 rounding of our f32 forward.

@@ -1,4 +1,4 @@
-// Small Llama and GPT-2 configs, weights away from their init, and logits: shared by the
+// Small Llama, GPT-2 and Qwen 3 configs, weights away from their init, and logits: shared by the
 // Hugging Face round-trip tests (unit/io) and the PyTorch agreement tests (reference/).
 #pragma once
 
@@ -62,6 +62,26 @@ inline config::ModelConfig hf_gpt2_config() {
   c.positions = "learned";
   c.bias = true;
   c.tie_embeddings = true;
+  return c;
+}
+
+// Qwen 3 with what its layout adds to Llama's: heads of head_dim 24 beside d_model 64 and 4
+// heads (q is 96 wide), 2 kv heads, per-head q/k norms; theta 1e6, eps 1e-6, untied.
+inline config::ModelConfig hf_qwen3_config() {
+  config::ModelConfig c;
+  c.kind = "qwen3";
+  c.vocab_size = 61;
+  c.d_model = 64;
+  c.n_layers = 2;
+  c.n_heads = 4;
+  c.n_kv_heads = 2;
+  c.head_dim = 24;
+  c.d_ff = 96;
+  c.max_seq_len = 32;
+  c.norm_eps = 1e-6;
+  c.rope_theta = 1e6;
+  c.tie_embeddings = false;
+  c.qk_norm = true;
   return c;
 }
 

@@ -72,7 +72,7 @@ struct RopeScalingConfig {
 };
 
 struct ModelConfig {
-  std::string kind = "moe";  // moe | gpt | llama3
+  std::string kind = "moe";  // moe | gpt | llama3 | qwen3 (models/registry.h)
   std::int64_t vocab_size = 256;
   std::int64_t d_model = 128;
   std::int64_t n_layers = 4;
@@ -80,6 +80,10 @@ struct ModelConfig {
   // Key/value heads (grouped-query attention; n_heads / n_kv_heads query heads share each);
   // 0 = n_heads.
   std::int64_t n_kv_heads = 0;
+  // Width of each attention head (q, k and v); 0 = d_model / n_heads. Qwen 3 sets it apart
+  // from the model width (128 beside d_model 1024 and 16 heads: q is 2048 wide), so the heads
+  // keep their size when d_model changes; wq is then [n_heads·head_dim, d_model].
+  std::int64_t head_dim = 0;
   std::int64_t d_ff = 192;  // hidden width of the MLP (of each expert for moe)
   // torchtitan's Llama sizing: when multiple_of > 0, d_ff is derived from d_model as
   // round_up(int(multiplier · int(2 · 4 · d_model / 3)), multiple_of) (multiplier 1 when
@@ -95,6 +99,10 @@ struct ModelConfig {
   RopeScalingConfig rope_scaling;
   bool tie_embeddings = true;
   bool bias = false;  // biases on the attention and MLP linears (GPT-2 style)
+  // RMSNorm (eps norm_eps) over each head's head_dim features of q and of k, after the head
+  // split and before RoPE, with one gain vector per layer for each (Qwen 3's q_norm/k_norm):
+  // it bounds the attention logits however large the q/k weights grow.
+  bool qk_norm = false;
   // A sentencepiece .model (data/tokenizer.h; `mixprec tokenizer train` writes one); "" = the
   // byte tokenizer. vocab_size must cover its ids.
   std::string tokenizer;
@@ -102,6 +110,10 @@ struct ModelConfig {
   bool operator==(const ModelConfig&) const = default;
   // The key/value heads attention has: n_kv_heads, or n_heads when it is 0.
   std::int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }
+  // The width of a head: head_dim, or d_model / n_heads when it is 0 (0 without heads).
+  std::int64_t head_size() const {
+    return head_dim > 0 ? head_dim : n_heads > 0 ? d_model / n_heads : 0;
+  }
 };
 
 struct TrainingConfig {

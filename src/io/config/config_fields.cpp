@@ -46,6 +46,7 @@ std::vector<Field> make_fields() {
       FIELD("model", model, n_layers),
       FIELD("model", model, n_heads),
       FIELD("model", model, n_kv_heads),
+      FIELD("model", model, head_dim),  // 0 = d_model / n_heads (Qwen 3 sets its own)
       FIELD("model", model, d_ff),
       FIELD("model", model, multiple_of),
       FIELD("model", model, ffn_dim_multiplier),
@@ -57,6 +58,7 @@ std::vector<Field> make_fields() {
       FIELD("model", model, rope_theta),
       FIELD("model", model, tie_embeddings),
       FIELD("model", model, bias),
+      FIELD("model", model, qk_norm),  // Qwen 3's per-head q/k RMSNorm; off for the others
       FIELD("model", model, tokenizer),
       FIELD("model.moe", model.moe, n_experts),
       FIELD("model.moe", model.moe, top_k),

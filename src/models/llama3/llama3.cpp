@@ -19,7 +19,7 @@ void check(const config::ModelConfig& m, const config::ConfigRules& c) {
 }
 
 std::unique_ptr<Model> make(const config::ModelConfig& m) {
-  return std::make_unique<Transformer>(m, DecoderArch{.titan_init = true});
+  return std::make_unique<Transformer>(m, DecoderArch{.init = DecoderInit::titan_llama});
 }
 
 }  // namespace

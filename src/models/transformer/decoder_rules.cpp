@@ -13,6 +13,36 @@ void check_bound(const config::ConfigRules& c, const std::string& key, int64_t v
   c.require(value <= bound, key, "must be <= " + std::to_string(bound));
 }
 
+namespace {
+
+// The heads' width: model.head_dim, or d_model / n_heads when it is 0 (n_heads > 0 checked).
+void check_heads(const config::ModelConfig& m, const config::ConfigRules& c) {
+  c.require(m.head_dim >= 0, "model.head_dim", "must be >= 0 (0 = model.d_model / model.n_heads)");
+  check_bound(c, "model.head_dim", m.head_dim, kMaxModelWidth);
+  if (m.head_dim == 0) {
+    c.require(m.d_model % m.n_heads == 0, "model.n_heads",
+              "must divide " + c.show("model.d_model") + " (or set model.head_dim)");
+  } else {
+    // Bounds like d_model's and d_ff's: the attention's width and wq's weights.
+    const double width = static_cast<double>(m.n_heads) * static_cast<double>(m.head_dim);
+    c.require(width <= static_cast<double>(kMaxModelWidth), "model.head_dim",
+              "times model.n_heads must be <= " + std::to_string(kMaxModelWidth) +
+                  " (the queries' width)");
+    c.require(width * static_cast<double>(m.d_model) <= kMaxLayerWeights, "model.head_dim",
+              "times model.n_heads and model.d_model must be <= 2^40 (the weights of wq)");
+  }
+  if (m.positions != "rope") return;
+  // RoPE rotates pairs of dimensions within each head.
+  if (m.head_dim > 0)
+    c.require(m.head_dim % 2 == 0, "model.head_dim", "must be even with positions = \"rope\"");
+  else if (m.d_model % m.n_heads == 0)
+    c.require((m.d_model / m.n_heads) % 2 == 0, "model.n_heads",
+              "gives an odd head size d_model / n_heads with positions = \"rope\" (" +
+                  c.show("model.d_model") + "; or set an even model.head_dim)");
+}
+
+}  // namespace
+
 void check_decoder_config(const config::ModelConfig& m, const config::ConfigRules& c,
                           double mlp_copies, const std::string& copies_keys) {
   // The config loader checks choices first (the key table's); a config built in code is
@@ -39,13 +69,7 @@ void check_decoder_config(const config::ModelConfig& m, const config::ConfigRule
   c.require(static_cast<double>(m.vocab_size) * static_cast<double>(m.d_model) <= kMaxLayerWeights,
             "model.vocab_size", "times model.d_model must be <= 2^40 (the embedding's weights)");
   c.require(m.n_heads > 0, "model.n_heads", "must be > 0");
-  c.require(m.d_model % m.n_heads == 0, "model.n_heads", "must divide " + c.show("model.d_model"));
-  if (m.positions == "rope") {
-    // RoPE rotates pairs of dimensions within each head.
-    c.require((m.d_model / m.n_heads) % 2 == 0, "model.n_heads",
-              "gives an odd head size d_model / n_heads with positions = \"rope\" (" +
-                  c.show("model.d_model") + ")");
-  }
+  check_heads(m, c);
   c.require(m.n_kv_heads >= 0, "model.n_kv_heads", "must be >= 0 (0 = model.n_heads)");
   c.require(m.n_kv_heads == 0 || m.n_heads % m.n_kv_heads == 0, "model.n_kv_heads",
             "must divide " + c.show("model.n_heads") + " (grouped-query attention)");

@@ -8,22 +8,22 @@
 #include "mixprec/models/transformer/rope_config.h"
 
 namespace mixprec::models {
-namespace {
 
-int64_t kv_width(const config::ModelConfig& m) {
-  return m.kv_heads() * (m.d_model / m.n_heads);
-}
-
-std::vector<HfLink> llama_links(const config::ModelConfig& m) {
-  const int64_t d = m.d_model, kv = kv_width(m), ff = m.d_ff, V = m.vocab_size;
+std::vector<HfLink> llama_hf_links(const config::ModelConfig& m) {
+  const int64_t d = m.d_model, hd = m.head_size(), q = m.n_heads * hd, kv = m.kv_heads() * hd;
+  const int64_t ff = m.d_ff, V = m.vocab_size;
   std::vector<HfLink> links{{"model.embed_tokens.weight", {{"tok_emb.weight", V}}, d}};
   for (int64_t l = 0; l < m.n_layers; ++l) {
     const std::string hf = fmt::format("model.layers.{}.", l), b = fmt::format("blocks.{}.", l);
     links.push_back({hf + "input_layernorm.weight", {{b + "attn_norm.weight", d}}});
-    links.push_back({hf + "self_attn.q_proj.weight", {{b + "attn.wq", d}}, d});
+    links.push_back({hf + "self_attn.q_proj.weight", {{b + "attn.wq", q}}, d});
     links.push_back({hf + "self_attn.k_proj.weight", {{b + "attn.wk", kv}}, d});
     links.push_back({hf + "self_attn.v_proj.weight", {{b + "attn.wv", kv}}, d});
-    links.push_back({hf + "self_attn.o_proj.weight", {{b + "attn.wo", d}}, d});
+    links.push_back({hf + "self_attn.o_proj.weight", {{b + "attn.wo", d}}, q});
+    if (m.qk_norm) {  // Qwen3Attention's order: after o_proj
+      links.push_back({hf + "self_attn.q_norm.weight", {{b + "attn.q_norm.weight", hd}}});
+      links.push_back({hf + "self_attn.k_norm.weight", {{b + "attn.k_norm.weight", hd}}});
+    }
     links.push_back({hf + "post_attention_layernorm.weight", {{b + "mlp_norm.weight", d}}});
     links.push_back({hf + "mlp.gate_proj.weight", {{b + "mlp.w_gate", ff}}, d});
     links.push_back({hf + "mlp.up_proj.weight", {{b + "mlp.w_up", ff}}, d});
@@ -33,6 +33,8 @@ std::vector<HfLink> llama_links(const config::ModelConfig& m) {
   if (!m.tie_embeddings) links.push_back({"lm_head.weight", {{"lm_head.weight", V}}, d});
   return links;
 }
+
+namespace {
 
 std::vector<HfLink> gpt2_links(const config::ModelConfig& m) {
   const int64_t d = m.d_model, ff = m.d_ff, V = m.vocab_size;
@@ -66,6 +68,10 @@ std::vector<HfLink> gpt2_links(const config::ModelConfig& m) {
 }  // namespace
 
 HfLayout llama_hf_layout(const config::ModelConfig& m) {
+  if (m.qk_norm)
+    throw Error("hf",
+                "model.qk_norm = true has no Llama layout: LlamaForCausalLM has no q/k "
+                "norms (model.kind = \"qwen3\" exports them, as Qwen3ForCausalLM)");
   const int64_t heads = m.n_heads, kv = m.kv_heads();
   std::vector<HfKey> keys{
       {"vocab_size", m.vocab_size, "model.vocab_size", nullptr},
@@ -74,7 +80,8 @@ HfLayout llama_hf_layout(const config::ModelConfig& m) {
       {"num_hidden_layers", m.n_layers, "model.n_layers", nullptr},
       {"num_attention_heads", heads, "model.n_heads", nullptr},
       {"num_key_value_heads", kv, "model.n_kv_heads", heads},
-      {"head_dim", m.d_model / heads, "model.d_model / model.n_heads", m.d_model / heads},
+      {"head_dim", m.head_size(),
+       m.head_dim > 0 ? "model.head_dim" : "model.d_model / model.n_heads", m.d_model / heads},
       {"rms_norm_eps", m.norm_eps, "model.norm_eps", 1e-6},
       {"rope_theta", m.rope_theta, "model.rope_theta", 10000.0},
       {"tie_word_embeddings", m.tie_embeddings, "model.tie_embeddings", false},
@@ -91,7 +98,7 @@ HfLayout llama_hf_layout(const config::ModelConfig& m) {
        }},
       {"max_position_embeddings", m.max_seq_len, "model.max_seq_len", nullptr, false},
   };
-  return {"llama",         "LlamaForCausalLM",          llama_links(m),
+  return {"llama",         "LlamaForCausalLM",          llama_hf_links(m),
           std::move(keys), "model.embed_tokens.weight", ""};
 }
 
@@ -119,14 +126,17 @@ HfLayout gpt2_hf_layout(const config::ModelConfig& m) {
 HfLayout dense_decoder_hf_layout(const config::ModelConfig& m) {
   if (m.norm == "rmsnorm" && m.mlp == "swiglu" && m.positions == "rope" && !m.bias)
     return llama_hf_layout(m);
+  // GPT-2's heads are n_embd / n_head wide, and it has no q/k norms.
   if (m.norm == "layernorm" && m.mlp == "gelu" && m.positions == "learned" &&
-      m.kv_heads() == m.n_heads)
+      m.kv_heads() == m.n_heads && m.head_size() * m.n_heads == m.d_model && !m.qk_norm)
     return gpt2_hf_layout(m);
-  throw Error("hf", fmt::format("model.norm = \"{}\", mlp = \"{}\", positions = \"{}\", bias = {}, "
-                                "n_kv_heads = {} fit no Hugging Face layout: Llama needs rmsnorm, "
-                                "swiglu, rope and no biases; GPT-2 layernorm, gelu, learned "
-                                "positions and no grouped-query attention",
-                                m.norm, m.mlp, m.positions, m.bias, m.n_kv_heads));
+  throw Error("hf",
+              fmt::format("model.norm = \"{}\", mlp = \"{}\", positions = \"{}\", bias = {}, "
+                          "n_kv_heads = {}, head_dim = {}, qk_norm = {} fit no Hugging Face "
+                          "layout: Llama needs rmsnorm, swiglu, rope and no biases; GPT-2 "
+                          "layernorm, gelu, learned positions, no grouped-query attention, "
+                          "heads of d_model / n_heads and no q/k norms",
+                          m.norm, m.mlp, m.positions, m.bias, m.n_kv_heads, m.head_dim, m.qk_norm));
 }
 
 }  // namespace mixprec::models

@@ -1,15 +1,17 @@
 // Activation bytes of a Transformer step (Model::estimate_activations), op by op (N = tokens, d =
-// d_model, H = heads, F = d_ff, V = vocab, E = experts, k = top_k, R = N·k routed rows (capped by
+// d_model, H = heads, q = H·Dh the queries' width (d unless model.head_dim says otherwise), kv =
+// n_kv_heads·Dh, F = d_ff, V = vocab, E = experts, k = top_k, R = N·k routed rows (capped by
 // capacity); c = compute dtype bytes, r = residual stream bytes (the wider of param and compute:
 // the embedding keeps the weight's dtype, add promotes), a = accumulator bytes (f32, f64 for f64)).
 //
 // Saved per block (pre-norm; each norm runs in f32 under autocast but keeps its narrow input):
 //   attn_norm   input (the residual) r·N·d + rstd a·N (LayerNorm: + mean a·N)
 //   q/k/v in    the one cast copy the three projections share            c·N·d
-//   attention   q, k (after RoPE) and v, contiguous  c·N·d + 2c·N·kv (kv = n_kv_heads·d/H)
-//               f32 output before rounding (narrow inputs) or the output  a·N·d
+//   qk_norm     q and k before their norms c·N·(q + kv) + rstd a·N·(H + n_kv_heads)
+//   attention   q, k (after RoPE) and v, contiguous  c·N·q + 2c·N·kv
+//               f32 output before rounding (narrow inputs) or the output  a·N·q
 //               log-sum-exp per row and head                              a·N·H
-//   wo in       the heads merged back (a copy of a transposed view)       c·N·d
+//   wo in       the heads merged back (a copy of a transposed view)       c·N·q
 //   mlp_norm    input r·N·d + statistics
 //   dense MLP   shared input c·N·d; SwiGLU gate, up and hidden 3c·N·F (GELU: up, hidden 2c·N·F)
 //   MoE         shared input c·N·d (router reads it too); router logits a·N·E (softmax and
@@ -24,8 +26,8 @@
 // embedding's ids are the batch).
 // Checkpointed blocks (activation_checkpoint.h) keep their input r·N·d (and an MoE block the
 // router logits a·N·E its forward recorded); selective "op" also keeps attention's output c·N·d,
-// its unrounded f32 copy a·N·d (narrow inputs) and log-sum-exp a·N·H, and the outputs of the
-// block's odd-numbered linears: wq c·N·d, wv c·N·kv, then (dense MLP) w_up c·N·F and, after
+// its unrounded f32 copy a·N·q (narrow inputs) and log-sum-exp a·N·H, and the outputs of the
+// block's odd-numbered linears: wq c·N·q, wv c·N·kv, then (dense MLP) w_up c·N·F and, after
 // SwiGLU's gate, w_down c·N·d. A checkpointed block's backward recomputes all of its saved
 // bytes, so they are live again while it runs.
 // Transients: the loss forward widens narrow logits to f32 (4·N·V); its backward holds the
@@ -33,7 +35,8 @@
 // block's backward the largest set is the MoE combine's (f32 copies of the output gradient
 // a·N·d, of the experts' outputs and their gradients 2a·R·d, the gradients rounded back c·R·d,
 // plus the residual gradient r·N·d), or the dense MLP's (r·N·d + 2c·N·F), or attention's
-// (r·N·d + 3c·N·d + 2c·N·kv: merged-heads gradient, its contiguous copy, dq, dk, dv).
+// (r·N·d + 3c·N·q + 2c·N·kv: merged-heads gradient, its contiguous copy, dq, dk, dv; with
+// qk_norm under autocast also dq and dk widened to f32 for the norms, a·N·(q + kv)).
 #include "mixprec/models/transformer/transformer.h"
 
 #include <algorithm>
@@ -52,8 +55,11 @@ Bytes u(int64_t v) {
 struct Sizes {
   Bytes c, r, a;
   int64_t N, d, H, F, V;
-  int64_t kv;  // width of k and v: n_kv_heads · d / H (d without grouped-query attention)
-  bool moe;    // blocks from model.moe.n_dense_layers on have experts
+  int64_t q;   // width of the queries: H · Dh (d unless model.head_dim says otherwise)
+  int64_t kv;  // width of k and v: n_kv_heads · Dh (q without grouped-query attention)
+  int64_t kv_heads;
+  bool qk_norm;
+  bool moe;  // blocks from model.moe.n_dense_layers on have experts
 };
 
 Bytes norm_saved(const Sizes& s, bool layernorm) {
@@ -61,11 +67,13 @@ Bytes norm_saved(const Sizes& s, bool layernorm) {
 }
 
 Bytes attention_saved(const Sizes& s, bool layernorm) {
-  const Bytes nd = u(s.N * s.d);
+  const Bytes nd = u(s.N * s.d), nq = u(s.N * s.q), nkv = u(s.N * s.kv);
+  const Bytes qk_norms = s.qk_norm ? s.c * (nq + nkv) + s.a * u(s.N * (s.H + s.kv_heads)) : 0;
   return norm_saved(s, layernorm) + s.c * nd  // shared q/k/v input
-         + s.c * (nd + 2 * u(s.N * s.kv))     // q, k, v
-         + s.a * nd + s.a * u(s.N * s.H)      // f32 output, log-sum-exp
-         + s.c * nd;                          // wo input
+         + qk_norms                           // the q/k norms' inputs and statistics
+         + s.c * (nq + 2 * nkv)               // q, k, v
+         + s.a * nq + s.a * u(s.N * s.H)      // f32 output, log-sum-exp
+         + s.c * nq;                          // wo input
 }
 
 int64_t ffn_hidden_tensors(const config::ModelConfig& m) {
@@ -109,15 +117,18 @@ Bytes checkpointed_saved(const Sizes& s, const config::ModelConfig& m, BlockChec
   if (s.moe) kept += s.a * u(s.N) * u(m.moe.n_experts);
   if (how != BlockCheckpoint::selective_ops) return kept;
   const bool narrow = s.c < s.a;
-  kept += s.c * nd + (narrow ? s.a * nd : 0) + s.a * u(s.N * s.H);  // attention
-  kept += s.c * nd + s.c * u(s.N * s.kv);                           // wq, wv
+  const Bytes nq = u(s.N * s.q);
+  kept += s.c * nq + (narrow ? s.a * nq : 0) + s.a * u(s.N * s.H);  // attention
+  kept += s.c * nq + s.c * u(s.N * s.kv);                           // wq, wv
   if (!s.moe) kept += s.c * u(s.N * s.F) + (m.mlp == "swiglu" ? s.c * nd : 0);
   return kept;
 }
 
 Bytes block_backward_transient(const Sizes& s, const config::ModelConfig& m) {
-  const Bytes nd = u(s.N * s.d), residual_grad = s.r * nd;
-  const Bytes attention = residual_grad + s.c * (3 * nd + 2 * u(s.N * s.kv));
+  const Bytes nd = u(s.N * s.d), nq = u(s.N * s.q), nkv = u(s.N * s.kv), residual_grad = s.r * nd;
+  const bool narrow_norms = s.qk_norm && s.c < s.a;
+  const Bytes attention =
+      residual_grad + s.c * (3 * nq + 2 * nkv) + (narrow_norms ? s.a * (nq + nkv) : 0);
   Bytes mlp = residual_grad + 2 * s.c * u(s.N * dense_width(s, m));
   if (s.moe) {
     const Bytes rd = u(routed_rows(m, s.N) * s.d);
@@ -142,7 +153,10 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   s.N = sequences * seq_len;
   s.d = m.d_model;
   s.H = m.n_heads;
-  s.kv = m.kv_heads() * (m.d_model / m.n_heads);
+  s.q = m.n_heads * m.head_size();
+  s.kv = m.kv_heads() * m.head_size();
+  s.kv_heads = m.kv_heads();
+  s.qk_norm = m.qk_norm;
   s.F = m.d_ff;
   s.V = m.vocab_size;
   s.moe = arch_.experts;

@@ -15,10 +15,10 @@ Transformer::Transformer(const config::ModelConfig& config, const DecoderArch& a
   mlp_ = parse_mlp_kind(config_.mlp);
   layernorm_ = config_.norm == "layernorm";
   rope_ = config_.positions == "rope";
-  if (rope_)
-    rope_frequencies_ = rope_frequencies(config_.d_model / config_.n_heads, config_.rope_theta,
-                                         rope_scaling_of(config_));
   kv_heads_ = config_.kv_heads();
+  head_dim_ = config_.head_size();
+  if (rope_)
+    rope_frequencies_ = rope_frequencies(head_dim_, config_.rope_theta, rope_scaling_of(config_));
   const config::MoeConfig& m = config_.moe;
   moe_options_ = {.top_k = m.top_k,
                   .capacity_factor = m.capacity_factor,
@@ -39,12 +39,14 @@ Transformer::Transformer(const config::ModelConfig& config, const DecoderArch& a
 
 void Transformer::describe_parameters() {
   const config::ModelConfig& c = config_;
-  const int64_t d = c.d_model, kv = kv_heads_ * (d / c.n_heads);
-  const bool llama = arch_.titan_init;
+  const int64_t d = c.d_model, q = c.n_heads * head_dim_, kv = kv_heads_ * head_dim_;
+  const bool llama = arch_.init == DecoderInit::titan_llama;
   const InitRule weight{InitKind::normal, 0.02};
   // The residual outputs (wo, w_down; Llama also w_up): GPT-2 scales by the depth of the
-  // whole model, torchtitan's Llama (depth_init) by the layer's own: 0.02 / sqrt(2·(l + 1)).
+  // whole model, torchtitan's Llama (depth_init) by the layer's own: 0.02 / sqrt(2·(l + 1));
+  // plain (torchtitan's Qwen 3) not at all.
   auto residual = [&](int64_t layer) {
+    if (arch_.init == DecoderInit::plain) return weight;
     const double depth = static_cast<double>(llama ? layer + 1 : c.n_layers);
     return InitRule{InitKind::normal, 0.02 / std::sqrt(2.0 * depth)};
   };
@@ -81,10 +83,14 @@ void Transformer::describe_parameters() {
     unit = block_unit(l);
     const std::string b = unit + ".";
     add_norm(b + "attn_norm");
-    add_linear(b + "attn.wq", d, d, weight, {.heads = c.n_heads});
+    add_linear(b + "attn.wq", q, d, weight, {.heads = c.n_heads});
     add_linear(b + "attn.wk", kv, d, weight, {.heads = kv_heads_});
     add_linear(b + "attn.wv", kv, d, weight);
-    add_linear(b + "attn.wo", d, d, residual(l));
+    add_linear(b + "attn.wo", d, q, residual(l));
+    if (c.qk_norm) {  // RMSNorm gains: no bias, whatever model.norm is
+      add(b + "attn.q_norm.weight", {head_dim_}, {InitKind::ones}, no_decay);
+      add(b + "attn.k_norm.weight", {head_dim_}, {InitKind::ones}, no_decay);
+    }
     add_norm(b + "mlp_norm");
     if (moe_block(l)) {
       add(b + "moe.router", {c.moe.n_experts, d}, weight);
@@ -109,9 +115,11 @@ std::vector<std::string> Transformer::shard_units() const {
 
 std::string Transformer::describe() const {
   const config::ModelConfig& c = config_;
-  const std::string heads = kv_heads_ == c.n_heads
-                                ? fmt::format("{} heads", c.n_heads)
-                                : fmt::format("{} heads ({} kv)", c.n_heads, kv_heads_);
+  std::string heads = kv_heads_ == c.n_heads
+                          ? fmt::format("{} heads", c.n_heads)
+                          : fmt::format("{} heads ({} kv)", c.n_heads, kv_heads_);
+  if (c.head_dim > 0) heads += fmt::format(" of {}", head_dim_);
+  if (c.qk_norm) heads += ", qk-norm";
   const std::string positions =
       !rope_ ? std::string("learned positions")
       : c.rope_scaling.type == "none"

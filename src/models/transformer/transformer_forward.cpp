@@ -38,18 +38,29 @@ Tensor Transformer::norm(const Tensor& x, const std::string& prefix, const char*
                     : rmsnorm(x, w, config_.norm_eps);
 }
 
+Tensor Transformer::head_norm(const Tensor& x, const std::string& prefix, const char* name) const {
+  amp::ModuleScope scope(name);
+  return rmsnorm(x, weight(prefix + "attn." + name + ".weight"), config_.norm_eps);
+}
+
 Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix, KvCache* cache,
                               int64_t layer) const {
   amp::ModuleScope scope("attn");
-  const int64_t B = x_in.size(0), T = x_in.size(1), d = config_.d_model, H = config_.n_heads;
+  const int64_t B = x_in.size(0), T = x_in.size(1), H = config_.n_heads, Dh = head_dim_;
   const Tensor x = as_linear_input(x_in);
   // [B, T, n·Dh] -> [B, n, T, Dh] (a strided view of the projection); k and v have kv_heads_.
-  auto heads = [&](const char* name, int64_t n) {
-    return project(x, prefix + name).view({B, T, n, d / H}).permute({0, 2, 1, 3});
+  // model.qk_norm normalises each head's Dh features first, on the contiguous [B, T, n, Dh]
+  // view (Hugging Face's order: before the transpose and before RoPE).
+  auto heads = [&](const char* name, int64_t n, const char* norm) {
+    Tensor t = project(x, prefix + name).view({B, T, n, Dh});
+    if (norm) t = head_norm(t, prefix, norm);
+    return t.permute({0, 2, 1, 3});
   };
+  const bool qk_norm = config_.qk_norm;
   const int64_t offset = cache ? cache->len : 0;
-  Tensor q = heads("attn.wq", H), k = heads("attn.wk", kv_heads_);
-  Tensor v = heads("attn.wv", kv_heads_);
+  Tensor q = heads("attn.wq", H, qk_norm ? "q_norm" : nullptr);
+  Tensor k = heads("attn.wk", kv_heads_, qk_norm ? "k_norm" : nullptr);
+  Tensor v = heads("attn.wv", kv_heads_, nullptr);
   if (rope_) {
     q = rope(q, rope_frequencies_, offset);
     k = rope(k, rope_frequencies_, offset);
@@ -58,7 +69,7 @@ Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix, KvC
     auto& ck = cache->k[static_cast<std::size_t>(layer)];
     auto& cv = cache->v[static_cast<std::size_t>(layer)];
     if (!ck.defined()) {
-      const Shape s{B, kv_heads_, config_.max_seq_len, d / H};
+      const Shape s{B, kv_heads_, config_.max_seq_len, Dh};
       ck = Tensor::empty(s, k.dtype());
       cv = Tensor::empty(s, v.dtype());
     }
@@ -68,9 +79,10 @@ Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix, KvC
     v = cv.slice(2, 0, offset + T);
   }
   // After the prompt, one new query sees every cached key: no mask (decode() allows one
-  // token at a time then), the same fused kernel as the whole-sequence forward.
+  // token at a time then), the same fused kernel as the whole-sequence forward. Its default
+  // scale is Dh^-1/2, the head's own width.
   const Tensor a = scaled_dot_product_attention(q, k, v, /*causal=*/offset == 0);
-  return project(a.transpose(1, 2).reshape({B, T, d}), prefix + "attn.wo");
+  return project(a.transpose(1, 2).reshape({B, T, H * Dh}), prefix + "attn.wo");
 }
 
 Tensor Transformer::project(const Tensor& x, const std::string& weight) const {

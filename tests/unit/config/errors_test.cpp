@@ -64,7 +64,7 @@ TEST(ConfigErrors, UnknownKeyListsValidKeys) {
                   "dense_d_ff, load_balance_coeff, balance_scope"});
   expect_message(load_error("[model]\nd_model = 64\n[model.attn]\nx = 1\n"),
                  {"line 3: unknown key 'model.attn'",
-                  "positions, rope_theta, tie_embeddings, bias, tokenizer, [model.moe], "
+                  "positions, rope_theta, tie_embeddings, bias, qk_norm, tokenizer, [model.moe], "
                   "[model.rope_scaling]"});
   expect_message(load_error("runs = \"x\"\n"), {"line 1: unknown key 'runs'",
                                                 "valid keys at the top level: run_dir, "

@@ -16,7 +16,7 @@ using testing::repo_config;
 
 TEST(ConfigRoundTrip, ShippedConfigs) {
   for (const char* name : {"tiny.toml", "moe_small.toml", "gpt_small.toml", "llama3_debug.toml",
-                           "llama3_100m.toml", "deepseek_moe_debug.toml"}) {
+                           "llama3_100m.toml", "deepseek_moe_debug.toml", "qwen3_debug.toml"}) {
     const TrainConfig c = load_config(repo_config(name));
     EXPECT_EQ(load_text(to_toml(c)), c) << name << "\n" << to_toml(c);
   }
@@ -31,7 +31,8 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
              .n_layers = 3,
              .n_heads = 6,
              .n_kv_heads = 3,
-             .d_ff = 320,  // round_up(int(1.25 * int(2 * 384 / 3)), 8)
+             .head_dim = 32,  // 6 heads of 32 beside d_model 96
+             .d_ff = 320,     // round_up(int(1.25 * int(2 * 384 / 3)), 8)
              .multiple_of = 8,
              .ffn_dim_multiplier = 1.25,
              .max_seq_len = 256,
@@ -43,6 +44,7 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
              .rope_scaling = {},  // learned positions: no RoPE to scale (rope_scaling_config_test)
              .tie_embeddings = false,
              .bias = true,
+             .qk_norm = true,
              .tokenizer = "tok/a \"b\".model",
              .moe = {.n_experts = 3,
                      .top_k = 3,

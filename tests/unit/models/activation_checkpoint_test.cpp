@@ -109,7 +109,8 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Values(Case{"gpt", "fp32"}, Case{"gpt", "bf16-mixed"}, Case{"gpt", "fp16-mixed"},
                       Case{"llama3", "fp32"}, Case{"llama3", "bf16-mixed"},
                       Case{"llama3", "fp16-mixed"}, Case{"moe", "fp32"}, Case{"moe", "bf16-mixed"},
-                      Case{"moe", "fp16-mixed"},
+                      Case{"moe", "fp16-mixed"}, Case{"qwen3", "bf16-mixed"},
+                      Case{"qwen3", "fp16-mixed"},
                       // f32 weights cast by autocast at every product (torch.autocast's
                       // recipe), and TF32 products: the recompute must repeat both.
                       Case{"gpt", "params=f32,compute=bf16"},

@@ -3,6 +3,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <string_view>
 #include <utility>
 #include <vector>
 
@@ -25,6 +26,7 @@ inline config::ModelConfig tiny_config(const char* kind) {
   c.max_seq_len = 12;
   c.moe.n_experts = 4;
   c.moe.top_k = 2;
+  c.qk_norm = std::string_view(kind) == "qwen3";  // a rule of the family, off for the others
   return c;
 }
 

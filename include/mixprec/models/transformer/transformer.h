@@ -1,28 +1,34 @@
-// The decoder-only transformer the gpt, llama3 and moe families (models/<family>/) build: a
-// language model from config::ModelConfig and the family's DecoderArch: a dense MLP in every
-// block, or a mixture of experts (models/transformer/moe.h) from model.moe.n_dense_layers on;
-// GPT-2's initialisation or torchtitan's Llama 3 one.
+// The decoder-only transformer the gpt, llama3, qwen3 and moe families (models/<family>/)
+// build: a language model from config::ModelConfig and the family's DecoderArch: a dense MLP
+// in every block, or a mixture of experts (models/transformer/moe.h) from
+// model.moe.n_dense_layers on; GPT-2's, torchtitan's Llama 3 or a plain N(0, 0.02)
+// initialisation (DecoderInit).
 //
 //   h = tok_emb[tokens] (+ pos_emb[0..T) when positions = learned)
 //   per block l:  h += attn(norm(h));  h += mlp_or_moe(norm(h))      (pre-norm)
 //   logits = lm_head(final_norm(h))     (lm_head = tok_emb when tie_embeddings)
 //
 // Attention is causal multi-head with the fused op; separate q/k/v/o projections (q and k
-// carry the heads role for Adam-mini), RoPE (rotate-half, Hugging Face's convention, base
-// model.rope_theta) on q and k when positions = rope. With model.n_kv_heads < n_heads, wk and
-// wv project to n_kv_heads heads, each shared by n_heads / n_kv_heads query heads (GQA). Linear
-// biases only with model.bias (GPT-2 style, "<weight>_bias", zero-initialised, no weight decay);
-// LayerNorm has its bias. Each submodule runs in an amp::ModuleScope
-// named like its parameters ("tok_emb", "blocks.3.attn", "blocks.3.moe", "final_norm",
-// "lm_head"), so autocast's fp32_modules globs reach them.
+// carry the heads role for Adam-mini) to heads of Dh = model.head_dim (d / n_heads when 0),
+// scaled by Dh^-1/2. With model.qk_norm, q and k are RMS-normalised over each head's Dh
+// features (eps model.norm_eps, one gain [Dh] each per block, f32 under autocast like the
+// other norms) after the head split and before RoPE, as Qwen 3's q_norm/k_norm. RoPE
+// (rotate-half, Hugging Face's convention, base model.rope_theta) on q and k when positions =
+// rope. With model.n_kv_heads < n_heads, wk and wv project to n_kv_heads heads, each shared
+// by n_heads / n_kv_heads query heads (GQA). Linear biases only with model.bias (GPT-2 style,
+// "<weight>_bias", zero-initialised, no weight decay); LayerNorm has its bias. Each submodule
+// runs in an amp::ModuleScope named like its parameters ("tok_emb", "blocks.3.attn",
+// "blocks.3.attn.q_norm", "blocks.3.moe", "final_norm", "lm_head"), so autocast's
+// fp32_modules globs reach them.
 //
 // Parameter names (GPT-2 init: N(0, 0.02); residual outputs wo and w_down N(0, 0.02/sqrt(2L));
 // norm gains 1, biases 0. llama3, torchtitan's: tok_emb N(0, 1); wo, w_up and w_down of layer l
-// N(0, 0.02/sqrt(2(l+1))); lm_head N(0, d^-1/2) truncated at 3 std):
+// N(0, 0.02/sqrt(2(l+1))); lm_head N(0, d^-1/2) truncated at 3 std. plain: every weight
+// N(0, 0.02), norm gains 1), with q = n_heads·Dh and kv = n_kv_heads·Dh:
 //   tok_emb.weight [V, d], pos_emb.weight [max_seq_len, d] (learned), lm_head.weight [V, d]
 //   (untied), final_norm.weight (+ .bias), and per block blocks.<l>.:
-//   attn_norm.weight/.bias, attn.wq/wo [d, d], attn.wk/wv [n_kv_heads·d/n_heads, d],
-//   mlp_norm.weight/.bias,
+//   attn_norm.weight/.bias, attn.wq [q, d], attn.wk/wv [kv, d], attn.wo [d, q],
+//   attn.q_norm.weight/attn.k_norm.weight [Dh] (qk_norm), mlp_norm.weight/.bias,
 //   gpt: mlp.w_gate (swiglu), mlp.w_up [d_ff, d], mlp.w_down [d, d_ff];
 //   moe: moe.router [E, d], moe.experts.<e>.w_gate/w_up/w_down, with shared experts
 //   moe.shared_experts.w_gate/w_up/w_down [n_shared·d_ff, d]; its first model.moe.n_dense_layers
@@ -41,10 +47,16 @@
 
 namespace mixprec::models {
 
+// How the decoder's weights start (the parameter list above gives each rule).
+enum class DecoderInit {
+  gpt2,         // GPT-2's / nanoGPT's: residual outputs scaled by the whole model's depth
+  titan_llama,  // torchtitan's Llama 3: depth-scaled by the layer's own, N(0, 1) embedding
+  plain,        // every linear and the embedding N(0, 0.02), no depth scaling
+};
+
 // What a family decides about the decoder beyond its config.
 struct DecoderArch {
-  // torchtitan's Llama initialisation (above) instead of GPT-2's.
-  bool titan_init = false;
+  DecoderInit init = DecoderInit::gpt2;
   // Blocks from model.moe.n_dense_layers on have a mixture of experts as their MLP.
   bool experts = false;
 };
@@ -57,7 +69,9 @@ class Transformer final : public Model {
   Transformer(Transformer&&) = default;  // before any hooks: a family hands its value out
 
   Tensor forward(const Tensor& tokens) override;
-  // A key/value cache per block, [B, n_kv_heads, max_seq_len, Dh] in the compute dtype.
+  // A key/value cache per block, [B, n_kv_heads, max_seq_len, Dh], in the dtype attention
+  // receives k and v (the compute dtype; k in f32 under autocast with model.qk_norm, the
+  // norm's output, as the whole-sequence forward hands it on).
   std::unique_ptr<DecodeState> start_decoding(int64_t batch) override;
   Tensor decode(const Tensor& tokens, DecodeState& state) override;
   LossParts loss(const Tensor& tokens, const Tensor& targets) override;
@@ -85,6 +99,8 @@ class Transformer final : public Model {
   // forward() without a cache; decode() with one (positions from cache->length()).
   Tensor run(const Tensor& tokens, KvCache* cache);
   Tensor norm(const Tensor& x, const std::string& prefix, const char* name) const;
+  // model.qk_norm's RMSNorm of x [B, T, n, Dh] over Dh, by blocks.<l>.attn.<name>.weight.
+  Tensor head_norm(const Tensor& x, const std::string& prefix, const char* name) const;
   Tensor attention(const Tensor& x, const std::string& prefix, KvCache* cache, int64_t layer) const;
   // linear(x, weight, its bias when config.bias) for the parameter named `weight`.
   Tensor project(const Tensor& x, const std::string& weight) const;
@@ -106,6 +122,7 @@ class Transformer final : public Model {
   MlpKind mlp_;
   bool layernorm_, rope_;
   int64_t kv_heads_;                 // model.n_kv_heads, or n_heads when it is 0
+  int64_t head_dim_;                 // model.head_dim, or d_model / n_heads when it is 0
   MoeOptions moe_options_;           // the routing the config asks for (not global_counts)
   std::vector<Tensor> expert_bias_;  // per MoE block (empty: no bias); also in buffers_
   std::vector<MoeLayerStats> moe_stats_;
