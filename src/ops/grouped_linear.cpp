@@ -20,40 +20,9 @@ namespace mixprec {
 namespace {
 
 using detail::LinearProduct;
-
-struct Task {
-  double work;  // multiply-adds
-  std::function<void()> run;
-};
-
-// Runs every task once as detail::spread_work plans it.
-void run_spread(const std::vector<Task>& tasks) {
-  std::vector<double> work;
-  for (const Task& t : tasks) work.push_back(t.work);
-  const detail::WorkSpread plan = detail::spread_work(work, num_threads());
-  for (std::size_t i : plan.shared) tasks[i].run();
-  if (plan.queue.empty()) return;
-  std::atomic<std::size_t> next{0};
-  // An exception must not leave the region: the first is kept and rethrown after it.
-  std::exception_ptr error;
-#pragma omp parallel num_threads(plan.threads) if (plan.threads > 1)
-  {
-    const backend::WholeProductScope whole;
-    for (std::size_t at = next++; at < plan.queue.size(); at = next++) {
-      try {
-        tasks[plan.queue[at]].run();
-      } catch (...) {
-#pragma omp critical(mixprec_grouped_linear_error)
-        if (!error) error = std::current_exception();
-      }
-    }
-  }
-  if (error) std::rethrow_exception(error);
-}
-
-double product_work(int64_t m, int64_t n, int64_t k) {
-  return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
-}
+using detail::product_work;
+using detail::run_spread;
+using Task = detail::WorkTask;
 
 // Inputs in edge order: every group's x, then every weight, then every bias.
 class GroupedLinearBackward final : public Node {
@@ -140,6 +109,30 @@ std::vector<Tensor> grouped_linear(const std::vector<Tensor>& xs,
 }
 
 namespace detail {
+
+void run_spread(const std::vector<WorkTask>& tasks) {
+  std::vector<double> work;
+  for (const WorkTask& t : tasks) work.push_back(t.work);
+  const WorkSpread plan = spread_work(work, num_threads());
+  for (std::size_t i : plan.shared) tasks[i].run();
+  if (plan.queue.empty()) return;
+  std::atomic<std::size_t> next{0};
+  // An exception must not leave the region: the first is kept and rethrown after it.
+  std::exception_ptr error;
+#pragma omp parallel num_threads(plan.threads) if (plan.threads > 1)
+  {
+    const backend::WholeProductScope whole;
+    for (std::size_t at = next++; at < plan.queue.size(); at = next++) {
+      try {
+        tasks[plan.queue[at]].run();
+      } catch (...) {
+#pragma omp critical(mixprec_grouped_linear_error)
+        if (!error) error = std::current_exception();
+      }
+    }
+  }
+  if (error) std::rethrow_exception(error);
+}
 
 WorkSpread spread_work(const std::vector<double>& work, int threads) {
   double total = 0;

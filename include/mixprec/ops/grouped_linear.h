@@ -22,4 +22,20 @@ std::vector<Tensor> grouped_linear(const std::vector<Tensor>& xs,
                                    const std::vector<Tensor>& biases = {},
                                    const std::vector<std::string>& scopes = {});
 
+// The same over one stacked weight, as an MoE layer stores its routed experts (torchtitan's
+// w_gate [E, d_ff, d]): ys[g] = linear(xs[g], weight[g], bias[g]) for every group g, with
+// weight [G, Out, In] and bias [G, Out] (undefined: none); xs.size() == G, every xs[g]
+// [..., In] (a group may have 0 rows). scopes as above: each group's autocast rules (and
+// so the dtype its slice of weight is cast to) are looked up under scopes[g].
+// Values, autocast and matmul-precision rules are the vector overload's given the slices
+// weight[g], bias[g], bit for bit: outputs, input gradients and each slice of the weight and
+// bias gradients. Gradients: ONE [G, Out, In] tensor for weight (and one [G, Out] for bias),
+// in the dtype the vector overload gives each group's (f32 for bf16/f16/f32 products, f64
+// for f64), so every group takes the optimizer step; a group with 0 rows, or whose output
+// gets no gradient, gets a zero slice. Each group's weight-gradient product writes its slice
+// of that tensor in place.
+std::vector<Tensor> grouped_linear(const std::vector<Tensor>& xs, const Tensor& weight,
+                                   const Tensor& bias = {},
+                                   const std::vector<std::string>& scopes = {});
+
 }  // namespace mixprec
