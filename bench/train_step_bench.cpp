@@ -22,9 +22,13 @@
 // the forward, what the graph keeps for backward. --peer adds PyTorch's tokens/s and peak RSS
 // and ours (each variant re-run alone in a child process, for a like-for-like RSS).
 //
+// --layouts: the MoE's routed experts stacked (model.moe.idle_experts = "step") against one
+// weight per expert ("skip"), side by side on config S's MoE and configs/deepseek_moe_debug.toml
+// (train_step_layouts.h).
+//
 // Usage: bench_train_step [--reps=N] [--threads=N] [--warmup=N] [--block=N] [--data=PATH]
 //                         [--model=s|gpt2s] [--seq=T] [--peer] [--dense-only | --moe-only]
-//                         [--only=fp32|bf16-mixed]
+//                         [--only=fp32|bf16-mixed] [--layouts]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -43,10 +47,12 @@
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/data/batches.h"
 #include "mixprec/data/token_dataset.h"
+#include "mixprec/io/config_file.h"
 #include "mixprec/models/registry.h"
 #include "mixprec/optim/adamw.h"
 #include "mixprec/optim/clip.h"
 #include "mixprec/tensor/allocator.h"
+#include "train_step_layouts.h"
 
 using namespace mixprec;
 using bench::median;
@@ -55,7 +61,8 @@ namespace {
 
 constexpr const char* kUsage =
     "bench_train_step [--reps=N] [--threads=N] [--warmup=N] [--block=N] [--data=PATH] "
-    "[--model=s|gpt2s] [--seq=T] [--peer] [--dense-only | --moe-only] [--only=fp32|bf16-mixed]";
+    "[--model=s|gpt2s] [--seq=T] [--peer] [--dense-only | --moe-only] [--only=fp32|bf16-mixed] "
+    "[--layouts]";
 constexpr const char* kPeerScript = "/work/shared/peers/torch_gpt.py";
 constexpr int64_t kBatch = 8;
 int64_t kSeq = 256;         // --seq
@@ -286,14 +293,24 @@ int main(int argc, char** argv) {
   }
   std::vector<char*> rest{argv[0]};
   for (std::string& a : args) rest.push_back(a.data());
-  const bench::Options opt = bench::parse_options(static_cast<int>(rest.size()), rest.data(), 10,
-                                                  {"--peer", "--dense-only", "--moe-only"}, kUsage);
+  const bench::Options opt =
+      bench::parse_options(static_cast<int>(rest.size()), rest.data(), 10,
+                           {"--peer", "--dense-only", "--moe-only", "--layouts"}, kUsage);
   const int reps = std::max(opt.reps, 1);
   const int warmup = warmup_arg.empty() ? 2 : std::max(0, std::atoi(warmup_arg.c_str()));
   const int block = block_arg.empty() ? 4 : std::max(2, std::atoi(block_arg.c_str()));
   set_num_threads(opt.threads);
   const data::TokenSplit tokens = load_tokens(data_path);
   if (!probe.empty()) return rss_probe(probe, tokens);
+  if (bench::has_flag(opt, "--layouts")) {
+    const config::TrainConfig deepseek =
+        config::load_config(std::string(MIXPREC_SOURCE_DIR) + "/configs/deepseek_moe_debug.toml");
+    return bench::run_layouts(
+        {{"S moe", config_s(true), kBatch, kSeq},
+         {"deepseek_moe_debug", deepseek.model, deepseek.training.batch_size,
+          deepseek.training.seq_len}},
+        tokens, {.reps = reps, .warmup = warmup, .block = block, .threads = opt.threads});
+  }
 
   std::vector<bool> kinds;
   if (!bench::has_flag(opt, "--moe-only")) kinds.push_back(false);

@@ -174,10 +174,14 @@ io::TensorMap shard_training_state(const io::TensorMap& full, const ShardedModel
     }
   }
   // Everything that is not a parameter's (optim.step, scaler.*, train.*) passes through;
-  // other ranks' parameters stay out.
+  // other ranks' parameters stay out. A model entry that names no parameter passes too: the
+  // restore reports it as an unsharded run does.
+  std::set<std::string> params;
+  for (const UnitLayout& lay : layout.units())
+    for (const ParamSlot& p : lay.params) params.insert(kModelPrefix + p.name);
   for (const auto& [key, value] : full) {
     if (piece_keys.contains(key)) continue;
-    if (key.starts_with(kModelPrefix)) continue;
+    if (key.starts_with(kModelPrefix) && params.contains(key)) continue;
     if (key.starts_with(kOptimPrefix) && key != std::string(kOptimPrefix) + "step") continue;
     out[key] = value;
   }

@@ -25,6 +25,20 @@ Tensor initial_values_range(const ParamSpec& spec, uint64_t seed, int64_t begin,
   MIXPREC_CHECK(0 <= begin && begin <= end && end <= spec.numel(), "initial_values_range",
                 spec.name + ": elements [" + std::to_string(begin) + ", " + std::to_string(end) +
                     ") of " + shape_to_string(spec.shape));
+  if (!spec.init_slices.empty() && spec.init.kind == InitKind::normal) {
+    // Each slice's part of [begin, end), drawn as the parameter the slice stands for.
+    const int64_t per = spec.numel() / spec.shape[0];
+    Tensor t = Tensor::empty({end - begin});
+    for (int64_t at = begin; at < end;) {
+      const int64_t s = at / per, stop = std::min(end, (s + 1) * per);
+      ParamSpec slice{spec.init_slices[static_cast<std::size_t>(s)],
+                      Shape(spec.shape.begin() + 1, spec.shape.end()), spec.role, spec.init};
+      t.slice(0, at - begin, stop - begin)
+          .copy_from(initial_values_range(slice, seed, at - s * per, stop - s * per));
+      at = stop;
+    }
+    return t;
+  }
   switch (spec.init.kind) {
     case InitKind::zeros:
       return Tensor::zeros({end - begin});
@@ -66,6 +80,12 @@ void ParameterSet::add(ParamSpec spec) {
                 "init std " + std::to_string(spec.init.std) + " must be finite and >= 0");
   MIXPREC_CHECK(spec.init.cutoff >= 0 && std::isfinite(spec.init.cutoff), where,
                 "init cutoff " + std::to_string(spec.init.cutoff) + " must be finite and >= 0");
+  MIXPREC_CHECK(
+      spec.init_slices.empty() || (spec.shape.size() >= 2 &&
+                                   static_cast<int64_t>(spec.init_slices.size()) == spec.shape[0]),
+      where,
+      std::to_string(spec.init_slices.size()) + " init slices for shape " +
+          shape_to_string(spec.shape));
   index_.emplace(spec.name, specs_.size());
   specs_.push_back(std::move(spec));
 }

@@ -2,6 +2,8 @@
 #pragma once
 
 #include <cstddef>
+#include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace mixprec::detail {
@@ -20,5 +22,19 @@ struct WorkSpread {
 // alone, never on `threads`, and every queued task runs whole on one thread: neither the
 // thread count nor which thread takes a task changes the bits.
 WorkSpread spread_work(const std::vector<double>& work, int threads);
+
+struct WorkTask {
+  double work;  // multiply-adds
+  std::function<void()> run;
+};
+
+// Runs every task once as spread_work plans it for num_threads(): the shared ones in order,
+// then the queue in one parallel region (each thread's gemm kept whole); the first exception
+// a task throws is rethrown after the region.
+void run_spread(const std::vector<WorkTask>& tasks);
+
+inline double product_work(int64_t m, int64_t n, int64_t k) {
+  return static_cast<double>(m) * static_cast<double>(n) * static_cast<double>(k);
+}
 
 }  // namespace mixprec::detail

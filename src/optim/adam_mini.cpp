@@ -89,7 +89,9 @@ AdamMiniPartition adam_mini_partition(const Shape& shape, const ParamRole& role)
         std::to_string(role.heads) + " heads do not divide the rows of " + shape_to_string(shape));
     return {role.heads, numel / role.heads};
   }
-  if (shape.size() >= 2 && shape[0] > 0) return {shape[0], numel / shape[0]};
+  // A row: the last dimension's values at one index of the others (a 2-d weight's output
+  // rows; a stacked [E, F, d] weight's F rows of each expert, as E separate [F, d] weights).
+  if (shape.size() >= 2 && shape.back() > 0) return {numel / shape.back(), shape.back()};
   return {1, numel};
 }
 

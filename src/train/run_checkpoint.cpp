@@ -12,6 +12,7 @@
 
 #include "mixprec/core/error.h"
 #include "mixprec/dist/machine_fit.h"
+#include "mixprec/train/checkpoint_layout_hint.h"
 #include "mixprec/train/checkpoint_plausibility.h"
 #include "mixprec/train/run_data.h"
 
@@ -99,12 +100,20 @@ int64_t checkpoint_step(const io::Checkpoint& c) {
 
 void restore_run_checkpoint(const io::Checkpoint& c, const io::TrainingState& state,
                             const config::TrainConfig& config) {
-  const config::TrainConfig saved = checkpoint_config(c);
+  config::TrainConfig saved = checkpoint_config(c);
+  // A checkpoint written before a layout key existed (model.moe.idle_experts) stores a config
+  // that reads as the key's default: the names of its tensors say which layout it holds.
+  // Only layouts of this run's model are described (the stored config may be hostile).
+  if (const models::ModelSpec& spec = models::model_spec(config.model.kind); spec.other_layouts)
+    for (const models::ParamLayout& layout : spec.other_layouts(config.model))
+      if (saved.model == layout.config && named_as(c.tensors, layout.config, config.model))
+        saved.model = config.model;
   const std::string difference = first_model_difference(saved, config);
   if (!difference.empty()) {
     const std::string tensor = first_tensor_mismatch(c.tensors, state.params);
     throw Error("checkpoint", c.path + " was written for another model: " + difference +
-                                  (tensor.empty() ? "" : "; first mismatching tensor: " + tensor));
+                                  (tensor.empty() ? "" : "; first mismatching tensor: " + tensor) +
+                                  checkpoint_layout_hint(c.tensors, config.model));
   }
   check_known_entries(c);
   check_step_counters(c, checkpoint_step(c), config);
@@ -117,7 +126,8 @@ void restore_run_checkpoint(const io::Checkpoint& c, const io::TrainingState& st
   try {
     io::restore_training_state(c.tensors, state);  // validates everything before changing
   } catch (const Error& e) {
-    throw Error("checkpoint", c.path + " does not fit this run: " + e.what_only());
+    throw Error("checkpoint", c.path + " does not fit this run: " + e.what_only() +
+                                  checkpoint_layout_hint(c.tensors, config.model));
   }
 }
 
@@ -173,6 +183,10 @@ LoadedModel load_model(const std::string& checkpoint_or_run_dir,
                   c.path, parameters, out.config.model.n_layers, out.config.model.d_model,
                   out.config.model.d_ff, out.config.model.vocab_size,
                   out.config.model.moe.n_experts));
+  // A checkpoint written before a layout key existed (model.moe.idle_experts) stores a config
+  // that reads as the key's default: the names of its tensors say which layout it holds.
+  if (const auto layout = checkpoint_layout(c.tensors, out.config.model))
+    out.config.model = layout->config;
   out.model = models::make_model(out.config.model);
   out.comm = dist::make_single_process_communicator();
   out.parallelism = dist::make_parallelism(*out.model, *out.comm, out.config.training.policy);

@@ -44,6 +44,15 @@ struct MoeConfig {
   // the step's batch, one all-reduce per MoE layer: the same loss at every world size) or
   // "rank" (each rank its own rows, as torchtitan and Megatron do).
   std::string balance_scope = "global";
+  // How the routed experts' weights are stored, which decides what an expert that no token
+  // chose in a step does: "step" (torchtitan's) stacks each weight of all experts into one
+  // parameter (blocks.<l>.moe.experts.w_gate [E, d_ff, d], run by one grouped GEMM), so an
+  // idle expert gets a zero gradient slice and still takes the optimizer step (weight decay,
+  // momentum) with the tensor's one step count; "skip" (Hugging Face's MoE modules) keeps one
+  // parameter per expert (blocks.<l>.moe.experts.<e>.w_gate), so an idle expert has no
+  // gradient and the optimizer skips it, as torch.optim does (mixprec's bits before the key).
+  // The layouts name the parameters differently: a checkpoint loads under its own only.
+  std::string idle_experts = "step";
   bool operator==(const MoeConfig&) const = default;
 };
 

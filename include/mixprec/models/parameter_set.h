@@ -40,6 +40,10 @@ struct ParamSpec {
   optim::ParamRole role{};
   InitRule init{};
   std::string unit = "root";  // the shard unit it belongs to (Model::shard_units)
+  // Non-empty for a stack of shape[0] equal slices (an MoE layer's stacked experts): slice s
+  // gets the values a parameter named init_slices[s] of the slice's shape would get, so the
+  // stack starts from the very weights the parameters it replaces would have had.
+  std::vector<std::string> init_slices = {};
   int64_t numel() const { return shape_numel(shape); }
   Tensor meta() const { return Tensor::empty(shape, DType::f32, Device::meta); }
 };
@@ -58,7 +62,8 @@ struct ParameterBytes {
 uint64_t name_stream(std::string_view name);
 // A parameter's initial values in f32 (normals drawn in f64, rounded once):
 // element i of a normal = std * Generator::standard_normal(seed, name_stream(name), i);
-// truncated, the first of counters i, i + numel, i + 2·numel, ... whose draw is inside.
+// truncated, the first of counters i, i + numel, i + 2·numel, ... whose draw is inside. With
+// init_slices, each slice is drawn so under its own name (numel: the slice's).
 Tensor initial_values(const ParamSpec& spec, uint64_t seed);
 // Elements [begin, end) (row-major) of initial_values(spec, seed) as a 1-D f32 tensor, without
 // computing the rest: what a rank of a sharded run materialises (initial_values is this over

@@ -9,6 +9,7 @@
 #include <memory>
 #include <span>
 #include <string>
+#include <vector>
 
 #include "mixprec/config/config_rules.h"
 #include "mixprec/config/train_config.h"
@@ -16,6 +17,15 @@
 #include "mixprec/models/model.h"
 
 namespace mixprec::models {
+
+// Another way the same model names its parameters, chosen by one config key (the moe
+// family's model.moe.idle_experts: stacked or per-expert experts): what a checkpoint written
+// under it would need to load.
+struct ParamLayout {
+  std::string key;    // "model.moe.idle_experts"
+  std::string value;  // "skip" (as TOML writes it: quoted for a string)
+  config::ModelConfig config;
+};
 
 struct ModelSpec {
   const char* kind;     // model.kind
@@ -35,6 +45,9 @@ struct ModelSpec {
   int64_t (*block_kinds)(const config::ModelConfig& config);
   config::ModelConfig (*with_blocks)(const config::ModelConfig& config, int64_t layers,
                                      int64_t block_kind);
+  // The config's model under the family's other parameter layouts (for checkpoint messages:
+  // train/checkpoint_layout_hint.h); null: it has one layout.
+  std::vector<ParamLayout> (*other_layouts)(const config::ModelConfig& config) = nullptr;
 };
 
 // Every family, in the registry's order.

@@ -9,8 +9,11 @@
 // Partition (the reference code's, v1.1, by Hessian structure), from Parameter::role():
 //   role.heads = H > 0   query/key weights [H * head_dim, d]: one block per head, i.e. the
 //                        head_dim rows of that head (head_dim * d values);
-//   2-D and higher       one block per output row (size(0) blocks of numel / size(0)): value,
-//                        output projection, MLP, and embedding / LM-head rows (one per token);
+//   2-D and higher       one block per output row (numel / size(-1) blocks of size(-1)):
+//                        value, output projection, MLP, and embedding / LM-head rows (one per
+//                        token); a stacked [E, F, d] expert weight has E·F, one per row of
+//                        each expert, as E separate [F, d] weights would (its bias [E, F]:
+//                        one per expert, as each expert's 1-D bias);
 //   1-D and 0-D          one block for the whole tensor (norm gains, biases).
 // A shard piece of a parameter (Parameter::shard_piece, fully sharded training) keeps the
 // whole parameter's block boundaries; for the at most two blocks it holds only part of,

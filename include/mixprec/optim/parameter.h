@@ -18,8 +18,9 @@ namespace mixprec::optim {
 // What an optimizer may need to know about a parameter's layout.
 struct ParamRole {
   // > 0: an attention query or key projection weight [heads * head_dim, d_model]; Adam-mini
-  // keeps one second-moment value per head. 0: one per output row for 2-D (and higher)
-  // weights, one for the whole tensor for 1-D ones (adam_mini.h has the partition).
+  // keeps one second-moment value per head. 0: one per output row for 2-D (and higher: per
+  // row of the last dimension) weights, one for the whole tensor for 1-D ones (adam_mini.h
+  // has the partition).
   int64_t heads = 0;
   bool no_weight_decay = false;  // norms' gains, biases (decided by the model)
 };

@@ -75,6 +75,7 @@ std::vector<Field> make_fields() {
       FIELD("model.moe", model.moe, dense_d_ff),
       FIELD("model.moe", model.moe, load_balance_coeff),
       FIELD("model.moe", model.moe, balance_scope, "global", "rank"),
+      FIELD("model.moe", model.moe, idle_experts, "step", "skip"),
       FIELD("model.rope_scaling", model.rope_scaling, type, "none", "llama3", "yarn"),
       FIELD("model.rope_scaling", model.rope_scaling, factor),
       FIELD("model.rope_scaling", model.rope_scaling, low_freq_factor),

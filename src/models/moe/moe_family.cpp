@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <cmath>
+#include <vector>
 
 #include "mixprec/core/error.h"
 #include "mixprec/models/transformer/decoder_rules.h"
@@ -83,12 +84,21 @@ config::ModelConfig with_blocks(const config::ModelConfig& m, int64_t layers, in
   return out;
 }
 
+// Stacked experts ("step") name each weight once per block, per-expert ones ("skip") once per
+// expert: a checkpoint loads under the layout it was written with.
+std::vector<ParamLayout> other_layouts(const config::ModelConfig& m) {
+  config::ModelConfig other = m;
+  other.moe.idle_experts = m.moe.idle_experts == "step" ? "skip" : "step";
+  return {{"model.moe.idle_experts", "\"" + other.moe.idle_experts + "\"", other}};
+}
+
 }  // namespace
 
 const ModelSpec kSpec{
     "moe",        "decoder-only transformer with a mixture of experts in every block's MLP",
     check,        make,
     no_hf_layout, size_keys,
-    block_kinds,  with_blocks};
+    block_kinds,  with_blocks,
+    other_layouts};
 
 }  // namespace mixprec::models::moe

@@ -25,28 +25,32 @@ std::vector<Tensor> feed_forward_grouped(const std::vector<Tensor>& xs,
                                          const std::vector<FeedForwardWeights>& ws, MlpKind kind,
                                          const std::vector<std::string>& scopes) {
   const std::size_t n = xs.size();
-  MIXPREC_CHECK(ws.size() == n && scopes.size() == n, "feed_forward_grouped",
-                std::to_string(n) + " inputs need as many weight sets and scopes");
+  std::size_t groups = 0;
+  for (const FeedForwardWeights& w : ws) groups += static_cast<std::size_t>(w.groups());
+  MIXPREC_CHECK(groups == n && scopes.size() == n, "feed_forward_grouped",
+                std::to_string(n) + " inputs need as many groups in the weight sets (got " +
+                    std::to_string(groups) + ") and scopes (got " + std::to_string(scopes.size()) +
+                    ")");
   // Up (and gate) projections of every group in one grouped pass: [gate..., up...] for SwiGLU.
-  std::vector<Tensor> in, weights, biases;
+  std::vector<Tensor> in;
+  std::vector<GroupedWeight> up;
   std::vector<std::string> names;
   const bool gated = kind == MlpKind::swiglu;
-  for (int pass = gated ? 0 : 1; pass < 2; ++pass)
-    for (std::size_t g = 0; g < n; ++g) {
-      in.push_back(xs[g]);
-      weights.push_back(pass == 0 ? ws[g].w_gate : ws[g].w_up);
-      biases.push_back(pass == 0 ? ws[g].b_gate : ws[g].b_up);
-      names.push_back(scopes[g]);
-    }
-  const std::vector<Tensor> projected = grouped_linear(in, weights, biases, names);
-  std::vector<Tensor> hidden(n), down(n), down_bias(n);
+  for (int pass = gated ? 0 : 1; pass < 2; ++pass) {
+    in.insert(in.end(), xs.begin(), xs.end());
+    names.insert(names.end(), scopes.begin(), scopes.end());
+    for (const FeedForwardWeights& w : ws)
+      up.push_back(pass == 0 ? GroupedWeight{w.w_gate, w.b_gate} : GroupedWeight{w.w_up, w.b_up});
+  }
+  const std::vector<Tensor> projected = grouped_linear(in, up, names);
+  std::vector<Tensor> hidden(n);
   for (std::size_t g = 0; g < n; ++g) {
     const amp::ModuleScope scope(scopes[g]);
     hidden[g] = gated ? swiglu(projected[g], projected[n + g]) : gelu(projected[g]);
-    down[g] = ws[g].w_down;
-    down_bias[g] = ws[g].b_down;
   }
-  return grouped_linear(hidden, down, down_bias, scopes);
+  std::vector<GroupedWeight> down;
+  for (const FeedForwardWeights& w : ws) down.push_back({w.w_down, w.b_down});
+  return grouped_linear(hidden, down, scopes);
 }
 
 }  // namespace mixprec::models

@@ -97,7 +97,7 @@ Routing route(const Tensor& x, const MoeWeights& w, const MoeOptions& opt) {
 }
 
 void check_options(const MoeWeights& w, const MoeOptions& opt, int64_t d) {
-  const auto n_experts = static_cast<int64_t>(w.experts.size());
+  const int64_t n_experts = w.n_experts();
   MIXPREC_CHECK(w.router.ndim() == 2 && w.router.size(0) == n_experts && w.router.size(1) == d,
                 kWhere,
                 "router " + shape_to_string(w.router.shape()) + " does not match " +
@@ -131,7 +131,7 @@ ScoreFunc parse_score_func(const std::string& name) {
 MoeOutput moe_forward(const Tensor& x, const MoeWeights& w, const MoeOptions& opt) {
   MIXPREC_CHECK(x.ndim() == 2, kWhere, "expects x [N, d], got " + shape_to_string(x.shape()));
   const int64_t n = x.size(0), d = x.size(1);
-  const auto n_experts = static_cast<int64_t>(w.experts.size());
+  const int64_t n_experts = w.n_experts();
   check_options(w, opt, d);
 
   const Routing r = route(x, w, opt);
@@ -142,23 +142,26 @@ MoeOutput moe_forward(const Tensor& x, const MoeWeights& w, const MoeOptions& op
   const DType acc = accumulate_dtype(x.dtype());
   const auto slots = std::make_shared<const TokenSlots>(token_slots(plan, n));
   const std::vector<Tensor> xs = moe_dispatch(x, plan, slots, acc);
-  // The experts with rows run together (grouped products), the shared experts with them; one
-  // without rows runs nothing (and gets no gradient).
+  // The experts run together (grouped products), the shared experts with them. Per-expert
+  // weights: one without rows runs nothing (and gets no gradient). Stacked: every expert
+  // runs, one without rows on its [0, d] batch, so its gradient slices are zeros.
+  const bool stacked = w.experts.empty();
   std::vector<Tensor> ys(static_cast<size_t>(n_experts));
   std::vector<size_t> busy;
   std::vector<Tensor> busy_xs;
   std::vector<FeedForwardWeights> busy_ws;
   std::vector<std::string> scopes;
   for (size_t e = 0; e < ys.size(); ++e) {
-    if (plan.tokens[e].empty()) {
+    if (!stacked && plan.tokens[e].empty()) {
       ys[e] = Tensor::empty({0, d}, x.dtype());
       continue;
     }
     busy.push_back(e);
     busy_xs.push_back(xs[e]);
-    busy_ws.push_back(w.experts[e]);
+    if (!stacked) busy_ws.push_back(w.experts[e]);
     scopes.push_back("experts." + std::to_string(e));
   }
+  if (stacked) busy_ws.push_back(w.stacked);
   const bool shared = w.shared.w_up.defined();
   if (shared) {
     busy_xs.push_back(x);

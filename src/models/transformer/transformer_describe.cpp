@@ -1,6 +1,8 @@
 // Transformer construction: the parameter description (meta phase), units and describe().
 #include <cmath>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "mixprec/models/transformer/transformer.h"
 
@@ -15,6 +17,7 @@ Transformer::Transformer(const config::ModelConfig& config, const DecoderArch& a
   mlp_ = parse_mlp_kind(config_.mlp);
   layernorm_ = config_.norm == "layernorm";
   rope_ = config_.positions == "rope";
+  stacked_experts_ = arch_.experts && config.moe.idle_experts == "step";
   kv_heads_ = config_.kv_heads();
   head_dim_ = config_.head_size();
   if (rope_)
@@ -70,6 +73,26 @@ void Transformer::describe_parameters() {
     add_linear(prefix + ".w_up", ff, d, llama ? residual(layer) : weight);
     add_linear(prefix + ".w_down", d, ff, residual(layer));
   };
+  // The routed experts stacked (idle_experts = "step"): "<experts>.w_up" [E, out, in] and its
+  // bias [E, out]. Expert e's slice is drawn as its own parameter "<experts>.<e>.w_up" of the
+  // per-expert layout would be (init_slices), so both layouts start from the same weights.
+  const int64_t E = c.moe.n_experts;
+  auto add_stacked_linear = [&](const std::string& experts, const std::string& leaf, int64_t out,
+                                int64_t in, InitRule init) {
+    std::vector<std::string> slices;
+    for (int64_t e = 0; e < E; ++e) slices.push_back(experts + "." + std::to_string(e) + leaf);
+    params_.add({experts + leaf, {E, out, in}, {}, init, unit, std::move(slices)});
+    if (c.bias) add(experts + leaf + "_bias", {E, out}, {InitKind::zeros}, no_decay);
+  };
+  auto add_experts = [&](const std::string& experts, int64_t layer) {
+    if (!stacked_experts_) {
+      for (int64_t e = 0; e < E; ++e) add_ffn(experts + "." + std::to_string(e), layer, c.d_ff);
+      return;
+    }
+    if (mlp_ == MlpKind::swiglu) add_stacked_linear(experts, ".w_gate", c.d_ff, d, weight);
+    add_stacked_linear(experts, ".w_up", c.d_ff, d, llama ? residual(layer) : weight);
+    add_stacked_linear(experts, ".w_down", d, c.d_ff, residual(layer));
+  };
 
   // torchtitan's Llama: embedding N(0, 1); output N(0, d^-1/2) truncated at 3 std. A tied
   // Llama (as Llama 3.2 1B; torchtitan has none) takes Hugging Face's initializer_range,
@@ -94,8 +117,7 @@ void Transformer::describe_parameters() {
     add_norm(b + "mlp_norm");
     if (moe_block(l)) {
       add(b + "moe.router", {c.moe.n_experts, d}, weight);
-      for (int64_t e = 0; e < c.moe.n_experts; ++e)
-        add_ffn(b + "moe.experts." + std::to_string(e), l, c.d_ff);
+      add_experts(b + "moe.experts", l);
       if (c.moe.n_shared_experts > 0)
         add_ffn(b + "moe.shared_experts", l, c.moe.n_shared_experts * c.d_ff);
     } else {
@@ -143,16 +165,20 @@ std::string Transformer::describe() const {
     text += fmt::format(" | first {} dense (d_ff {})", m.n_dense_layers, m.dense_d_ff);
   if (m.load_balance_coeff > 0)
     text += fmt::format(" | expert bias balancing {:g}", m.load_balance_coeff);
+  if (!stacked_experts_) text += " | per-expert weights (idle experts skip the step)";
   return text;
 }
 
-// A token reads top_k of the n_experts experts of every MoE block.
+// A token reads top_k of the n_experts experts of every MoE block (".moe.experts." names an
+// expert's own parameter and, stacked, every expert's slices of one).
 std::optional<int64_t> Transformer::active_parameter_count() const {
   if (!arch_.experts) return std::nullopt;
+  const int64_t E = config_.moe.n_experts, slices = stacked_experts_ ? E : 1;
   int64_t total = 0;
   for (const ParamSpec& s : params_.specs()) {
     const bool expert = s.name.find(".moe.experts.") != std::string::npos;
-    total += expert ? s.numel() * config_.moe.top_k / config_.moe.n_experts : s.numel();
+    // Per expert (its slice when stacked), rounded down as each expert's own parameter is.
+    total += expert ? slices * (s.numel() / slices * config_.moe.top_k / E) : s.numel();
   }
   return total;
 }

@@ -128,8 +128,11 @@ Tensor Transformer::moe(const Tensor& x, int64_t layer, const std::string& prefi
   const Tensor xe = as_linear_input(x);
   MoeWeights w;
   w.router = weight(prefix + "moe.router");
-  for (int64_t e = 0; e < c.n_experts; ++e)
-    w.experts.push_back(ffn_weights(prefix + "moe.experts." + std::to_string(e)));
+  if (stacked_experts_)
+    w.stacked = ffn_weights(prefix + "moe.experts");
+  else
+    for (int64_t e = 0; e < c.n_experts; ++e)
+      w.experts.push_back(ffn_weights(prefix + "moe.experts." + std::to_string(e)));
   if (c.n_shared_experts > 0) w.shared = ffn_weights(prefix + "moe.shared_experts");
   if (!expert_bias_.empty())
     w.expert_bias = expert_bias_[static_cast<std::size_t>(layer - c.n_dense_layers)];

@@ -60,7 +60,8 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
                      .n_dense_layers = 1,
                      .dense_d_ff = 100,
                      .load_balance_coeff = 1e-3,
-                     .balance_scope = "rank"}};
+                     .balance_scope = "rank",
+                     .idle_experts = "skip"}};
   c.training.steps = 7;
   c.training.batch_size = 3;
   c.training.local_batch_size = 1;

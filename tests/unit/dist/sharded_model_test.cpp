@@ -26,6 +26,7 @@ struct Case {
   // Activation checkpointing of the sharded model ("full", "op", or "k": selective every k-th
   // block); the plain model runs without.
   const char* checkpoint = nullptr;
+  const char* idle_experts = "step";  // "skip": an unused expert's weights get no gradient
 };
 
 class ShardedModelTest : public ::testing::TestWithParam<Case> {};
@@ -42,7 +43,8 @@ TEST_P(ShardedModelTest, MatchesTheUnshardedModelBitForBit) {
   const amp::MixedPrecisionPolicy policy = amp::preset(c.precision);
   config::ModelConfig mc = tiny_config(c.kind);
   mc.moe.z_loss_weight = 1e-3;  // a path from the loss into the router that skips the block
-  if (c.sparse) {               // 16 experts, top-1, 4 tokens: most experts see no token
+  mc.moe.idle_experts = c.idle_experts;
+  if (c.sparse) {  // 16 experts, top-1, 4 tokens: most experts see no token
     mc.moe.n_experts = 16;
     mc.moe.top_k = 1;
   }
@@ -76,7 +78,8 @@ TEST_P(ShardedModelTest, MatchesTheUnshardedModelBitForBit) {
       const optim::Parameter& p = plain.parameters().at(piece->name());
       EXPECT_EQ(piece_of(p.master().reshape({-1}), *piece), piece->master().to_doubles())
           << piece->name() << " master, step " << step;
-      // A parameter no op read (an expert no token chose) has no gradient in both.
+      // A parameter no op read (an expert no token chose, per-expert weights) has no
+      // gradient in both; stacked, it has its zero slices in both.
       ASSERT_EQ(p.grad().defined(), piece->grad().defined()) << piece->name();
       if (p.grad().defined()) {
         EXPECT_EQ(piece_of(p.grad().reshape({-1}), *piece), piece->grad().to_doubles())
@@ -107,12 +110,15 @@ INSTANTIATE_TEST_SUITE_P(
         Case{"gpt", "bf16-mixed", true, false, "full"},
         Case{"moe", "bf16-mixed", true, false, "full"}, Case{"moe", "fp32", true, true, "full"},
         Case{"gpt", "fp32", true, false, "op"}, Case{"moe", "fp32", false, false, "op"},
-        Case{"gpt", "bf16-mixed", true, false, "2"}),
+        Case{"gpt", "bf16-mixed", true, false, "2"},
+        Case{"moe", "fp32", true, true, nullptr, "skip"},
+        Case{"moe", "bf16-mixed", false, true, "full", "skip"}),
     [](const auto& info) {
       std::string n = std::string(info.param.kind) + "_" + info.param.precision +
                       (info.param.reshard ? "" : "_keep") +
                       (info.param.sparse ? "_unused_experts" : "") +
-                      (info.param.checkpoint ? std::string("_ac_") + info.param.checkpoint : "");
+                      (info.param.checkpoint ? std::string("_ac_") + info.param.checkpoint : "") +
+                      (std::string(info.param.idle_experts) == "skip" ? "_per_expert" : "");
       for (char& ch : n)
         if (ch == '-') ch = '_';
       return n;
@@ -165,6 +171,29 @@ TEST(ShardedState, GatheredStateIsTheUnshardedOneAndShardsBack) {
   for (std::size_t i = 0; i < again.parameters().size(); ++i)
     EXPECT_EQ(again.parameters()[i]->master().to_doubles(),
               sharded.parameters()[i]->master().to_doubles());
+}
+
+// A rank's share of a checkpoint keeps the model entries that name no parameter of its model
+// (the other expert layout's), so the restore reports them as an unsharded run does.
+TEST(ShardedState, EntriesNamingNoParameterPassThrough) {
+  const amp::MixedPrecisionPolicy policy = amp::preset("fp32");
+  config::ModelConfig per_expert = tiny_config("moe");
+  per_expert.moe.idle_experts = "skip";
+  models::Transformer plain = models::testing::transformer(per_expert);
+  plain.materialize(3, policy);
+  const io::TensorMap full = io::flatten_training_state({plain.parameters().parameters()});
+
+  models::Transformer stacked = models::testing::transformer(tiny_config("moe"));
+  auto comm = make_single_process_communicator();
+  ShardedModel sharded(stacked, *comm, policy);
+  sharded.materialize(3);
+  const io::TensorMap local = shard_training_state(full, sharded);
+  EXPECT_TRUE(local.contains("model.blocks.0.moe.experts.1.w_up"));
+  EXPECT_FALSE(local.contains("model.blocks.0.moe.experts.w_up"));
+  EXPECT_TRUE(local.contains("model.blocks.0.attn.wq"));
+  const std::string e = mixprec::testing::error_of(
+      [&] { io::restore_training_state(local, {sharded.parameters()}); });
+  EXPECT_NE(e.find("no entry 'model.blocks.0.moe.experts.w_gate'"), std::string::npos) << e;
 }
 
 }  // namespace

@@ -30,7 +30,7 @@ TEST(MoeBalancing, DenseFirstBlocksSharedExpertsAndBiasBuffers) {
   EXPECT_EQ(p.spec("blocks.0.mlp.w_up").shape, (Shape{40, 16}));
   EXPECT_FALSE(p.contains("blocks.0.moe.router"));
   EXPECT_EQ(p.spec("blocks.1.moe.shared_experts.w_gate").shape, (Shape{48, 16}));
-  EXPECT_EQ(p.spec("blocks.2.moe.experts.3.w_down").shape, (Shape{16, 24}));
+  EXPECT_EQ(p.spec("blocks.2.moe.experts.w_down").shape, (Shape{4, 16, 24}));  // stacked
   ASSERT_EQ(t.buffers().size(), 2u);
   EXPECT_EQ(t.buffers()[0].first, "blocks.1.moe.expert_bias");
   EXPECT_EQ(t.buffers()[1].first, "blocks.2.moe.expert_bias");
@@ -38,6 +38,13 @@ TEST(MoeBalancing, DenseFirstBlocksSharedExpertsAndBiasBuffers) {
   // Active: everything but 2 of the 4 routed experts of each MoE block.
   const int64_t expert = 3 * 16 * 24;
   EXPECT_EQ(*t.active_parameter_count(), p.parameter_count() - 2 * 2 * expert);
+  // One parameter per expert under idle_experts = "skip", as many in all.
+  config::ModelConfig skip = deepseek_tiny();
+  skip.moe.idle_experts = "skip";
+  const Transformer per_expert = testing::transformer(skip);
+  EXPECT_EQ(per_expert.parameters().spec("blocks.2.moe.experts.3.w_down").shape, (Shape{16, 24}));
+  EXPECT_EQ(per_expert.parameters().parameter_count(), p.parameter_count());
+  EXPECT_EQ(*per_expert.active_parameter_count(), *t.active_parameter_count());
   // No bias without load_balance_coeff.
   config::ModelConfig plain = deepseek_tiny();
   plain.moe.load_balance_coeff = 0;

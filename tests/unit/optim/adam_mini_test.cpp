@@ -23,8 +23,9 @@ TEST(AdamMiniPartition, HandComputedBlocks) {
   };
   check({32, 16}, ParamRole{.heads = 8}, 8, 64);  // 8 heads of 4 rows x 16
   check({6, 10}, {}, 6, 10);                      // one per output row
-  check({2, 3, 4}, {}, 2, 12);                    // rows of the leading dim
-  check({5}, {}, 1, 5);                           // whole tensor
+  check({2, 3, 4}, {}, 6, 4);  // a stack of two [3, 4] weights: one per row of each
+  check({2, 3}, {}, 2, 3);     // and its bias [2, 3]: one per stacked bias
+  check({5}, {}, 1, 5);        // whole tensor
   check({}, {}, 1, 1);
   EXPECT_THROW(adam_mini_partition({6, 4}, ParamRole{.heads = 4}), Error);
 }

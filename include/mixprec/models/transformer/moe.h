@@ -14,10 +14,12 @@
 //
 // Dispatch is sparse (ops/moe_routing.h): per expert, gather its tokens, run its MLP on them (one
 // GEMM each), scale by the gates and index_add the rows back (f32 accumulation, one rounding into
-// x's dtype at the end). With a capacity, assignments beyond an expert's capacity are dropped in
-// token order (token 0's slots first, top-1 before top-2 within a token); a dropped
-// assignment contributes nothing and the other gates are not renormalised: the residual
-// connection carries the token.
+// x's dtype at the end). Per-expert weights: an expert without tokens runs nothing and its
+// weights get no gradient. Stacked weights: every expert runs, an idle one on its 0 rows, so
+// its slice of each stacked gradient is zero (and the optimizer steps it). With a capacity,
+// assignments beyond an expert's capacity are dropped in token order (token 0's slots first, top-1
+// before top-2 within a token); a dropped assignment contributes nothing and the other gates are
+// not renormalised: the residual connection carries the token.
 //
 // Losses (f32, f64 for f64 inputs):
 //   aux (Switch load balancing; DeepSeek's balance loss) = n_experts · Σ_e f_e · P_e, f_e = the
@@ -42,11 +44,19 @@
 
 namespace mixprec::models {
 
+// The routed experts come one FeedForwardWeights per expert (`experts`), or stacked: `stacked`
+// with w_gate / w_up [n_experts, d_ff, d], w_down [n_experts, d, d_ff] and biases [n_experts,
+// d_ff] / [n_experts, d] (when `experts` is empty; torchtitan's layout).
 struct MoeWeights {
   Tensor router;                            // [n_experts, d]
-  std::vector<FeedForwardWeights> experts;  // n_experts
+  std::vector<FeedForwardWeights> experts;  // n_experts, or none when stacked
+  FeedForwardWeights stacked;               // every routed expert's weights, stacked
   FeedForwardWeights shared;                // the shared experts' MLP (undefined w_up: none)
   Tensor expert_bias;                       // [n_experts] f32 (undefined: none)
+  int64_t n_experts() const {
+    return experts.empty() && stacked.w_up.defined() ? stacked.w_up.size(0)
+                                                     : static_cast<int64_t>(experts.size());
+  }
 };
 
 enum class ScoreFunc { softmax, sigmoid };

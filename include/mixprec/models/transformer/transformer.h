@@ -30,9 +30,12 @@
 //   attn_norm.weight/.bias, attn.wq [q, d], attn.wk/wv [kv, d], attn.wo [d, q],
 //   attn.q_norm.weight/attn.k_norm.weight [Dh] (qk_norm), mlp_norm.weight/.bias,
 //   gpt: mlp.w_gate (swiglu), mlp.w_up [d_ff, d], mlp.w_down [d, d_ff];
-//   moe: moe.router [E, d], moe.experts.<e>.w_gate/w_up/w_down, with shared experts
-//   moe.shared_experts.w_gate/w_up/w_down [n_shared·d_ff, d]; its first model.moe.n_dense_layers
-//   blocks are gpt blocks with d_ff = model.moe.dense_d_ff.
+//   moe: moe.router [E, d]; the routed experts stacked (model.moe.idle_experts = "step",
+//   torchtitan's) moe.experts.w_gate/w_up [E, d_ff, d], moe.experts.w_down [E, d, d_ff] (biases
+//   [E, d_ff] / [E, d]; expert e's slice initialised as moe.experts.<e>.w_gate would be), or
+//   one set per expert ("skip", Hugging Face's) moe.experts.<e>.w_gate/w_up/w_down; with shared
+//   experts moe.shared_experts.w_gate/w_up/w_down [n_shared·d_ff, d]; its first
+//   model.moe.n_dense_layers blocks are gpt blocks with d_ff = model.moe.dense_d_ff.
 // Buffers (Model::buffers): with model.moe.load_balance_coeff > 0, blocks.<l>.moe.expert_bias
 // [E] f32 per MoE block, zero at the start.
 #pragma once
@@ -121,6 +124,7 @@ class Transformer final : public Model {
   RopeFrequencies rope_frequencies_;  // model.rope_theta and model.rope_scaling, per head
   MlpKind mlp_;
   bool layernorm_, rope_;
+  bool stacked_experts_;             // model.moe.idle_experts = "step": one parameter per weight
   int64_t kv_heads_;                 // model.n_kv_heads, or n_heads when it is 0
   int64_t head_dim_;                 // model.head_dim, or d_model / n_heads when it is 0
   MoeOptions moe_options_;           // the routing the config asks for (not global_counts)
