@@ -204,8 +204,9 @@ TEST(DivergedRuns, AnFp16RunThatBlowsUpStopsNamingTheStepOpAndModule) {
   EXPECT_TRUE(contains(p.err, "--detect-anomaly")) << p.err;
 }
 
-// The default rule never stops a run that recovers: at lr 0.1 tiny overflows once in fp16, the
-// scale backs off, and training goes on to the end.
+// The default rule never stops a run that recovers: at lr 0.12 tiny overflows twice in fp16,
+// the scale backs off, and training goes on to the end (at 0.1 it overflowed once with
+// per-expert weights; stacked experts, idle ones stepping too, take another path).
 // Clipping by value (training.grad_clip_value, Keras's clipvalue) clamps unscaled gradients
 // only on finite steps: an overflow is still a skipped step, never a clamped update.
 TEST(DivergedRuns, ClippingByValueStillSkipsNonFiniteSteps) {
@@ -230,7 +231,7 @@ TEST(DivergedRuns, ClippingByValueStillSkipsNonFiniteSteps) {
 TEST(DivergedRuns, ARunThatSkipsAStepAndRecoversIsNeverStopped) {
   TempDir dir;
   const auto args = short_run(dir, "60",
-                              {"--precision", "fp16-mixed", "--set", "optimizer.lr=0.1", "--set",
+                              {"--precision", "fp16-mixed", "--set", "optimizer.lr=0.12", "--set",
                                "lr_scheduler.warmup_steps=0"});
   const RunResult r = run_cli(args);
   EXPECT_EQ(r.exit_code, 0) << describe(args, r);
