@@ -4,7 +4,9 @@
 
 #include <fmt/format.h>
 
+#include <algorithm>
 #include <cmath>
+#include <map>
 #include <nlohmann/json.hpp>
 #include <set>
 #include <vector>
@@ -57,6 +59,18 @@ bool is_known_buffer(const std::string& name) {
          name.ends_with("rotary_emb.inv_freq");
 }
 
+// A tensor of a layer past the model's (layout.extra_layers), which the layout skips.
+bool is_extra_layer(const std::string& name, const HfLayout& layout, int64_t n_layers) {
+  const std::string& prefix = layout.extra_layers;
+  if (prefix.empty() || !name.starts_with(prefix)) return false;
+  const std::size_t dot = name.find('.', prefix.size());
+  const std::string index = name.substr(prefix.size(), dot - prefix.size());
+  if (index.empty() || index.size() > 9 ||
+      index.find_first_not_of("0123456789") != std::string::npos)
+    return false;
+  return std::stoll(index) >= n_layers;
+}
+
 // GPT-2 files name tensors with or without "transformer."; ours always have it.
 std::string canonical_name(const std::string& name, const HfLayout& layout) {
   const std::string& prefix = layout.optional_prefix;
@@ -81,6 +95,22 @@ Tensor as_f32(const Tensor& t, const std::string& where, const std::string& what
   return f;
 }
 
+// The file's row i is our row order[i]: to the file's order (export), or back (import).
+Tensor reorder_rows(const Tensor& t, const std::vector<int64_t>& order, bool to_file) {
+  if (order.empty()) return t;
+  const Tensor src = t.to(DType::f32).contiguous();
+  Tensor out = Tensor::empty(src.shape(), DType::f32);
+  const int64_t cols = src.numel() / src.size(0);
+  const float* in = src.data<float>();
+  float* o = out.data<float>();
+  for (std::size_t i = 0; i < order.size(); ++i) {
+    const int64_t file = static_cast<int64_t>(i), ours = order[i];
+    const int64_t from = to_file ? ours : file, to = to_file ? file : ours;
+    std::copy(in + from * cols, in + (from + 1) * cols, o + to * cols);
+  }
+  return out;
+}
+
 }  // namespace
 
 models::HfLayout hf_layout_of(const config::ModelConfig& m) {
@@ -98,13 +128,14 @@ std::string hf_config_json(const config::ModelConfig& m, DType dtype) {
 }
 
 void export_hf(const std::string& dir, const config::ModelConfig& m, const optim::ParamList& params,
-               const HfExportOptions& options) {
+               const HfExportOptions& options, const NamedBuffers& buffers) {
   MIXPREC_CHECK(options.dtype == DType::f32 || options.dtype == DType::bf16, "hf export",
                 std::string("dtype ") + dtype_name(options.dtype) + " is not f32 or bf16");
   const HfLayout layout = hf_layout_of(m);
   NoGradGuard no_grad;
-  std::map<std::string, Tensor> masters;
+  std::map<std::string, Tensor> masters, buffer_values;
   for (const auto& p : params) masters.emplace(p->name(), p->master());
+  for (const auto& [name, b] : buffers) buffer_values.emplace(name, b);
   TensorList tensors;
   std::set<std::string> used;
   for (const HfLink& link : layout.links) {
@@ -114,13 +145,17 @@ void export_hf(const std::string& dir, const config::ModelConfig& m, const optim
         parts.push_back(Tensor::zeros({part.rows}));
         continue;
       }
-      const auto it = masters.find(part.ours);
-      MIXPREC_CHECK(it != masters.end(), "hf export",
-                    "the model has no parameter '" + part.ours + "' for " + link.hf);
-      parts.push_back(it->second.to(DType::f32));
-      used.insert(part.ours);
+      const auto& source = part.buffer ? buffer_values : masters;
+      const auto it = source.find(part.ours);
+      MIXPREC_CHECK(it != source.end(), "hf export",
+                    std::string("the model has no ") + (part.buffer ? "buffer" : "parameter") +
+                        " '" + part.ours + "' for " + link.hf);
+      const Tensor whole = it->second.to(DType::f32);
+      parts.push_back(part.stacked >= 0 ? whole.select(0, part.stacked) : whole);
+      if (!part.buffer) used.insert(part.ours);
     }
     Tensor t = parts.size() == 1 ? parts[0] : concat(parts, 0);
+    t = reorder_rows(t, link.row_order, /*to_file=*/true);
     if (link.conv1d) t = t.transpose(0, 1);
     tensors.emplace_back(link.hf, t.to(options.dtype).contiguous());
   }
@@ -139,6 +174,7 @@ TensorMap import_hf(const std::string& dir, const config::ModelConfig& m) {
   for (const auto& [name, t] : hf.tensors) files.emplace(canonical_name(name, layout), t);
   NoGradGuard no_grad;
   TensorMap out;
+  std::map<std::string, std::vector<Tensor>> stacks;  // ours -> its slices, in the file's order
   std::set<std::string> used;
   for (const HfLink& link : layout.links) {
     const std::string where = "hf " + dir, what = "tensor '" + link.hf + "'";
@@ -150,19 +186,28 @@ TensorMap import_hf(const std::string& dir, const config::ModelConfig& m) {
                       ", the config needs " + shape_to_string(link.shape()));
     Tensor t = as_f32(it->second, where, what);
     if (link.conv1d) t = t.transpose(0, 1).contiguous();
+    t = reorder_rows(t, link.row_order, /*to_file=*/false);
     int64_t row = 0;
     for (const HfPart& part : link.parts) {
       const Tensor rows = t.slice(0, row, row + part.rows).contiguous().clone();
       row += part.rows;
+      if (part.stacked >= 0) {
+        std::vector<Tensor>& slices = stacks[part.ours];
+        MIXPREC_CHECK(
+            static_cast<int64_t>(slices.size()) == part.stacked, "hf layout",
+            "slice " + std::to_string(part.stacked) + " of '" + part.ours + "' out of order");
+        slices.push_back(rows);
+        continue;
+      }
       if (!part.ours.empty()) {
-        out.emplace(kModelPrefix + part.ours, rows);
+        out.emplace((part.buffer ? kBufferPrefix : kModelPrefix) + part.ours, rows);
         continue;
       }
       for (const double v : rows.to_doubles())
-        MIXPREC_CHECK(v == 0.0, where,
-                      what + " holds nonzero biases, and this model has none (model.bias = false)");
+        MIXPREC_CHECK(v == 0.0, where, what + " holds nonzero values, and " + part.absent);
     }
   }
+  for (auto& [name, slices] : stacks) out.emplace(kModelPrefix + name, stack(slices, 0));
   // A tied output may be written anyway; it must then be the embedding itself.
   const std::string& embedding = layout.embedding;
   if (m.tie_embeddings && files.contains("lm_head.weight")) {
@@ -174,9 +219,11 @@ TensorMap import_hf(const std::string& dir, const config::ModelConfig& m) {
     used.insert("lm_head.weight");
   }
   for (const auto& [name, t] : files)
-    MIXPREC_CHECK(used.contains(name) || is_known_buffer(name), "hf " + dir,
-                  "holds the tensor '" + name + "', which the " + layout.model_type +
-                      " layout of this config has no place for");
+    MIXPREC_CHECK(
+        used.contains(name) || is_known_buffer(name) || is_extra_layer(name, layout, m.n_layers),
+        "hf " + dir,
+        "holds the tensor '" + name + "', which the " + layout.model_type +
+            " layout of this config has no place for");
   return out;
 }
 

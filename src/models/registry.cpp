@@ -4,6 +4,7 @@
 #include <array>
 
 #include "mixprec/core/error.h"
+#include "mixprec/models/deepseek_v3/deepseek_v3.h"
 #include "mixprec/models/gpt/gpt.h"
 #include "mixprec/models/llama3/llama3.h"
 #include "mixprec/models/moe/moe_family.h"
@@ -12,7 +13,8 @@
 namespace mixprec::models {
 namespace {
 
-constexpr std::array kSpecs{&moe::kSpec, &gpt::kSpec, &llama3::kSpec, &qwen3::kSpec};
+constexpr std::array kSpecs{&moe::kSpec, &gpt::kSpec, &llama3::kSpec, &qwen3::kSpec,
+                            &deepseek_v3::kSpec};
 
 // Rules for a config built in code (no file, no line): the key and the problem.
 class PlainRules final : public config::ConfigRules {

@@ -315,7 +315,11 @@ void Trainer::State::init_from_hf() {
       const auto it = local.find(io::kModelPrefix + p->name());
       if (it != local.end()) it->second = it->second.to(p->master().dtype());
     }
-    io::restore_training_state(local, io::TrainingState{parallelism->parameters()});
+    // A DeepSeek-V3 folder's expert biases too (its router's e_score_correction_bias).
+    io::TrainingState state{parallelism->parameters()};
+    for (const auto& [name, b] : model->buffers())
+      if (local.contains(io::kBufferPrefix + name)) state.buffers.emplace_back(name, b);
+    io::restore_training_state(local, state);
   });
   progress.message("initial weights: " + dir + " (Hugging Face " +
                    io::hf_layout_of(config.model).model_type + ")");

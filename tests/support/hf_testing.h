@@ -1,7 +1,9 @@
-// Small Llama, GPT-2 and Qwen 3 configs, weights away from their init, and logits: shared by the
-// Hugging Face round-trip tests (unit/io) and the PyTorch agreement tests (reference/).
+// Small Llama, GPT-2, Qwen 3 and DeepSeek-V3 configs, weights away from their init, and logits:
+// shared by the Hugging Face round-trip tests (unit/io) and the PyTorch agreement tests
+// (reference/).
 #pragma once
 
+#include <cmath>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -85,6 +87,53 @@ inline config::ModelConfig hf_qwen3_config() {
   return c;
 }
 
+// DeepSeek-V3 with everything its layout maps: latent attention (4 heads, kv rank 32, nope 16 +
+// rope 8, v 12: narrower than q and k; one wq, or q_lora_rank low-rank queries), YaRN x4 from
+// 16 positions (so the 24 test positions see scaled frequencies) with mscale 1, a dense first
+// block and two MoE blocks: 8 sigmoid-scored experts in 4 groups of which 2 are kept, top-3,
+// renormalised and scaled 2.5, one shared expert, expert biases; eps 1e-6 (Hugging Face's
+// latent norms have no other), untied.
+inline config::ModelConfig hf_deepseek_v3_config(int64_t q_lora_rank = 0) {
+  config::ModelConfig c;
+  c.kind = "deepseek_v3";
+  c.vocab_size = 61;
+  c.d_model = 64;
+  c.n_layers = 3;
+  c.n_heads = 4;
+  c.d_ff = 32;
+  c.max_seq_len = 64;
+  c.norm_eps = 1e-6;
+  c.rope_theta = 10000.0;
+  c.tie_embeddings = false;
+  c.mla = {.q_lora_rank = q_lora_rank,
+           .kv_lora_rank = 32,
+           .qk_nope_head_dim = 16,
+           .qk_rope_head_dim = 8,
+           .v_head_dim = 12};
+  c.rope_scaling.type = "yarn";
+  c.rope_scaling.factor = 4.0;
+  c.rope_scaling.original_max_position_embeddings = 16;
+  c.rope_scaling.beta_fast = 32.0;
+  c.rope_scaling.beta_slow = 1.0;
+  c.rope_scaling.mscale = 1.0;
+  c.rope_scaling.mscale_all_dim = 1.0;
+  c.moe = {.n_experts = 8,
+           .top_k = 3,
+           .capacity_factor = 0.0,
+           .aux_loss_weight = 0.0,
+           .z_loss_weight = 0.0,
+           .score_func = "sigmoid",
+           .route_norm = true,
+           .route_scale = 2.5,
+           .n_expert_groups = 4,
+           .n_limited_groups = 2,
+           .n_shared_experts = 1,
+           .n_dense_layers = 1,
+           .dense_d_ff = 128,
+           .load_balance_coeff = 1e-3};
+  return c;
+}
+
 // The model in f32, every parameter drawn away from its init (norm gains near 1, biases and
 // weights N(0, 0.05)), so a mapping that mixes up any two tensors changes the logits.
 inline std::unique_ptr<models::Model> hf_test_model(const config::ModelConfig& c, uint64_t seed) {
@@ -98,6 +147,14 @@ inline std::unique_ptr<models::Model> hf_test_model(const config::ModelConfig& c
     values.emplace(io::kModelPrefix + name, v);
   }
   io::restore_training_state(values, {m->parameters().parameters()});
+  // Expert biases (DeepSeek-V3's e_score_correction_bias) away from zero, and >= 0: Hugging
+  // Face masks the groups a token may not use with 0.0 where torchtitan uses -inf, which
+  // agree while every score plus bias is positive.
+  for (const auto& [name, b] : m->buffers()) {
+    std::vector<double> v = Tensor::normal(b.shape(), 0.0, 0.5, gen).to_doubles();
+    for (double& x : v) x = std::fabs(x);
+    Tensor(b).copy_from(Tensor::from_doubles(v, b.shape(), DType::f64));
+  }
   return m;
 }
 

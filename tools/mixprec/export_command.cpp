@@ -28,7 +28,8 @@ void run_export(const ExportArgs& a) {
   train::LoadedModel loaded = train::load_model(a.checkpoint);
   const config::ModelConfig& m = loaded.config.model;
   const models::HfLayout layout = io::hf_layout_of(m);  // before any file is written
-  io::export_hf(a.hf_dir, m, loaded.parallelism->full_parameters(), options);
+  io::export_hf(a.hf_dir, m, loaded.parallelism->full_parameters(), options,
+                loaded.model->buffers());
   fmt::print("exported step {} of {} as Hugging Face {} ({}) to {}\n", loaded.step, loaded.path,
              layout.model_type, a.dtype, a.hf_dir);
 }
@@ -37,8 +38,9 @@ void run_export(const ExportArgs& a) {
 
 void add_export_command(CLI::App& app, int& exit_code) {
   auto args = std::make_shared<ExportArgs>();
-  CLI::App* cmd = app.add_subcommand(
-      "export", "Write a checkpoint's weights as a Hugging Face folder (Llama or GPT-2 layout)");
+  CLI::App* cmd = app.add_subcommand("export",
+                                     "Write a checkpoint's weights as a Hugging Face folder "
+                                     "(Llama, Qwen 3, DeepSeek-V3 or GPT-2 layout)");
   cmd->add_option("checkpoint", args->checkpoint,
                   "a step-<N>.safetensors file, or a run directory (its newest checkpoint)")
       ->required();

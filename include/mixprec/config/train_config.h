@@ -56,6 +56,23 @@ struct MoeConfig {
   bool operator==(const MoeConfig&) const = default;
 };
 
+// [model.mla]: DeepSeek-V2/V3's multi-head latent attention (model.kind = "deepseek_v3"),
+// torchtitan's deepseek_v3 Attention. Queries: wq [H·(nope + rope), d], or with q_lora_rank >
+// 0 the low-rank wq_a [q_lora_rank, d], an RMSNorm, wq_b [H·(nope + rope), q_lora_rank]. Keys
+// and values from one latent: wkv_a [kv_lora_rank + rope, d] gives the latent (RMSNorm, then
+// wkv_b [H·(nope + v), kv_lora_rank] gives each head's k_nope and v) and one RoPE key of
+// qk_rope_head_dim shared by every head. Only the rope parts rotate; the scores are scaled by
+// (nope + rope)^-1/2, times YaRN's mscale(factor, mscale_all_dim)² under yarn scaling.
+// Defaults: torchtitan's Attention.Config (DeepSeek-V3's own widths).
+struct MlaConfig {
+  std::int64_t q_lora_rank = 0;  // 0 = one wq (DeepSeek-V2-Lite, torchtitan's 16B and debug)
+  std::int64_t kv_lora_rank = 512;
+  std::int64_t qk_nope_head_dim = 128;
+  std::int64_t qk_rope_head_dim = 64;
+  std::int64_t v_head_dim = 128;
+  bool operator==(const MlaConfig&) const = default;
+};
+
 // [model.rope_scaling]: RoPE frequency scaling for long context, as a Hugging Face
 // config.json's rope_scaling spells it (ops/rope_scaling.h has the formulas). type: "none",
 // "llama3" (Llama 3.1+: factor, low_freq_factor, high_freq_factor,
@@ -81,7 +98,7 @@ struct RopeScalingConfig {
 };
 
 struct ModelConfig {
-  std::string kind = "moe";  // moe | gpt | llama3 | qwen3 (models/registry.h)
+  std::string kind = "moe";  // moe | gpt | llama3 | qwen3 | deepseek_v3 (models/registry.h)
   std::int64_t vocab_size = 256;
   std::int64_t d_model = 128;
   std::int64_t n_layers = 4;
@@ -116,6 +133,7 @@ struct ModelConfig {
   // byte tokenizer. vocab_size must cover its ids.
   std::string tokenizer;
   MoeConfig moe;
+  MlaConfig mla;  // model.kind = "deepseek_v3" only
   bool operator==(const ModelConfig&) const = default;
   // The key/value heads attention has: n_kv_heads, or n_heads when it is 0.
   std::int64_t kv_heads() const { return n_kv_heads > 0 ? n_kv_heads : n_heads; }

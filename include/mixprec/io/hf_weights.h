@@ -5,6 +5,8 @@
 
 #include <cstdint>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "mixprec/config/train_config.h"
 #include "mixprec/models/hf_layout.h"
@@ -24,17 +26,22 @@ struct HfExportOptions {
 // config.json for the model, with weights stored in `dtype`.
 std::string hf_config_json(const config::ModelConfig& model, DType dtype);
 
-// Writes the masters of `params` (the model's, by our names) as a Hugging Face folder
-// (write_hf_folder: `dir` must be new or empty). GPT-2 without model.bias gets zero biases.
+// Writes the masters of `params` (the model's, by our names) and the model's `buffers` (an
+// MoE's expert biases, which DeepSeek-V3's router keeps as e_score_correction_bias) as a
+// Hugging Face folder (write_hf_folder: `dir` must be new or empty). GPT-2 without model.bias
+// gets zero biases.
+using NamedBuffers = std::vector<std::pair<std::string, Tensor>>;
 void export_hf(const std::string& dir, const config::ModelConfig& model,
-               const optim::ParamList& params, const HfExportOptions& options = {});
+               const optim::ParamList& params, const HfExportOptions& options = {},
+               const NamedBuffers& buffers = {});
 
 // Reads a Hugging Face folder for a model configured as `model`: config.json must describe
 // the same architecture (an Error names the first config.json key that differs, beside the
 // model key), and every weight must be there, with its shape, finite, and nothing else but
 // the buffers older exports carry (GPT-2's attn.bias / attn.masked_bias, Llama's
 // rotary_emb.inv_freq). Returns the model's parameters as a checkpoint's "model.<name>"
-// entries in f32 (exact from F32, BF16 and F16), for restore_training_state.
+// entries (its buffers the layout holds as "buffer.<name>") in f32 (exact from F32, BF16 and
+// F16), for restore_training_state.
 TensorMap import_hf(const std::string& dir, const config::ModelConfig& model);
 
 }  // namespace mixprec::io

@@ -14,10 +14,15 @@
 namespace mixprec::models {
 
 // Rows of one of our parameters inside a Hugging Face tensor; no name: zeros (a bias our
-// model does not have).
+// model does not have; `absent` says why, for a file whose values are not zero).
 struct HfPart {
   std::string ours;
   int64_t rows;
+  // >= 0: slice `stacked` along dim 0 of ours (one expert of stacked experts, [E, out, in]),
+  // which the file keeps as a tensor of its own.
+  int64_t stacked = -1;
+  bool buffer = false;  // ours names a model buffer (Model::buffers), not a parameter
+  const char* absent = "this model has no biases (model.bias = false)";
 };
 
 // A Hugging Face tensor: our parts stacked along the output dim (GPT-2's c_attn stacks q, k,
@@ -27,6 +32,9 @@ struct HfLink {
   std::vector<HfPart> parts;
   int64_t cols = 0;
   bool conv1d = false;
+  // Empty: the parts' rows in order. Else the file's row i is our row row_order[i] (DeepSeek's
+  // interleaved RoPE rows against our rotate-half ones).
+  std::vector<int64_t> row_order{};
   int64_t rows() const {
     int64_t r = 0;
     for (const HfPart& p : parts) r += p.rows;
@@ -60,6 +68,9 @@ struct HfLayout {
   std::string embedding;  // the input embedding's tensor (a tied lm_head must equal it)
   // Files may name tensors without this prefix (GPT-2's "transformer."); "" = none.
   std::string optional_prefix;
+  // "model.layers.": a file's tensors of layers from model.n_layers on are skipped, as
+  // Hugging Face's model skips them (DeepSeek-V3's multi-token prediction layers); "" = none.
+  std::string extra_layers{};
 };
 
 }  // namespace mixprec::models

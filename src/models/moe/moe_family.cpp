@@ -11,9 +11,8 @@
 #include "mixprec/models/transformer/transformer.h"
 
 namespace mixprec::models::moe {
-namespace {
 
-void check(const config::ModelConfig& m, const config::ConfigRules& c) {
+void check_moe_config(const config::ModelConfig& m, const config::ConfigRules& c) {
   check_bound(c, "model.moe.n_experts", m.moe.n_experts, kMaxModelCount);
   check_bound(c, "model.moe.n_shared_experts", m.moe.n_shared_experts, kMaxModelCount);
   check_decoder_config(m, c, static_cast<double>(m.moe.n_experts + m.moe.n_shared_experts),
@@ -60,14 +59,6 @@ void check(const config::ModelConfig& m, const config::ConfigRules& c) {
             "model.moe.load_balance_coeff", "must be finite and >= 0 (0 = off)");
 }
 
-std::unique_ptr<Model> make(const config::ModelConfig& m) {
-  return std::make_unique<Transformer>(m, DecoderArch{.experts = true});
-}
-
-HfLayout no_hf_layout(const config::ModelConfig&) {
-  throw Error("hf", "model.kind = \"moe\" has no Hugging Face layout here (Llama and GPT-2 only)");
-}
-
 std::string size_keys(const config::ModelConfig& m) {
   return fmt::format(", model.moe.n_experts = {}", m.moe.n_experts);
 }
@@ -92,13 +83,28 @@ std::vector<ParamLayout> other_layouts(const config::ModelConfig& m) {
   return {{"model.moe.idle_experts", "\"" + other.moe.idle_experts + "\"", other}};
 }
 
+namespace {
+
+std::unique_ptr<Model> make(const config::ModelConfig& m) {
+  return std::make_unique<Transformer>(m, DecoderArch{.experts = true});
+}
+
+HfLayout no_hf_layout(const config::ModelConfig&) {
+  throw Error("hf",
+              "model.kind = \"moe\" has no Hugging Face layout (model.kind = \"deepseek_v3\" "
+              "exports as DeepseekV3ForCausalLM)");
+}
+
 }  // namespace
 
-const ModelSpec kSpec{
-    "moe",        "decoder-only transformer with a mixture of experts in every block's MLP",
-    check,        make,
-    no_hf_layout, size_keys,
-    block_kinds,  with_blocks,
-    other_layouts};
+const ModelSpec kSpec{"moe",
+                      "decoder-only transformer with a mixture of experts in every block's MLP",
+                      check_moe_config,
+                      make,
+                      no_hf_layout,
+                      size_keys,
+                      block_kinds,
+                      with_blocks,
+                      other_layouts};
 
 }  // namespace mixprec::models::moe

@@ -76,6 +76,20 @@ Bytes attention_saved(const Sizes& s, bool layernorm) {
          + s.c * nq;                          // wo input
 }
 
+// Latent attention (model.mla; W = H·D with D = max(nope + rope, v) the padded head width): the
+// shared input c·N·d; with q_lora_rank Rq, wq_a's output (q_norm's input) c·N·Rq, its rstd
+// a·N and wq_b's cast input c·N·Rq; wkv_a's output (kv_norm's input is a view of it)
+// c·N·(Rkv + rope), rstd a·N and wkv_b's cast input c·N·Rkv; q, k, v padded and contiguous
+// 3c·N·W; the f32 output a·N·W, log-sum-exp a·N·H; wo's input c·N·H·v.
+Bytes latent_attention_saved(const Sizes& s, const config::ModelConfig& m) {
+  const config::MlaConfig& a = m.mla;
+  const Bytes n = u(s.N), nw = u(s.N * s.q);
+  const Bytes q_lora = a.q_lora_rank > 0 ? 2 * s.c * n * u(a.q_lora_rank) + s.a * n : 0;
+  return norm_saved(s, false) + s.c * u(s.N * s.d) + q_lora +
+         s.c * n * u(a.kv_lora_rank + a.qk_rope_head_dim) + s.a * n + s.c * n * u(a.kv_lora_rank) +
+         3 * s.c * nw + s.a * nw + s.a * u(s.N * s.H) + s.c * n * u(s.H * a.v_head_dim);
+}
+
 int64_t ffn_hidden_tensors(const config::ModelConfig& m) {
   return m.mlp == "swiglu" ? 3 : 2;
 }
@@ -156,6 +170,11 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   s.q = m.n_heads * m.head_size();
   s.kv = m.kv_heads() * m.head_size();
   s.kv_heads = m.kv_heads();
+  if (arch_.latent_attention) {  // q, k and v enter SDPA padded to one width
+    const config::MlaConfig& a = m.mla;
+    s.q = s.kv = m.n_heads * std::max(a.qk_nope_head_dim + a.qk_rope_head_dim, a.v_head_dim);
+    s.kv_heads = m.n_heads;
+  }
   s.qk_norm = m.qk_norm;
   s.F = m.d_ff;
   s.V = m.vocab_size;
@@ -169,8 +188,9 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   // An MoE's first n_dense_layers blocks are dense: block_saved is the mean over the blocks
   // (rounded up), so the total saved is exact.
   const int64_t dense = arch_.experts ? std::min(m.moe.n_dense_layers, m.n_layers) : m.n_layers;
-  const Bytes all_blocks = u(m.n_layers) * attention_saved(s, layernorm) +
-                           u(dense) * mlp_saved(s, m, false) +
+  const Bytes attention =
+      arch_.latent_attention ? latent_attention_saved(s, m) : attention_saved(s, layernorm);
+  const Bytes all_blocks = u(m.n_layers) * attention + u(dense) * mlp_saved(s, m, false) +
                            u(m.n_layers - dense) * mlp_saved(s, m, true);
   e.block_saved = (all_blocks + u(m.n_layers) - 1) / u(m.n_layers);
   const ActivationCheckpoint& ac = activation_checkpoint();

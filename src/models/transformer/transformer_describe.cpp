@@ -20,8 +20,10 @@ Transformer::Transformer(const config::ModelConfig& config, const DecoderArch& a
   stacked_experts_ = arch_.experts && config.moe.idle_experts == "step";
   kv_heads_ = config_.kv_heads();
   head_dim_ = config_.head_size();
+  // Latent attention rotates only each head's rope part.
+  const int64_t rotated = arch_.latent_attention ? config_.mla.qk_rope_head_dim : head_dim_;
   if (rope_)
-    rope_frequencies_ = rope_frequencies(head_dim_, config_.rope_theta, rope_scaling_of(config_));
+    rope_frequencies_ = rope_frequencies(rotated, config_.rope_theta, rope_scaling_of(config_));
   const config::MoeConfig& m = config_.moe;
   moe_options_ = {.top_k = m.top_k,
                   .capacity_factor = m.capacity_factor,
@@ -94,6 +96,25 @@ void Transformer::describe_parameters() {
     add_stacked_linear(experts, ".w_down", d, c.d_ff, residual(layer));
   };
 
+  // torchtitan's deepseek_v3 Attention, in its order: the projections N(0, 0.02), the output
+  // depth-scaled as any residual output; the latent norms' gains 1.
+  auto add_latent_attention = [&](const std::string& attn, int64_t layer) {
+    const config::MlaConfig& a = c.mla;
+    const int64_t H = c.n_heads, qk = H * (a.qk_nope_head_dim + a.qk_rope_head_dim);
+    if (a.q_lora_rank == 0) {
+      add_linear(attn + "wq", qk, d, weight, {.heads = H});
+    } else {
+      add_linear(attn + "wq_a", a.q_lora_rank, d, weight);
+      add(attn + "q_norm.weight", {a.q_lora_rank}, {InitKind::ones}, no_decay);
+      add_linear(attn + "wq_b", qk, a.q_lora_rank, weight, {.heads = H});
+    }
+    add_linear(attn + "wkv_a", a.kv_lora_rank + a.qk_rope_head_dim, d, weight);
+    add(attn + "kv_norm.weight", {a.kv_lora_rank}, {InitKind::ones}, no_decay);
+    add_linear(attn + "wkv_b", H * (a.qk_nope_head_dim + a.v_head_dim), a.kv_lora_rank, weight,
+               {.heads = H});
+    add_linear(attn + "wo", d, H * a.v_head_dim, residual(layer));
+  };
+
   // torchtitan's Llama: embedding N(0, 1); output N(0, d^-1/2) truncated at 3 std. A tied
   // Llama (as Llama 3.2 1B; torchtitan has none) takes Hugging Face's initializer_range,
   // N(0, 0.02): through the final RMSNorm a token's own logit is about d·std, 4096 with
@@ -106,17 +127,22 @@ void Transformer::describe_parameters() {
     unit = block_unit(l);
     const std::string b = unit + ".";
     add_norm(b + "attn_norm");
-    add_linear(b + "attn.wq", q, d, weight, {.heads = c.n_heads});
-    add_linear(b + "attn.wk", kv, d, weight, {.heads = kv_heads_});
-    add_linear(b + "attn.wv", kv, d, weight);
-    add_linear(b + "attn.wo", d, q, residual(l));
+    if (arch_.latent_attention) {
+      add_latent_attention(b + "attn.", l);
+    } else {
+      add_linear(b + "attn.wq", q, d, weight, {.heads = c.n_heads});
+      add_linear(b + "attn.wk", kv, d, weight, {.heads = kv_heads_});
+      add_linear(b + "attn.wv", kv, d, weight);
+      add_linear(b + "attn.wo", d, q, residual(l));
+    }
     if (c.qk_norm) {  // RMSNorm gains: no bias, whatever model.norm is
       add(b + "attn.q_norm.weight", {head_dim_}, {InitKind::ones}, no_decay);
       add(b + "attn.k_norm.weight", {head_dim_}, {InitKind::ones}, no_decay);
     }
     add_norm(b + "mlp_norm");
     if (moe_block(l)) {
-      add(b + "moe.router", {c.moe.n_experts, d}, weight);
+      // torchtitan depth-scales the router's gate too (its deepseek_v3 and MoE Llama).
+      add(b + "moe.router", {c.moe.n_experts, d}, llama ? residual(l) : weight);
       add_experts(b + "moe.experts", l);
       if (c.moe.n_shared_experts > 0)
         add_ffn(b + "moe.shared_experts", l, c.moe.n_shared_experts * c.d_ff);
@@ -141,6 +167,12 @@ std::string Transformer::describe() const {
                           ? fmt::format("{} heads", c.n_heads)
                           : fmt::format("{} heads ({} kv)", c.n_heads, kv_heads_);
   if (c.head_dim > 0) heads += fmt::format(" of {}", head_dim_);
+  if (arch_.latent_attention) {
+    const config::MlaConfig& a = c.mla;
+    heads += fmt::format(", latent attention (q rank {}, kv rank {}, nope {} + rope {}, v {})",
+                         a.q_lora_rank, a.kv_lora_rank, a.qk_nope_head_dim, a.qk_rope_head_dim,
+                         a.v_head_dim);
+  }
   if (c.qk_norm) heads += ", qk-norm";
   const std::string positions =
       !rope_ ? std::string("learned positions")

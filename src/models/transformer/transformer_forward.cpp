@@ -10,17 +10,10 @@
 #include "mixprec/ops.h"
 
 namespace mixprec::models {
-namespace {
-
-// x cast the way a linear layer here would cast it (autocast, with its op and module
-// overrides), once: several projections of one input then share one low-precision copy
-// (saved once for backward) instead of each making its own.
-Tensor as_linear_input(const Tensor& x) {
+Tensor Transformer::as_linear_input(const Tensor& x) {
   const auto args = amp::autocast_args("linear", x);
   return args.get<0>();
 }
-
-}  // namespace
 
 // The keys and values each block has seen, written in place as positions are decoded.
 struct Transformer::KvCache final : DecodeState {
@@ -38,7 +31,8 @@ Tensor Transformer::norm(const Tensor& x, const std::string& prefix, const char*
                     : rmsnorm(x, w, config_.norm_eps);
 }
 
-Tensor Transformer::head_norm(const Tensor& x, const std::string& prefix, const char* name) const {
+Tensor Transformer::attn_rmsnorm(const Tensor& x, const std::string& prefix,
+                                 const char* name) const {
   amp::ModuleScope scope(name);
   return rmsnorm(x, weight(prefix + "attn." + name + ".weight"), config_.norm_eps);
 }
@@ -46,32 +40,44 @@ Tensor Transformer::head_norm(const Tensor& x, const std::string& prefix, const 
 Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix, KvCache* cache,
                               int64_t layer) const {
   amp::ModuleScope scope("attn");
-  const int64_t B = x_in.size(0), T = x_in.size(1), H = config_.n_heads, Dh = head_dim_;
-  const Tensor x = as_linear_input(x_in);
-  // [B, T, n·Dh] -> [B, n, T, Dh] (a strided view of the projection); k and v have kv_heads_.
-  // model.qk_norm normalises each head's Dh features first, on the contiguous [B, T, n, Dh]
-  // view (Hugging Face's order: before the transpose and before RoPE).
-  auto heads = [&](const char* name, int64_t n, const char* norm) {
-    Tensor t = project(x, prefix + name).view({B, T, n, Dh});
-    if (norm) t = head_norm(t, prefix, norm);
-    return t.permute({0, 2, 1, 3});
-  };
-  const bool qk_norm = config_.qk_norm;
+  const int64_t B = x_in.size(0), T = x_in.size(1), H = config_.n_heads;
   const int64_t offset = cache ? cache->len : 0;
-  Tensor q = heads("attn.wq", H, qk_norm ? "q_norm" : nullptr);
-  Tensor k = heads("attn.wk", kv_heads_, qk_norm ? "k_norm" : nullptr);
-  Tensor v = heads("attn.wv", kv_heads_, nullptr);
-  if (rope_) {
-    q = rope(q, rope_frequencies_, offset);
-    k = rope(k, rope_frequencies_, offset);
+  Tensor q, k, v;
+  int64_t width = head_dim_;   // of each head's output
+  double softmax_scale = 0.0;  // SDPA's default, the head's own width^-1/2
+  if (arch_.latent_attention) {
+    AttentionInputs in = latent_qkv(x_in, prefix, offset);
+    q = std::move(in.q);
+    k = std::move(in.k);
+    v = std::move(in.v);
+    width = config_.mla.v_head_dim;
+    softmax_scale = latent_softmax_scale();
+  } else {
+    const int64_t Dh = head_dim_;
+    const Tensor x = as_linear_input(x_in);
+    // [B, T, n·Dh] -> [B, n, T, Dh] (a strided view of the projection); k and v have
+    // kv_heads_. model.qk_norm normalises each head's Dh features first, on the contiguous
+    // [B, T, n, Dh] view (Hugging Face's order: before the transpose and before RoPE).
+    auto heads = [&](const char* name, int64_t n, const char* norm) {
+      Tensor t = project(x, prefix + name).view({B, T, n, Dh});
+      if (norm) t = attn_rmsnorm(t, prefix, norm);
+      return t.permute({0, 2, 1, 3});
+    };
+    const bool qk_norm = config_.qk_norm;
+    q = heads("attn.wq", H, qk_norm ? "q_norm" : nullptr);
+    k = heads("attn.wk", kv_heads_, qk_norm ? "k_norm" : nullptr);
+    v = heads("attn.wv", kv_heads_, nullptr);
+    if (rope_) {
+      q = rope(q, rope_frequencies_, offset);
+      k = rope(k, rope_frequencies_, offset);
+    }
   }
   if (cache) {
     auto& ck = cache->k[static_cast<std::size_t>(layer)];
     auto& cv = cache->v[static_cast<std::size_t>(layer)];
     if (!ck.defined()) {
-      const Shape s{B, kv_heads_, config_.max_seq_len, Dh};
-      ck = Tensor::empty(s, k.dtype());
-      cv = Tensor::empty(s, v.dtype());
+      ck = Tensor::empty({B, k.size(1), config_.max_seq_len, k.size(3)}, k.dtype());
+      cv = Tensor::empty({B, v.size(1), config_.max_seq_len, v.size(3)}, v.dtype());
     }
     ck.slice(2, offset, offset + T).copy_from(k);
     cv.slice(2, offset, offset + T).copy_from(v);
@@ -79,10 +85,10 @@ Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix, KvC
     v = cv.slice(2, 0, offset + T);
   }
   // After the prompt, one new query sees every cached key: no mask (decode() allows one
-  // token at a time then), the same fused kernel as the whole-sequence forward. Its default
-  // scale is Dh^-1/2, the head's own width.
-  const Tensor a = scaled_dot_product_attention(q, k, v, /*causal=*/offset == 0);
-  return project(a.transpose(1, 2).reshape({B, T, H * Dh}), prefix + "attn.wo");
+  // token at a time then), the same fused kernel as the whole-sequence forward.
+  Tensor a = scaled_dot_product_attention(q, k, v, /*causal=*/offset == 0, softmax_scale);
+  if (a.size(3) != width) a = a.slice(3, 0, width);  // latent attention's zero padding
+  return project(a.transpose(1, 2).reshape({B, T, H * width}), prefix + "attn.wo");
 }
 
 Tensor Transformer::project(const Tensor& x, const std::string& weight) const {

@@ -61,7 +61,12 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
                      .dense_d_ff = 100,
                      .load_balance_coeff = 1e-3,
                      .balance_scope = "rank",
-                     .idle_experts = "skip"}};
+                     .idle_experts = "skip"},
+             .mla = {.q_lora_rank = 24,
+                     .kv_lora_rank = 40,
+                     .qk_nope_head_dim = 12,
+                     .qk_rope_head_dim = 6,
+                     .v_head_dim = 10}};
   c.training.steps = 7;
   c.training.batch_size = 3;
   c.training.local_batch_size = 1;

@@ -62,6 +62,8 @@ struct DecoderArch {
   DecoderInit init = DecoderInit::gpt2;
   // Blocks from model.moe.n_dense_layers on have a mixture of experts as their MLP.
   bool experts = false;
+  // Multi-head latent attention ([model.mla], DeepSeek-V3's) in place of q/k/v projections.
+  bool latent_attention = false;
 };
 
 class Transformer final : public Model {
@@ -99,12 +101,24 @@ class Transformer final : public Model {
 
  private:
   struct KvCache;
+  // x cast the way a linear layer here would cast it (autocast, with its op and module
+  // overrides), once: several projections of one input then share one low-precision copy
+  // (saved once for backward) instead of each making its own.
+  static Tensor as_linear_input(const Tensor& x);
   // forward() without a cache; decode() with one (positions from cache->length()).
   Tensor run(const Tensor& tokens, KvCache* cache);
   Tensor norm(const Tensor& x, const std::string& prefix, const char* name) const;
-  // model.qk_norm's RMSNorm of x [B, T, n, Dh] over Dh, by blocks.<l>.attn.<name>.weight.
-  Tensor head_norm(const Tensor& x, const std::string& prefix, const char* name) const;
   Tensor attention(const Tensor& x, const std::string& prefix, KvCache* cache, int64_t layer) const;
+  // DecoderArch::latent_attention's (latent_attention.cpp): q [B, H, T, D], k and v likewise,
+  // D = max(nope + rope, v) with zeros past each part's width, before the cache and SDPA.
+  struct AttentionInputs {
+    Tensor q, k, v;
+  };
+  AttentionInputs latent_qkv(const Tensor& x, const std::string& prefix, int64_t offset) const;
+  // softmax(q·kᵀ·scale) with model.mla's scale (nope + rope)^-1/2 · YaRN's mscale².
+  double latent_softmax_scale() const;
+  // RMSNorm without a bias, by blocks.<l>.attn.<name>.weight, of x over its last dim.
+  Tensor attn_rmsnorm(const Tensor& x, const std::string& prefix, const char* name) const;
   // linear(x, weight, its bias when config.bias) for the parameter named `weight`.
   Tensor project(const Tensor& x, const std::string& weight) const;
   Tensor bias(const std::string& weight) const;  // undefined without config.bias
