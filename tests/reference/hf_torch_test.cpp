@@ -5,10 +5,7 @@
 // installs Debian's python3-torch and runs it).
 #include <gtest/gtest.h>
 
-#include <cstdlib>
 #include <filesystem>
-#include <fstream>
-#include <sstream>
 #include <string>
 
 #include "mixprec/io/hf_weights.h"
@@ -16,6 +13,7 @@
 #include "support/hf_testing.h"
 #include "support/op_testing.h"
 #include "support/temp_files.h"
+#include "support/torch_script.h"
 
 namespace mixprec::io {
 namespace {
@@ -23,45 +21,22 @@ namespace {
 using namespace mixprec::testing;
 namespace fs = std::filesystem;
 
-// Debian's interpreter, where python3-torch installs (a python3 earlier on PATH, such as a
-// pyenv shim, may not have it); MIXPREC_PYTHON overrides.
-std::string python() {
-  if (const char* p = std::getenv("MIXPREC_PYTHON"); p && *p) return p;
-  return fs::exists("/usr/bin/python3") ? "/usr/bin/python3" : "python3";
-}
-
-bool torch_available() {
-  static const bool ok =
-      std::system((python() + " -c 'import torch' >/dev/null 2>&1").c_str()) == 0;
-  return ok;
-}
-
 std::string script() {
-  return std::string(MIXPREC_SOURCE_DIR) + "/tests/reference/hf_models.py";
-}
-
-std::string quoted(const std::string& s) {
-  return "'" + s + "'";
+  return reference_script("hf_models.py");
 }
 
 // Runs hf_models.py with `args`; fails the test with its output when it exits non-zero.
 void run_script(const std::string& args, const fs::path& log) {
-  const std::string cmd =
-      python() + " " + quoted(script()) + " " + args + " >" + quoted(log.string()) + " 2>&1";
-  if (std::system(cmd.c_str()) == 0) return;
-  std::ifstream in(log);
-  std::stringstream text;
-  text << in.rdbuf();
-  FAIL() << cmd << "\n" << text.str();
+  run_python(script(), args, log);
 }
 
 // PyTorch's logits (f64) for `tokens` from the Hugging Face folder `dir`.
 Tensor torch_logits(const fs::path& dir, const Tensor& tokens, const TempDir& tmp) {
   const fs::path in = tmp / "tokens.safetensors", out = tmp / "logits.safetensors";
   save_safetensors(in.string(), {{"tokens", tokens}});
-  run_script(
-      "logits " + quoted(dir.string()) + " " + quoted(in.string()) + " " + quoted(out.string()),
-      tmp / "logits.log");
+  run_script("logits " + shell_quoted(dir.string()) + " " + shell_quoted(in.string()) + " " +
+                 shell_quoted(out.string()),
+             tmp / "logits.log");
   return load_safetensors(out.string()).at("logits_f64");
 }
 
@@ -158,8 +133,8 @@ TEST(HfTorchAgreement, PyTorchWeightsImportAndGiveItsLogits) {
       TempDir tmp;
       const fs::path dir = tmp / "torch";
       const std::string config = hf_config_json(f.config, DType::f32);
-      run_script(std::string("init ") + quoted(dir.string()) + " --family " + f.name +
-                     " --config " + quoted(config) + " --seed 7 --dtype " + dtype +
+      run_script(std::string("init ") + shell_quoted(dir.string()) + " --family " + f.name +
+                     " --config " + shell_quoted(config) + " --seed 7 --dtype " + dtype +
                      (std::string(dtype) == "bf16" ? " --shard-bytes 30000" : ""),
                  tmp / "init.log");
       const auto model = hf_test_model(f.config, 23);
