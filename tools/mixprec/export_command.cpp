@@ -1,4 +1,5 @@
-// `mixprec export`: a checkpoint's masters as a Hugging Face folder (Llama or GPT-2 layout).
+// `mixprec export`: a checkpoint's masters as a Hugging Face folder (the family's layout:
+// Llama, Qwen 3, DeepSeek-V3 or GPT-2).
 #include "export_command.h"
 
 #include <fmt/core.h>

@@ -160,9 +160,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--set", args->set, "override a config key: section.key=value (repeatable)");
   cmd->add_flag("--resume", args->resume, "continue from the newest valid checkpoint");
   cmd->add_option("--init-from", args->init_from,
-                  "start from a Hugging Face folder's weights (Llama or GPT-2 layout; its "
-                  "config.json must describe the config's model); a checkpoint --resume finds "
-                  "wins");
+                  "start from a Hugging Face folder's weights (the family's layout: Llama, Qwen "
+                  "3, DeepSeek-V3 or GPT-2; its config.json must describe the config's model); "
+                  "a checkpoint --resume finds wins");
   cmd->add_option("--progress", args->progress, "auto (bar on a terminal), bar, lines, quiet")
       ->check(CLI::IsMember({"auto", "bar", "lines", "quiet"}));
   cmd->add_flag("--detect-anomaly", args->detect_anomaly,

@@ -1,6 +1,7 @@
 // Hugging Face weights in and out, by the model family's layout (models/hf_layout.h: its
-// tensor names both ways and its config.json keys): the decoder families export as Llama
-// (LlamaForCausalLM) or GPT-2 (GPT2LMHeadModel), models/transformer/hf_layouts.h.
+// tensor names both ways and its config.json keys): the dense decoders export as Llama
+// (LlamaForCausalLM) or GPT-2 (GPT2LMHeadModel), models/transformer/hf_layouts.h; qwen3 as
+// Qwen3ForCausalLM, deepseek_v3 as DeepseekV3ForCausalLM (their folders under models/).
 #pragma once
 
 #include <cstdint>

@@ -16,6 +16,9 @@ void check(const config::ModelConfig& m, const config::ConfigRules& c) {
   c.require(m.positions == "rope", "model.positions",
             "must be \"rope\" for model.kind = \"llama3\"");
   c.require(!m.bias, "model.bias", "must be false for model.kind = \"llama3\" (no biases)");
+  c.require(!m.qk_norm, "model.qk_norm",
+            "must be false for model.kind = \"llama3\" (Llama has no q/k norms; model.kind = "
+            "\"qwen3\" has them)");
 }
 
 std::unique_ptr<Model> make(const config::ModelConfig& m) {

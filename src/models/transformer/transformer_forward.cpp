@@ -17,7 +17,8 @@ Tensor Transformer::as_linear_input(const Tensor& x) {
 
 // The keys and values each block has seen, written in place as positions are decoded.
 struct Transformer::KvCache final : DecodeState {
-  std::vector<Tensor> k, v;  // per block [B, Hkv, max_seq_len, Dh]
+  // per block [B, Hkv, max_seq_len, Dh] (latent attention: every head, its padded width)
+  std::vector<Tensor> k, v;
   int64_t len = 0;
   int64_t length() const override { return len; }
 };
@@ -37,41 +38,40 @@ Tensor Transformer::attn_rmsnorm(const Tensor& x, const std::string& prefix,
   return rmsnorm(x, weight(prefix + "attn." + name + ".weight"), config_.norm_eps);
 }
 
+Transformer::AttentionInputs Transformer::head_qkv(const Tensor& x_in, const std::string& prefix,
+                                                   int64_t offset) const {
+  const int64_t B = x_in.size(0), T = x_in.size(1), Dh = head_dim_;
+  const Tensor x = as_linear_input(x_in);
+  // [B, T, n·Dh] -> [B, n, T, Dh] (a strided view of the projection); k and v have
+  // kv_heads_. model.qk_norm normalises each head's Dh features first, on the contiguous
+  // [B, T, n, Dh] view (Hugging Face's order: before the transpose and before RoPE).
+  auto heads = [&](const char* name, int64_t n, const char* norm) {
+    Tensor t = project(x, prefix + name).view({B, T, n, Dh});
+    if (norm) t = attn_rmsnorm(t, prefix, norm);
+    return t.permute({0, 2, 1, 3});
+  };
+  const bool qk_norm = config_.qk_norm;
+  AttentionInputs in{heads("attn.wq", config_.n_heads, qk_norm ? "q_norm" : nullptr),
+                     heads("attn.wk", kv_heads_, qk_norm ? "k_norm" : nullptr),
+                     heads("attn.wv", kv_heads_, nullptr)};
+  if (rope_) {
+    in.q = rope(in.q, rope_frequencies_, offset);
+    in.k = rope(in.k, rope_frequencies_, offset);
+  }
+  return in;
+}
+
 Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix, KvCache* cache,
                               int64_t layer) const {
   amp::ModuleScope scope("attn");
   const int64_t B = x_in.size(0), T = x_in.size(1), H = config_.n_heads;
   const int64_t offset = cache ? cache->len : 0;
-  Tensor q, k, v;
-  int64_t width = head_dim_;   // of each head's output
-  double softmax_scale = 0.0;  // SDPA's default, the head's own width^-1/2
-  if (arch_.latent_attention) {
-    AttentionInputs in = latent_qkv(x_in, prefix, offset);
-    q = std::move(in.q);
-    k = std::move(in.k);
-    v = std::move(in.v);
-    width = config_.mla.v_head_dim;
-    softmax_scale = latent_softmax_scale();
-  } else {
-    const int64_t Dh = head_dim_;
-    const Tensor x = as_linear_input(x_in);
-    // [B, T, n·Dh] -> [B, n, T, Dh] (a strided view of the projection); k and v have
-    // kv_heads_. model.qk_norm normalises each head's Dh features first, on the contiguous
-    // [B, T, n, Dh] view (Hugging Face's order: before the transpose and before RoPE).
-    auto heads = [&](const char* name, int64_t n, const char* norm) {
-      Tensor t = project(x, prefix + name).view({B, T, n, Dh});
-      if (norm) t = attn_rmsnorm(t, prefix, norm);
-      return t.permute({0, 2, 1, 3});
-    };
-    const bool qk_norm = config_.qk_norm;
-    q = heads("attn.wq", H, qk_norm ? "q_norm" : nullptr);
-    k = heads("attn.wk", kv_heads_, qk_norm ? "k_norm" : nullptr);
-    v = heads("attn.wv", kv_heads_, nullptr);
-    if (rope_) {
-      q = rope(q, rope_frequencies_, offset);
-      k = rope(k, rope_frequencies_, offset);
-    }
-  }
+  const bool latent = arch_.latent_attention;
+  AttentionInputs in = latent ? latent_qkv(x_in, prefix, offset) : head_qkv(x_in, prefix, offset);
+  const Tensor& q = in.q;
+  Tensor k = in.k, v = in.v;
+  const int64_t width = latent ? config_.mla.v_head_dim : head_dim_;   // of each head's output
+  const double softmax_scale = latent ? latent_softmax_scale() : 0.0;  // 0: SDPA's Dh^-1/2
   if (cache) {
     auto& ck = cache->k[static_cast<std::size_t>(layer)];
     auto& cv = cache->v[static_cast<std::size_t>(layer)];

@@ -65,7 +65,7 @@ TEST(ConfigErrors, UnknownKeyListsValidKeys) {
   expect_message(load_error("[model]\nd_model = 64\n[model.attn]\nx = 1\n"),
                  {"line 3: unknown key 'model.attn'",
                   "positions, rope_theta, tie_embeddings, bias, qk_norm, tokenizer, [model.moe], "
-                  "[model.rope_scaling]"});
+                  "[model.mla], [model.rope_scaling]"});
   expect_message(load_error("runs = \"x\"\n"), {"line 1: unknown key 'runs'",
                                                 "valid keys at the top level: run_dir, "
                                                 "dump_folder, [model], [training]"});
@@ -164,6 +164,12 @@ TEST(ConfigErrors, OutOfRangeNameKeyAndValue) {
                 "\"llama3\""},
            Case{"[model]\nkind = \"llama3\"\nbias = true\n",
                 "line 3: model.bias = true must be false for model.kind = \"llama3\""},
+           Case{"[model]\nkind = \"llama3\"\nqk_norm = true\n",
+                "line 3: model.qk_norm = true must be false for model.kind = \"llama3\" (Llama "
+                "has no q/k norms; model.kind = \"qwen3\" has them)"},
+           // DeepSeek-V3's latent attention.
+           Case{"[model]\nkind = \"deepseek_v3\"\n[model.mla]\nkv_lora_rank = 0\n",
+                "line 4: model.mla.kv_lora_rank = 0 must be > 0"},
            Case{"[model]\nrope_theta = 0\n",
                 "line 2: model.rope_theta = 0.0 must be finite and > 0"},
            Case{"[model]\nnorm_eps = -1e-5\n", "line 2: model.norm_eps = -1e-05 must be finite"},

@@ -81,7 +81,7 @@ TEST(ConfigOverrides, UnknownKeysAndBadSyntax) {
       << msg;
   msg = load_error("", {"model.mo.top_k=3"});
   EXPECT_NE(msg.find("unknown section [model.mo]; valid sections: model, model.moe, "
-                     "model.rope_scaling, training"),
+                     "model.mla, model.rope_scaling, training"),
             std::string::npos)
       << msg;
   msg = load_error("", {"training.steps"});

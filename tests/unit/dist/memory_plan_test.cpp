@@ -260,6 +260,15 @@ TEST(MemoryPlanMeasured, GptSmallWithin10PercentOfThePeak) {
 TEST(MemoryPlanMeasured, DeepSeekMoeWithin10PercentOfThePeak) {
   expect_within_10_percent("deepseek_moe_debug.toml", "", {"training.seq_len=128"});
 }
+// Latent attention (heads padded to one width for SDPA), beside the same experts; and its
+// low-rank queries.
+TEST(MemoryPlanMeasured, DeepSeekV3Within10PercentOfThePeak) {
+  expect_within_10_percent("deepseek_v3_debug.toml", "",
+                           {"training.seq_len=64", "training.batch_size=8"});
+  expect_within_10_percent(
+      "deepseek_v3_debug.toml", "fp32",
+      {"training.seq_len=64", "training.batch_size=8", "model.mla.q_lora_rank=96"});
+}
 // Gradient accumulation: one micro-batch's activations at a time.
 TEST(MemoryPlanMeasured, AccumulationWithin10PercentOfThePeak) {
   expect_within_10_percent("moe_small.toml", "", {"training.local_batch_size=4"});

@@ -119,6 +119,11 @@ TEST(MoeSkipLayoutBits, CpuBackendMatchesTheValuesBeforeStackedExperts) {
   const std::string path = cpu::bf16_gemm_path();
   if (path != "openblas (widened)")
     GTEST_SKIP() << "values recorded on another GEMM path, not " << path;
+#if defined(__SANITIZE_ADDRESS__)
+  // The sanitizer build compiles our kernels at -O1, which vectorises (and so rounds) the
+  // optimiser's and the norms' loops differently from the -O3 build the values come from.
+  GTEST_SKIP() << "values recorded from the optimised build; this is the -O1 sanitizer build";
+#endif
   const std::vector<Recorded> recorded = {
       {0,
        "fp32",

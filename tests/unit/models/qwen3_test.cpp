@@ -24,6 +24,9 @@ namespace {
 using mixprec::testing::error_of;
 using mixprec::testing::expect_close;
 using mixprec::testing::max_abs_diff;
+using testing::F64Weights;
+using testing::logits;
+using testing::set_values;
 
 // torchtitan's qwen3 debugmodel with the byte tokenizer's vocabulary.
 config::ModelConfig qwen3_debug() {
@@ -63,28 +66,12 @@ config::ModelConfig tiny_qwen3() {
   return c;
 }
 
-// Sets every element of a materialized parameter (master and working copy) from f(i).
-template <class F>
-void set_values(ParameterSet& p, const std::string& name, F f) {
-  NoGradGuard no_grad;  // the master may be the working leaf itself
-  Tensor& master = p.at(name).master();
-  std::vector<double> v = master.to_doubles();
-  for (std::size_t i = 0; i < v.size(); ++i) v[i] = f(i, v[i]);
-  master.copy_from(Tensor::from_doubles(v, master.shape(), DType::f64));
-  p.at(name).refresh();
-}
-
 // Norm gains away from 1 (so the order of norm and RoPE matters) in every block.
 void spread_norm_gains(ParameterSet& p, int64_t layers) {
   for (int64_t l = 0; l < layers; ++l)
     for (const char* n : {"q_norm", "k_norm"})
       set_values(p, "blocks." + std::to_string(l) + ".attn." + n + ".weight",
                  [](std::size_t i, double) { return 0.6 + 0.15 * static_cast<double>(i % 5); });
-}
-
-Tensor logits(Model& m, const Tensor& tokens) {
-  NoGradGuard no_grad;
-  return m.forward(tokens);
 }
 
 TEST(Qwen3, DebugModelNamesShapesAndRoles) {
@@ -205,26 +192,6 @@ TEST(Qwen3, QkNormMakesEachHeadsScaleIrrelevant) {
   EXPECT_GT(max_abs_diff(logits(*without, tokens), b), 1e-3);
 }
 
-// The model's weights as f64 leaves: an f64 model (a Parameter keeps no f64 master).
-class F64Weights final : public UnitHooks {
- public:
-  explicit F64Weights(const ParameterSet& p) {
-    NoGradGuard no_grad;
-    for (const auto& [name, param] : p.entries()) {
-      Tensor w = param->master().detach().to(DType::f64).clone();
-      w.set_requires_grad(true, DType::f64);
-      weights_.emplace(name, w);
-    }
-  }
-  const Tensor& weight(std::string_view name) override { return weights_.at(std::string(name)); }
-  Tensor enter_unit(const std::string&, const Tensor& x) override { return x; }
-  Tensor leave_unit(const std::string&, const Tensor& y) override { return y; }
-  void sum_counts_over_ranks(std::vector<int64_t>&) override {}
-
- private:
-  std::map<std::string, Tensor> weights_;
-};
-
 TEST(Qwen3, GradientsThroughTheQkNormsMatchF64Differences) {
   auto m = make_model(tiny_qwen3());
   m->materialize(6, testing::fp32_policy());
@@ -248,18 +215,8 @@ TEST(Qwen3, DecodingWithTheCacheGivesTheForwardsLogits) {
     m->materialize(7, amp::preset(precision));
     spread_norm_gains(m->parameters(), 2);
     amp::ComputeScope scope(amp::preset(precision));
-    const Tensor seq = testing::token_grid(1, 20, 20);
-    const Tensor full = logits(*m, seq);
-    auto state = m->start_decoding(1);
-    // bf16: the same values reach the same kernels, but one query row at a time sums in
-    // another order; fp32 agrees to rounding.
-    const double tol = std::string(precision) == "fp32" ? 1e-5 : 2e-2;
-    Tensor got = m->decode(seq.slice(1, 0, 8), *state);
-    expect_close(got, full.slice(1, 0, 8), tol, tol, "prompt");
-    for (int64_t t = 8; t < 20; ++t) {
-      got = m->decode(seq.slice(1, t, t + 1).contiguous(), *state);
-      expect_close(got, full.slice(1, t, t + 1), tol, tol, "position " + std::to_string(t));
-    }
+    testing::expect_cached_decoding_matches(*m, testing::token_grid(1, 20, 20),
+                                            std::string(precision) == "fp32");
   }
 }
 

@@ -74,9 +74,10 @@ class Transformer final : public Model {
   Transformer(Transformer&&) = default;  // before any hooks: a family hands its value out
 
   Tensor forward(const Tensor& tokens) override;
-  // A key/value cache per block, [B, n_kv_heads, max_seq_len, Dh], in the dtype attention
-  // receives k and v (the compute dtype; k in f32 under autocast with model.qk_norm, the
-  // norm's output, as the whole-sequence forward hands it on).
+  // A key/value cache per block, [B, n_kv_heads, max_seq_len, Dh] (latent attention: every
+  // head's key and value, padded to one width), in the dtype attention receives k and v (the
+  // compute dtype; k in f32 under autocast with model.qk_norm, the norm's output, as the
+  // whole-sequence forward hands it on).
   std::unique_ptr<DecodeState> start_decoding(int64_t batch) override;
   Tensor decode(const Tensor& tokens, DecodeState& state) override;
   LossParts loss(const Tensor& tokens, const Tensor& targets) override;
@@ -109,11 +110,15 @@ class Transformer final : public Model {
   Tensor run(const Tensor& tokens, KvCache* cache);
   Tensor norm(const Tensor& x, const std::string& prefix, const char* name) const;
   Tensor attention(const Tensor& x, const std::string& prefix, KvCache* cache, int64_t layer) const;
-  // DecoderArch::latent_attention's (latent_attention.cpp): q [B, H, T, D], k and v likewise,
-  // D = max(nope + rope, v) with zeros past each part's width, before the cache and SDPA.
+  // Attention's q, k, v [B, heads, T, width] at positions offset.., RoPE applied, before the
+  // cache and SDPA.
   struct AttentionInputs {
     Tensor q, k, v;
   };
+  // Heads of head_dim_ (kv_heads_ for k and v), with model.qk_norm's norms.
+  AttentionInputs head_qkv(const Tensor& x, const std::string& prefix, int64_t offset) const;
+  // DecoderArch::latent_attention's (latent_attention.cpp): every head, q, k and v padded with
+  // zeros to D = max(nope + rope, v).
   AttentionInputs latent_qkv(const Tensor& x, const std::string& prefix, int64_t offset) const;
   // softmax(q·kᵀ·scale) with model.mla's scale (nope + rope)^-1/2 · YaRN's mscale².
   double latent_softmax_scale() const;
