@@ -6,7 +6,6 @@
 #include <gtest/gtest.h>
 
 #include <filesystem>
-#include <regex>
 
 #include "mixprec/io/checkpoint_store.h"
 #include "mixprec/train/run_checkpoint.h"
@@ -67,7 +66,10 @@ fs::path predate_the_key(const TempDir& dir) {
   const fs::path folder = dir / "run/checkpoint";
   io::Checkpoint c = io::load_checkpoint(io::CheckpointStore(folder.string(), 0).path_for(4));
   std::string& config = c.metadata.at("config");
-  config = std::regex_replace(config, std::regex("idle_experts = \"skip\"\n"), "");
+  // Plain string search: GCC 12's <regex> trips -Wmaybe-uninitialized in the sanitizer build.
+  const std::string line = "idle_experts = \"skip\"\n";
+  if (const std::size_t at = config.find(line); at != std::string::npos)
+    config.erase(at, line.size());
   EXPECT_EQ(config.find("idle_experts"), std::string::npos);
   io::CheckpointStore(folder.string(), 0).save(4, c.tensors, c.metadata);
   return io::CheckpointStore(folder.string(), 0).path_for(4);
