@@ -167,11 +167,7 @@ HfLayout hf_layout(const config::ModelConfig& m) {
       {"rms_norm_eps", m.norm_eps, "model.norm_eps", 1e-6},
       {"rope_theta", m.rope_theta, "model.rope_theta", 10000.0},
       {"rope_scaling", hf_rope_scaling(m), "model.rope_scaling", nullptr, true,
-       [](const json& value, const json& file) {
-         const json& max =
-             file.contains("max_position_embeddings") ? file["max_position_embeddings"] : json();
-         return normalize_hf_rope_scaling(value, max.is_number_integer() ? max.get<int64_t>() : 0);
-       }},
+       normalize_hf_rope_scaling},
       // Our rows are stored in DeepSeek's interleaved order (the layout's row_order).
       {"rope_interleave", true, "(DeepSeek's interleaved RoPE rows)", true},
       {"tie_word_embeddings", m.tie_embeddings, "model.tie_embeddings", false},

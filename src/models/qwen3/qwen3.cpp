@@ -88,9 +88,7 @@ HfLayout hf_layout(const config::ModelConfig& m) {
       {"rms_norm_eps", m.norm_eps, "model.norm_eps", 1e-6},
       {"rope_theta", m.rope_theta, "model.rope_theta", 10000.0},
       {"rope_scaling", hf_rope_scaling(m), "model.rope_scaling", nullptr, true,
-       [](const json& value, const json& file) {
-         return normalize_hf_rope_scaling(value, file.value("max_position_embeddings", 0));
-       }},
+       normalize_hf_rope_scaling},
       {"tie_word_embeddings", m.tie_embeddings, "model.tie_embeddings", false},
       {"hidden_act", "silu", "model.mlp = \"swiglu\"", "silu"},
       {"attention_bias", false, "model.bias", false},

@@ -89,13 +89,7 @@ HfLayout llama_hf_layout(const config::ModelConfig& m) {
       {"attention_bias", false, "model.bias", false},
       {"mlp_bias", false, "model.bias", false},
       {"rope_scaling", hf_rope_scaling(m), "model.rope_scaling", nullptr, true,
-       [](const nlohmann::json& value, const nlohmann::json& file) {
-         // A wrong-typed max_position_embeddings is left for the key check to name.
-         const nlohmann::json& max = file.contains("max_position_embeddings")
-                                         ? file["max_position_embeddings"]
-                                         : nlohmann::json();
-         return normalize_hf_rope_scaling(value, max.is_number_integer() ? max.get<int64_t>() : 0);
-       }},
+       normalize_hf_rope_scaling},
       {"max_position_embeddings", m.max_seq_len, "model.max_seq_len", nullptr, false},
   };
   return {"llama",         "LlamaForCausalLM",          llama_hf_links(m),

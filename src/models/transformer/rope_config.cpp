@@ -46,8 +46,12 @@ json hf_rope_scaling(const config::ModelConfig& m) {
   return j;
 }
 
-json normalize_hf_rope_scaling(const json& value, int64_t max_position_embeddings) {
+json normalize_hf_rope_scaling(const json& value, const json& file) {
   if (!value.is_object()) return value;
+  // A wrong-typed max_position_embeddings is left for its own key's check to name.
+  const auto max = file.find("max_position_embeddings");
+  const int64_t max_position_embeddings =
+      max != file.end() && max->is_number_integer() ? max->get<int64_t>() : 0;
   json j;
   for (const auto& [key, v] : value.items())
     if (!v.is_null()) j[key == "type" ? "rope_type" : key] = v;

@@ -196,3 +196,24 @@ TEST(HfQwen3, OtherLayoutsTakeHeadDimAndRefuseQkNorm) {
 
 }  // namespace
 }  // namespace mixprec::io
+
+namespace mixprec::io {
+namespace {
+
+// Every layout's rope_scaling check reads max_position_embeddings through the one normaliser:
+// a string there is left for nothing to choke on (Qwen 3's own copy once threw the JSON
+// library's type_error from it).
+TEST(HfQwen3, AStringMaxPositionEmbeddingsReachesNoJsonException) {
+  for (const config::ModelConfig& c : {hf_qwen3_config(), hf_deepseek_v3_config()}) {
+    SCOPED_TRACE(c.kind);
+    const auto m = hf_test_model(c, 12);
+    TempDir tmp;
+    export_hf((tmp / "hf").string(), c, m->parameters().parameters(), {}, m->buffers());
+    const fs::path d =
+        with_config(tmp / "hf", tmp / "bad", [](json& j) { j["max_position_embeddings"] = "x"; });
+    EXPECT_EQ(import_error(d, c), "");
+  }
+}
+
+}  // namespace
+}  // namespace mixprec::io

@@ -23,7 +23,8 @@ nlohmann::json hf_rope_scaling(const config::ModelConfig& m);
 // (yarn: beta_fast 32, beta_slow 1 (also for 0, as HF reads `or`), truncate true,
 // original_max_position_embeddings = max_position_embeddings), null-valued keys dropped.
 // Other values come back as they are, to be reported as differing.
-nlohmann::json normalize_hf_rope_scaling(const nlohmann::json& value,
-                                         int64_t max_position_embeddings);
+// `file` is the whole config.json (its max_position_embeddings, when an integer); the
+// signature is HfKey::normalize's, so every layout's rope_scaling key takes it as it is.
+nlohmann::json normalize_hf_rope_scaling(const nlohmann::json& value, const nlohmann::json& file);
 
 }  // namespace mixprec::models
