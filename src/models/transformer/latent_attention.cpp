@@ -31,7 +31,8 @@ Transformer::AttentionInputs Transformer::latent_qkv(const Tensor& x_in, const s
   const Tensor kv_heads =
       project(latent, prefix + "attn.wkv_b").view({B, T, H, nope + vw}).permute({0, 2, 1, 3});
   const DType dtype = kv_heads.dtype();
-  const Tensor q_pe = rope(q.slice(3, nope, qk), rope_frequencies_, offset).to(dtype);
+  // Every projection gives the compute dtype, and RoPE keeps its input's ("as_given").
+  const Tensor q_pe = rope(q.slice(3, nope, qk), rope_frequencies_, offset);
   const Tensor k_pe = rope(kv.slice(2, r, r + pe).unsqueeze(1), rope_frequencies_, offset);
 
   // SDPA takes one width for q, k and v: the narrower side gets zero columns, which add
@@ -42,8 +43,8 @@ Transformer::AttentionInputs Transformer::latent_qkv(const Tensor& x_in, const s
     return parts.size() == 1 ? parts[0].contiguous() : concat(parts, 3);
   };
   AttentionInputs out;
-  out.q = padded({q.slice(3, 0, nope).to(dtype), q_pe}, qk);
-  out.k = padded({kv_heads.slice(3, 0, nope), broadcast_to(k_pe.to(dtype), {B, H, T, pe})}, qk);
+  out.q = padded({q.slice(3, 0, nope), q_pe}, qk);
+  out.k = padded({kv_heads.slice(3, 0, nope), broadcast_to(k_pe, {B, H, T, pe})}, qk);
   out.v = padded({kv_heads.slice(3, nope, nope + vw)}, vw);
   return out;
 }
