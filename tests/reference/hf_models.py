@@ -1639,9 +1639,10 @@ def make_parser():
     return parser
 
 
-def main(argv=None):
+def run_command(parser, program, argv=None):
+    """Runs the parsed subcommand; any failure becomes one line on stderr and exit status 1."""
     try:
-        args = make_parser().parse_args(argv)
+        args = parser.parse_args(argv)
         args.run(args)
     except InputError as e:
         message = str(e)
@@ -1649,8 +1650,12 @@ def main(argv=None):
         message = f"{type(e).__name__}: {e}"
     else:
         return 0
-    print("hf_models.py: error: " + " ".join(message.split()), file=sys.stderr)
+    print(program + ": error: " + " ".join(message.split()), file=sys.stderr)
     return 1
+
+
+def main(argv=None):
+    return run_command(make_parser(), "hf_models.py", argv)
 
 
 if __name__ == "__main__":

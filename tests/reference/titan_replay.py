@@ -47,7 +47,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-from hf_models import InputError, check, read_safetensors, write_safetensors
+from hf_models import InputError, check, read_safetensors, run_command, write_safetensors
 
 FAMILIES = ("gpt", "llama3", "qwen3", "moe", "deepseek_v3")
 MUTATIONS = ("head_mapping", "rope_layout", "rope_scaling", "idle_expert_skip", "bias_sign",
@@ -1041,17 +1041,7 @@ def make_parser():
 
 def main(argv=None):
     torch.set_num_threads(1)  # the test machine's cores are shared
-    try:
-        args = make_parser().parse_args(argv)
-        args.run(args)
-    except InputError as e:
-        message = str(e)
-    except Exception as e:  # anything else (torch, OS): still one line, with its type
-        message = f"{type(e).__name__}: {e}"
-    else:
-        return 0
-    print("titan_replay.py: error: " + " ".join(message.split()), file=sys.stderr)
-    return 1
+    return run_command(make_parser(), "titan_replay.py", argv)
 
 
 if __name__ == "__main__":
