@@ -14,6 +14,7 @@
 #include "mixprec/cpu/moe_rows.h"
 #include "mixprec/cpu/normalization.h"
 #include "mixprec/cpu/pointwise.h"
+#include "mixprec/cpu/quantize.h"
 #include "mixprec/cpu/reduce_to_shape.h"
 #include "mixprec/cpu/reduction.h"
 #include "mixprec/cpu/rope.h"
@@ -30,6 +31,8 @@ Backend make_cpu_backend() {
               const GemmOperand& bm, float beta, const GemmOutput& c,
               int64_t batch) { cpu::gemm(m, n, k, alpha, a, bm, beta, c, batch); };
   b.set_whole_products = cpu::set_whole_products;
+  b.quantize = cpu::quantize;
+  b.scaled_gemm = cpu::scaled_gemm;
   b.binary = [](BinaryOp op, const Tensor& x, const Tensor& y, const Shape& shape, DType out) {
     return cpu::binary(op, x, y, shape, out);
   };

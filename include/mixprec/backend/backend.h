@@ -19,6 +19,7 @@
 #include <vector>
 
 #include "mixprec/backend/kernel_types.h"
+#include "mixprec/backend/quantized.h"
 
 namespace mixprec::backend {
 
@@ -34,6 +35,16 @@ struct Backend {
   // spread independent products over the threads themselves); returns the previous setting.
   // The bits do not change; only the work split does.
   bool (*set_whole_products)(bool whole);
+
+  // ---- FP8 / MX (quantized.h) ---------------------------------------------------------------
+  // x [rows, cols] (f32/bf16/f16, any strides) -> elements in spec.element and one scale per
+  // block: per block amax (NaN if any element is), scale_from_amax, then each element x·v or
+  // x / v in f32, saturated to the format's max and rounded to nearest even.
+  Quantized (*quantize)(const Tensor& x, const QuantSpec& spec);
+  // C [m, n] = A·Bᵀ from A [m, k], B [n, k]: for each K-step (scaled_gemm_k_step) the sum of
+  // exact element products in f32, times A's row descale, times B's, added to C in K order;
+  // rounded once into out_dtype (f32, bf16, f16). A GEMM of one step scales in the epilogue.
+  Tensor (*scaled_gemm)(const Quantized& a, const Quantized& b, DType out_dtype);
 
   // ---- elementwise ------------------------------------------------------------------------
   // a op b, both broadcast (NumPy rules) to `shape`, a new contiguous tensor of `out_dtype`.

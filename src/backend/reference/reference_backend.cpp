@@ -10,6 +10,8 @@ Backend make_reference_backend() {
   b.name = "reference";
   b.gemm = r::gemm;
   b.set_whole_products = [](bool) { return false; };  // one thread: nothing to split
+  b.quantize = r::quantize;
+  b.scaled_gemm = r::scaled_gemm;
   b.binary = r::binary;
   b.div_grad_b = r::div_grad_b;
   b.scale = r::scale;

@@ -38,6 +38,8 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, const GemmOperand& a, co
 Tensor binary(BinaryOp op, const Tensor& a, const Tensor& b, const Shape& shape, DType out_dtype);
 Tensor div_grad_b(const Tensor& g, const Tensor& a, const Tensor& b, DType out_dtype);
 Tensor scale(const Tensor& x, double s, DType out_dtype);
+Quantized quantize(const Tensor& x, const QuantSpec& spec);
+Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype);
 Tensor activation_forward(Activation act, const Tensor& x);
 Tensor pointwise_forward(const Pointwise& f, const Tensor& x);
 Tensor line_forward(const LineFunction& f, const Tensor& x, ReduceGeometry g);

@@ -1,0 +1,54 @@
+// A matrix quantized to FP8 (or another narrow element format) with one scale per block, the
+// operand of the scaled GEMM. Every recipe's granularity is a block shape over the [rows,
+// cols] matrix, cols being the GEMM's contraction dim (0 = the whole dim):
+//   tensorwise {0, 0}; rowwise (torchao axiswise) {1, 0}; MX {1, 32};
+//   DeepSeek-V3 / TE Float8BlockScaling activations {1, 128}, weights {128, 128}.
+// A block cut short by the matrix's edge takes the amax of the elements it has (as DeepSeek's
+// zero padding does). Plain data, no compute: the kernels are in the backend table.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "mixprec/numerics/scale_rules.h"
+#include "mixprec/tensor/tensor.h"
+
+namespace mixprec::backend {
+
+struct BlockShape {
+  int64_t rows = 0, cols = 0;  // 0: the whole dimension
+  bool operator==(const BlockShape&) const = default;
+};
+
+struct QuantSpec {
+  DType element = DType::f8_e4m3fn;  // f8_e4m3fn or f8_e5m2
+  BlockShape block;
+  ScaleRule rule = ScaleRule::torchao;
+  bool pow2 = false;  // round the scales to powers of two (scale_rules.h); MX rules always do
+};
+
+struct Quantized {
+  Tensor data;    // [rows, cols] in spec.element, contiguous
+  Tensor scales;  // [row blocks, col blocks] f32: each block's stored value (ScaleForm says how)
+  QuantSpec spec;
+};
+
+// "e4m3 1x128 deepseek pow2": the spec as messages and tables name it.
+std::string describe(const QuantSpec& spec);
+// Throws naming `where` unless the element is an FP8 dtype and the block sizes are >= 0.
+void check_spec(const QuantSpec& spec, const char* where);
+// The block extents for a [rows, cols] matrix (zeros resolved, each >= 1).
+BlockShape resolved_block(const QuantSpec& spec, int64_t rows, int64_t cols);
+// ceil(rows / block.rows) x ceil(cols / block.cols) for the resolved block.
+Shape scale_shape(const QuantSpec& spec, int64_t rows, int64_t cols);
+
+// The K-step of a scaled GEMM C = A·Bᵀ (A [m, k], B [n, k] quantized): both operands' scales
+// must be constant over each step, so each one's block along k is either all of k or the step
+// itself. Throws naming `where` and both specs otherwise, or when k differs.
+int64_t scaled_gemm_k_step(const Quantized& a, const Quantized& b, const char* where);
+
+// Each element's value, q / v or q·v by the rule's form, computed in f64 and converted to
+// `dtype` (for f64 the value torchao's emulation divides out, to f64's precision).
+Tensor dequantize(const Quantized& q, DType dtype = DType::f32);
+
+}  // namespace mixprec::backend

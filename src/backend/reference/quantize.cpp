@@ -1,0 +1,65 @@
+// Reference FP8 kernels: block by block, element by element, the GEMM summed in f64.
+#include <cmath>
+#include <vector>
+
+#include "mixprec/core/error.h"
+#include "mixprec/numerics/encode.h"
+#include "reference_kernels.h"
+
+namespace mixprec::backend::reference {
+
+Quantized quantize(const Tensor& x, const QuantSpec& spec) {
+  check_spec(spec, "quantize");
+  MIXPREC_CHECK(x.ndim() == 2, "quantize", "expects a 2-d [rows, cols] tensor");
+  const int64_t rows = x.size(0), cols = x.size(1);
+  const BlockShape blk = resolved_block(spec, rows, cols);
+  const Shape ss = scale_shape(spec, rows, cols);
+  const FloatFormat& f = *info(spec.element).format;
+  const bool divide = scale_rule_info(spec.rule).form == ScaleForm::divide;
+  // f32 values: every input dtype widens to f32 exactly, and the recipes compute in f32.
+  const std::vector<double> in = values(x);
+  std::vector<uint8_t> q(in.size());
+  std::vector<double> scales(static_cast<std::size_t>(ss[0] * ss[1]));
+  for (int64_t br = 0; br < ss[0]; ++br)
+    for (int64_t bc = 0; bc < ss[1]; ++bc) {
+      const int64_t r0 = br * blk.rows, r1 = std::min(rows, r0 + blk.rows);
+      const int64_t c0 = bc * blk.cols, c1 = std::min(cols, c0 + blk.cols);
+      float amax = 0;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          const float a = std::fabs(static_cast<float>(in[static_cast<std::size_t>(r * cols + c)]));
+          if (std::isnan(a) || a > amax) amax = std::isnan(amax) ? amax : a;
+        }
+      const float v = scale_from_amax(spec.rule, amax, f, spec.pow2);
+      scales[static_cast<std::size_t>(br * ss[1] + bc)] = v;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          const auto i = static_cast<std::size_t>(r * cols + c);
+          const float y = divide ? static_cast<float>(in[i]) / v : static_cast<float>(in[i]) * v;
+          q[i] = static_cast<uint8_t>(encode_f32(f, y, Rounding::nearest_even, true));
+        }
+    }
+  Tensor data = Tensor::empty({rows, cols}, spec.element);
+  std::copy(q.begin(), q.end(), static_cast<uint8_t*>(data.raw_data()));
+  return {data, make(scales, ss, DType::f32), spec};
+}
+
+Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
+  scaled_gemm_k_step(a, b, "scaled_gemm");  // the operand checks; exact sums need no steps
+  const int64_t m = a.data.size(0), n = b.data.size(0), k = a.data.size(1);
+  // Dequantized operands in f64 (exact q / v, to f64's precision): the sum of their products
+  // is the exact result the cpu kernel must meet within f32 accumulation error.
+  const std::vector<double> av = values(dequantize(a, DType::f64));
+  const std::vector<double> bv = values(dequantize(b, DType::f64));
+  std::vector<double> c(static_cast<std::size_t>(m * n));
+  for (int64_t i = 0; i < m; ++i)
+    for (int64_t j = 0; j < n; ++j) {
+      double s = 0;
+      for (int64_t p = 0; p < k; ++p)
+        s += av[static_cast<std::size_t>(i * k + p)] * bv[static_cast<std::size_t>(j * k + p)];
+      c[static_cast<std::size_t>(i * n + j)] = s;
+    }
+  return make(c, {m, n}, out_dtype);
+}
+
+}  // namespace mixprec::backend::reference

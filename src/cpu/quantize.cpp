@@ -1,0 +1,159 @@
+#include "mixprec/cpu/quantize.h"
+
+#include <bit>
+#include <cmath>
+#include <vector>
+
+#include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
+#include "mixprec/cpu/gemm.h"
+#include "mixprec/numerics/convert.h"
+#include "mixprec/numerics/encode.h"
+
+namespace mixprec::cpu {
+
+using backend::BlockShape;
+using backend::Quantized;
+using backend::QuantSpec;
+
+namespace {
+
+// The NaN-keeping max of magnitudes: once NaN, the amax stays NaN (torch.amax propagates it).
+inline float max_magnitude(float amax, float x) {
+  if (std::isnan(amax)) return amax;
+  const float a = std::fabs(x);
+  return std::isnan(a) || a > amax ? a : amax;
+}
+
+// The bf16 encoding of each of the 256 FP8 bytes: exact, every E4M3 / E5M2 value is a bf16
+// value (NaNs become bf16 quiet NaNs).
+std::vector<uint16_t> fp8_to_bf16_table(DType fp8) {
+  std::vector<uint16_t> t(256);
+  for (uint32_t b = 0; b < 256; ++b)
+    t[b] = static_cast<uint16_t>(std::bit_cast<uint32_t>(decode_f32(*info(fp8).format, b)) >> 16);
+  return t;
+}
+
+Tensor widen_to_bf16(const Tensor& fp8) {
+  const std::vector<uint16_t> table = fp8_to_bf16_table(fp8.dtype());
+  const Tensor src = fp8.contiguous();
+  Tensor out = Tensor::empty(src.shape(), DType::bf16);
+  const auto* in = static_cast<const uint8_t*>(src.raw_data());
+  auto* o = static_cast<uint16_t*>(out.raw_data());
+  parallel_for(src.numel(), 1 << 16, [&](int64_t b, int64_t e) {
+    for (int64_t i = b; i < e; ++i) o[i] = table[in[i]];
+  });
+  return out;
+}
+
+// descale_of for every stored scale of q: [row blocks, col blocks] f32.
+std::vector<float> descales(const Quantized& q) {
+  const Tensor s = q.scales.contiguous();
+  const float* v = s.data<float>();
+  std::vector<float> d(static_cast<std::size_t>(s.numel()));
+  for (std::size_t i = 0; i < d.size(); ++i) d[i] = descale_of(q.spec.rule, v[i]);
+  return d;
+}
+
+}  // namespace
+
+Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
+  backend::check_spec(spec, "quantize");
+  MIXPREC_CHECK(x_in.ndim() == 2, "quantize", "expects a 2-d [rows, cols] tensor");
+  const DType in_dtype = x_in.dtype();
+  MIXPREC_CHECK(in_dtype == DType::f32 || in_dtype == DType::bf16 || in_dtype == DType::f16,
+                "quantize",
+                std::string("input must be f32, bf16 or f16, got ") + dtype_name(in_dtype));
+  const Tensor x = x_in.contiguous();
+  const int64_t rows = x.size(0), cols = x.size(1);
+  const BlockShape blk = backend::resolved_block(spec, rows, cols);
+  const Shape ss = backend::scale_shape(spec, rows, cols);
+  const int64_t col_blocks = ss[1];
+  const FloatFormat& f = *info(spec.element).format;
+  const bool divide = scale_rule_info(spec.rule).form == ScaleForm::divide;
+  const auto* src = static_cast<const char*>(x.raw_data());
+  const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(in_dtype);
+  auto read_row = [&](int64_t r, std::vector<float>& buf) {
+    widen_row_f32(in_dtype, src + static_cast<std::size_t>(r) * row_bytes, buf.data(),
+                  static_cast<std::size_t>(cols));
+  };
+
+  // Each row's amax per column block, then the row blocks' maxima: the same values whatever
+  // the thread count (a max does not depend on the order).
+  std::vector<float> row_amax(static_cast<std::size_t>(rows * col_blocks));
+  parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
+    std::vector<float> buf(static_cast<std::size_t>(cols));
+    for (int64_t r = r0; r < r1; ++r) {
+      read_row(r, buf);
+      for (int64_t b = 0; b < col_blocks; ++b) {
+        float amax = 0;
+        for (int64_t c = b * blk.cols; c < std::min(cols, (b + 1) * blk.cols); ++c)
+          amax = max_magnitude(amax, buf[static_cast<std::size_t>(c)]);
+        row_amax[static_cast<std::size_t>(r * col_blocks + b)] = amax;
+      }
+    }
+  });
+  Tensor scales = Tensor::empty(ss, DType::f32);
+  float* v = scales.data<float>();
+  for (int64_t br = 0; br < ss[0]; ++br)
+    for (int64_t b = 0; b < col_blocks; ++b) {
+      float amax = 0;
+      for (int64_t r = br * blk.rows; r < std::min(rows, (br + 1) * blk.rows); ++r)
+        amax = max_magnitude(amax, row_amax[static_cast<std::size_t>(r * col_blocks + b)]);
+      v[br * col_blocks + b] = scale_from_amax(spec.rule, amax, f, spec.pow2);
+    }
+
+  Tensor data = Tensor::empty({rows, cols}, spec.element);
+  auto* q = static_cast<uint8_t*>(data.raw_data());
+  parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
+    std::vector<float> buf(static_cast<std::size_t>(cols));
+    for (int64_t r = r0; r < r1; ++r) {
+      read_row(r, buf);
+      const float* vr = v + (r / blk.rows) * col_blocks;
+      uint8_t* qr = q + r * cols;
+      for (int64_t c = 0; c < cols; ++c) {
+        const float s = vr[c / blk.cols];
+        const float y =
+            divide ? buf[static_cast<std::size_t>(c)] / s : buf[static_cast<std::size_t>(c)] * s;
+        qr[c] = static_cast<uint8_t>(encode_f32(f, y, Rounding::nearest_even, true));
+      }
+    }
+  });
+  return {data, scales, spec};
+}
+
+Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
+  const int64_t step = backend::scaled_gemm_k_step(a, b, "scaled_gemm");
+  const int64_t m = a.data.size(0), n = b.data.size(0), k = a.data.size(1);
+  const Tensor a16 = widen_to_bf16(a.data), b16 = widen_to_bf16(b.data);
+  const auto* ap = static_cast<const uint16_t*>(a16.raw_data());
+  const auto* bp = static_cast<const uint16_t*>(b16.raw_data());
+  const std::vector<float> da = descales(a), db = descales(b);
+  const int64_t a_rows = backend::resolved_block(a.spec, m, k).rows;
+  const int64_t b_rows = backend::resolved_block(b.spec, n, k).rows;
+  const int64_t a_cols = a.scales.size(1), b_cols = b.scales.size(1);
+  Tensor acc = Tensor::zeros({m, n}, DType::f32);
+  Tensor part = Tensor::empty({m, n}, DType::f32);
+  float* c = acc.data<float>();
+  float* p = part.data<float>();
+  for (int64_t k0 = 0, j = 0; k0 < k; k0 += step, ++j) {
+    const int64_t ks = std::min(step, k - k0);
+    // The K-step's exact products summed in f32: A[:, k0:k0+ks] · B[:, k0:k0+ks]ᵀ.
+    gemm(m, n, ks, 1.0f, {DType::bf16, ap + k0, k}, {DType::bf16, bp + k0, k, true}, 0.0f,
+         {DType::f32, p, n});
+    // A block spanning all of k has one column of scales; a K-step block has one per step.
+    const int64_t ja = a_cols == 1 ? 0 : j, jb = b_cols == 1 ? 0 : j;
+    parallel_for(m, 16, [&](int64_t r0, int64_t r1) {
+      for (int64_t i = r0; i < r1; ++i) {
+        const float sa = da[static_cast<std::size_t>((i / a_rows) * a_cols + ja)];
+        for (int64_t col = 0; col < n; ++col) {
+          const float sb = db[static_cast<std::size_t>((col / b_rows) * b_cols + jb)];
+          c[i * n + col] += p[i * n + col] * sa * sb;
+        }
+      }
+    });
+  }
+  return acc.to(out_dtype);
+}
+
+}  // namespace mixprec::cpu

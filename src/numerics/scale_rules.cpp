@@ -1,0 +1,98 @@
+#include "mixprec/numerics/scale_rules.h"
+
+#include <algorithm>
+#include <bit>
+#include <cfloat>
+#include <cmath>
+#include <string>
+
+#include "mixprec/core/error.h"
+
+namespace mixprec {
+
+static_assert(std::size(kScaleRules) == static_cast<std::size_t>(ScaleRule::mx_rceil) + 1);
+
+ScaleRule parse_scale_rule(std::string_view name, std::string_view where) {
+  std::string valid;
+  for (const ScaleRuleInfo& r : kScaleRules) {
+    if (name == r.name) return r.rule;
+    valid += valid.empty() ? r.name : std::string(", ") + r.name;
+  }
+  throw Error(std::string(where),
+              "unknown scale rule '" + std::string(name) + "'; valid: " + valid);
+}
+
+float pow2_floor(float v) {
+  if (!(v > 0) || !std::isfinite(v)) return v;
+  const uint32_t bits = std::bit_cast<uint32_t>(v);
+  if (bits >= 0x00800000u) return std::bit_cast<float>(bits & 0xFF800000u);   // mask the mantissa
+  return std::bit_cast<float>(uint32_t{1} << (31 - std::countl_zero(bits)));  // subnormal
+}
+
+float pow2_ceil(float v) {
+  const float down = pow2_floor(v);
+  return down == v ? v : down * 2.0f;  // 2·FLT_MAX's floor (2^127) is 2^128 = inf: v > 2^127
+}
+
+namespace {
+
+// 2^e for e in [-149, 127], exactly.
+float exp2_exact(int e) {
+  return std::ldexp(1.0f, e);
+}
+
+// E8M0 holds 2^-127 .. 2^127 (biased 0 .. 254) and NaN (255).
+float e8m0_from_unbiased(int e) {
+  return exp2_exact(std::clamp(e, -127, 127));
+}
+
+float mx_floor(float amax, const FloatFormat& element) {
+  if (!std::isfinite(amax)) return NAN;
+  // The exponent field of the f32 amax: 0 for zero and subnormals, which then clamp to 2^-127.
+  const int field = static_cast<int>((std::bit_cast<uint32_t>(amax) >> 23) & 0xFFu);
+  return e8m0_from_unbiased(field - 127 - max_exponent(element));
+}
+
+float mx_rceil(float amax, const FloatFormat& element) {
+  const float descale = amax * (1.0f / static_cast<float>(max_finite(element)));
+  if (!std::isfinite(descale)) return NAN;
+  const uint32_t bits = std::bit_cast<uint32_t>(descale) & 0x7FFFFFFFu;
+  int field = static_cast<int>(bits >> 23);
+  const uint32_t mantissa = bits & 0x7FFFFFu;
+  // Round up to a power of two. Field 0 stands for 2^-127, E8M0's smallest: a subnormal
+  // descale up to it stays there, a larger one goes to 2^-126.
+  if (field > 0 ? mantissa != 0 : mantissa > 0x400000u) ++field;
+  return e8m0_from_unbiased(field - 127);
+}
+
+}  // namespace
+
+float scale_from_amax(ScaleRule rule, float amax, const FloatFormat& element, bool pow2) {
+  const double max = max_finite(element);
+  float v = 0;
+  switch (rule) {
+    case ScaleRule::torchao:
+      // std::max keeps a NaN amax (it is the first argument), as torch.clamp does.
+      v = static_cast<float>(max / std::max(static_cast<double>(amax), 1e-12));
+      return pow2 ? pow2_floor(v) : v;
+    case ScaleRule::te:
+      if (amax == 0 || !std::isfinite(amax)) return 1.0f;
+      v = static_cast<float>(max) / amax;
+      if (std::isinf(v)) v = FLT_MAX;
+      return pow2 ? pow2_floor(v) : v;
+    case ScaleRule::deepseek:
+      v = (std::isnan(amax) ? amax : std::max(amax, 1e-4f)) / static_cast<float>(max);
+      return pow2 ? pow2_ceil(v) : v;
+    case ScaleRule::mx_floor:
+      return mx_floor(amax, element);
+    case ScaleRule::mx_rceil:
+      return mx_rceil(amax, element);
+  }
+  return NAN;
+}
+
+float descale_of(ScaleRule rule, float v) {
+  return scale_rule_info(rule).form == ScaleForm::multiply ? 1.0f / v : v;
+}
+
+}  // namespace mixprec
