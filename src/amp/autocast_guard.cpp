@@ -46,7 +46,7 @@ int checked_op(const std::string& op) {
 std::shared_ptr<const detail::Overrides> merge(
     const std::shared_ptr<const detail::Overrides>& outer, const AutocastOptions& options) {
   if (options.fp32_modules.empty() && options.fp32_ops.empty() &&
-      options.lower_precision_ops.empty())
+      options.lower_precision_ops.empty() && !options.linear_recipe)
     return outer;
   auto merged =
       outer ? std::make_shared<detail::Overrides>(*outer) : std::make_shared<detail::Overrides>();
@@ -61,6 +61,11 @@ std::shared_ptr<const detail::Overrides> merge(
   for (const std::string& glob : options.fp32_modules) {
     MIXPREC_CHECK(!glob.empty(), kWhere, "empty glob in fp32_modules");
     merged->fp32_modules.push_back(glob);
+  }
+  if (options.linear_recipe) {
+    merged->linear_recipe = options.linear_recipe;
+    merged->recipe_skip = options.recipe_skip;
+    merged->recipe_auto_filter = options.recipe_auto_filter;
   }
   return merged;
 }

@@ -3,12 +3,27 @@
 #include <string>
 
 #include "linear_parts.h"
+#include "mixprec/amp/autocast.h"
 #include "mixprec/backend/backend.h"
 
 namespace mixprec::detail {
 
+namespace {
+
+// C = A·Bᵀ [rows of a, rows of b] in f32 by one FP8 product of a recipe, plus the bias: the
+// caller rounds it once into its result's dtype.
+Tensor fp8_product(const amp::ProductRecipe& r, const Tensor& a, const Tensor& b,
+                   const Tensor& bias) {
+  const backend::Backend& be = backend::current();
+  Tensor c = be.scaled_gemm(be.quantize(a, r.a), be.quantize(b, r.b), DType::f32);
+  if (bias.defined()) c = be.binary(backend::BinaryOp::add, c, bias, c.shape(), DType::f32);
+  return c;
+}
+
+}  // namespace
+
 LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tensor& weight,
-                                     const Tensor& bias) {
+                                     const Tensor& bias, bool use_recipe) {
   check_float_pair(op, x, weight);
   MIXPREC_CHECK(weight.ndim() == 2 && x.ndim() >= 1 && x.size(-1) == weight.size(1), op,
                 "x " + shape_to_string(x.shape()) + " and weight " +
@@ -28,6 +43,7 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
   p.b = bias.defined() ? bias.detach().contiguous() : Tensor();  // not rounded
   p.x_shape = x.shape();
   p.x_dtype = x.dtype();
+  if (use_recipe && p.rows > 0) p.recipe = amp::linear_recipe_here(p.out, p.in);
   return p;
 }
 
@@ -38,6 +54,10 @@ Tensor LinearProduct::make_output() const {
 }
 
 void LinearProduct::forward(const Tensor& y) const {
+  if (recipe && recipe->output.fp8) {
+    y.view({rows, out}).copy_from(fp8_product(recipe->output, x2, w, b));
+    return;
+  }
   backend::current().gemm(rows, out, in, 1.0f, {x2.dtype(), x2.raw_data(), in},
                           {w.dtype(), w.raw_data(), in, true}, 0.0f,
                           {x_dtype, y.raw_data(), out, 0, b.defined() ? b.raw_data() : nullptr}, 1);
@@ -55,11 +75,21 @@ LinearProduct::Grads LinearProduct::start_backward(const Tensor& dy, bool want_x
 }
 
 void LinearProduct::grad_x(const Grads& g) const {
+  if (recipe && recipe->grad_input.fp8) {  // dX = dY·W: A = dY [rows, out], B = Wᵀ [in, out]
+    g.dx.view({rows, in})
+        .copy_from(fp8_product(recipe->grad_input, g.operand, w.transpose(0, 1), {}));
+    return;
+  }
   backend::current().gemm(rows, in, out, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out},
                           {w.dtype(), w.raw_data(), in}, 0.0f, {x_dtype, g.dx.raw_data(), in}, 1);
 }
 
 void LinearProduct::grad_w(const Grads& g) const {
+  if (recipe && recipe->grad_weight.fp8) {  // dW = dYᵀ·X: A = dYᵀ [out, rows], B = Xᵀ [in, rows]
+    Tensor(g.dw).copy_from(
+        fp8_product(recipe->grad_weight, g.operand.transpose(0, 1), x2.transpose(0, 1), {}));
+    return;
+  }
   backend::current().gemm(out, in, rows, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out, true},
                           {x2.dtype(), x2.raw_data(), in}, 0.0f,
                           {g.dw.dtype(), g.dw.raw_data(), in}, 1);

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "mixprec/amp/linear_recipe.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/tensor/tensor.h"
 
@@ -17,12 +18,15 @@ struct LinearProduct {
   Shape x_shape;
   DType x_dtype = DType::f32;
   amp::MatmulPrecision precision = amp::MatmulPrecision::highest;
+  // The low-precision recipe of the autocast guards for this linear (null: none); its FP8
+  // products quantize the operands above and run the scaled GEMM, the others run as usual.
+  const amp::LinearRecipe* recipe = nullptr;
   int64_t rows = 0, in = 0, out = 0;
 
   // Checks x [..., In], weight [Out, In] and bias (after autocast) and makes the operands;
-  // `op` names the caller in errors.
+  // `op` names the caller in errors. `use_recipe`: look up the autocast guards' linear recipe.
   static LinearProduct prepare(const char* op, const Tensor& x, const Tensor& weight,
-                               const Tensor& bias);
+                               const Tensor& bias, bool use_recipe = false);
   void release() { x2 = w = b = Tensor(); }
 
   // y [..., Out] in x's dtype, made here; forward() fills it: x2 · wᵀ + b.

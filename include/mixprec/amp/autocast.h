@@ -33,6 +33,8 @@
 
 namespace mixprec::amp {
 
+struct LinearRecipe;
+
 struct AutocastOptions {
   // Globs ('*' any characters, dots included; '?' one) on the ModuleScope path: every op
   // inside a matching scope, or inside any scope below it, runs with fp32 category (a
@@ -43,6 +45,14 @@ struct AutocastOptions {
   std::vector<std::string> lower_precision_ops{};
   // Cache casts of leaf tensors that require grad (weights) for the outermost region.
   bool cache_casts = true;
+  // Low-precision linears (linear_recipe.h; an inner guard's recipe replaces the outer one):
+  // a `linear` that runs in lower precision here and whose module path contains none of
+  // `recipe_skip` (torchao's filter_fqns: substrings) runs its products by the recipe. As
+  // torchtitan's filter, a weight with a dim that is not a multiple of 16 stays in the compute
+  // dtype, and with `recipe_auto_filter` (auto_filter_small_kn) so do the recipe's small ones.
+  const LinearRecipe* linear_recipe = nullptr;
+  std::vector<std::string> recipe_skip{};
+  bool recipe_auto_filter = false;
 };
 
 // Enables autocast to `dtype` (bf16 or f16) for the scope; f32 means off. Nestable: an inner
@@ -80,6 +90,8 @@ std::string_view module_path();  // "" outside every ModuleScope
 // The category `op` runs with here and now: the table's, after op and module overrides.
 CastCategory effective_category(AutocastOpId op);
 const char* category_name(CastCategory c);
+// The recipe a linear of weight [out, in] runs by here and now (null: the compute dtype's GEMM).
+const LinearRecipe* linear_recipe_here(int64_t out, int64_t in);
 
 // What autocast did on this thread since the outermost enabled guard began (kept after it
 // ends, until the next one begins).

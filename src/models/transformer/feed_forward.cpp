@@ -14,11 +14,23 @@ MlpKind parse_mlp_kind(std::string_view name) {
   return MlpKind::gelu;
 }
 
+namespace {
+
+// Each projection under its weight's name, so module filters (fp32_modules, a recipe's
+// filter_fqns) can pick it out: "blocks.0.mlp.w_up".
+Tensor named_linear(const char* name, const Tensor& x, const Tensor& w, const Tensor& b) {
+  const amp::ModuleScope scope(name);
+  return linear(x, w, b);
+}
+
+}  // namespace
+
 Tensor feed_forward(const Tensor& x, const FeedForwardWeights& w, MlpKind kind) {
-  const Tensor up = linear(x, w.w_up, w.b_up);
-  const Tensor hidden =
-      kind == MlpKind::swiglu ? swiglu(linear(x, w.w_gate, w.b_gate), up) : gelu(up);
-  return linear(hidden, w.w_down, w.b_down);
+  const Tensor up = named_linear("w_up", x, w.w_up, w.b_up);
+  const Tensor hidden = kind == MlpKind::swiglu
+                            ? swiglu(named_linear("w_gate", x, w.w_gate, w.b_gate), up)
+                            : gelu(up);
+  return named_linear("w_down", hidden, w.w_down, w.b_down);
 }
 
 std::vector<Tensor> feed_forward_grouped(const std::vector<Tensor>& xs,

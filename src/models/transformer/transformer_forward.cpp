@@ -92,6 +92,8 @@ Tensor Transformer::attention(const Tensor& x_in, const std::string& prefix, KvC
 }
 
 Tensor Transformer::project(const Tensor& x, const std::string& weight) const {
+  // Under the weight's own name ("blocks.0.attn.wq"): module filters can pick it out.
+  const amp::ModuleScope scope(std::string_view(weight).substr(weight.rfind('.') + 1));
   return linear(x, Transformer::weight(weight), bias(weight));
 }
 

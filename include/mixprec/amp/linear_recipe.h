@@ -1,0 +1,49 @@
+// Low-precision recipes for a linear layer's three products, one table line per recipe, each
+// named and spelled after its source. Every product is the scaled GEMM C = A·Bᵀ of
+// backend/quantized.h with both operands laid out [rows, contraction]:
+//   output       Y  = X·Wᵀ    A = X  [tokens, in],  B = W  [out, in]
+//   grad_input   dX = dY·W    A = dY [tokens, out], B = Wᵀ [in, out]
+//   grad_weight  dW = dYᵀ·X   A = dYᵀ [out, tokens], B = Xᵀ [in, tokens]
+// so a "row" scale is always one per row along that product's contraction dim (torchao's
+// axiswise dim). Each operand is quantized from the high-precision tensor the linear saved
+// (torchao and Transformer Engine do the same: no FP8 tensor is transposed and reused), and
+// a product that is not FP8 runs as today's autocast GEMM.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "mixprec/backend/quantized.h"
+
+namespace mixprec::amp {
+
+struct ProductRecipe {
+  bool fp8 = false;  // false: the product runs in the compute dtype, as under plain autocast
+  backend::QuantSpec a, b;
+};
+
+// torchao's auto_filter_small_kn: the linears too small for FP8 to pay on an H100, by the
+// recipe's thresholds (torchao float8_linear_utils.py); none for recipes torchao has no rule for.
+enum class SmallLinearRule : uint8_t { none, tensorwise, rowwise };
+
+struct LinearRecipe {
+  const char* name;
+  const char* aliases;  // comma-separated other spellings (torchao's and torchtitan's)
+  const char* section;  // the config section that names it: "float8" or "mx"
+  const char* source;
+  ProductRecipe output, grad_input, grad_weight;
+  SmallLinearRule small_rule = SmallLinearRule::none;
+};
+
+// The recipes, in table order (README, "FP8 and MX training").
+const LinearRecipe* linear_recipes_begin();
+const LinearRecipe* linear_recipes_end();
+// The recipe of `section` called `name` (or an alias); throws mixprec::Error naming `where`
+// and listing the section's names.
+const LinearRecipe& find_linear_recipe(std::string_view section, std::string_view name,
+                                       std::string_view where);
+// True when auto_filter_small_kn keeps a linear of weight [out, in] in high precision.
+bool too_small_for_fp8(SmallLinearRule rule, int64_t out, int64_t in);
+
+}  // namespace mixprec::amp

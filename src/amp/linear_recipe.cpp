@@ -1,0 +1,122 @@
+#include "mixprec/amp/linear_recipe.h"
+
+#include <string>
+
+#include "mixprec/core/error.h"
+
+namespace mixprec::amp {
+
+namespace {
+
+using backend::BlockShape;
+using backend::QuantSpec;
+
+constexpr DType e4m3 = DType::f8_e4m3fn, e5m2 = DType::f8_e5m2;
+constexpr BlockShape kTensor{0, 0}, kRow{1, 0}, kMx{1, 32}, kTile{1, 128}, kBlock{128, 128};
+
+constexpr ProductRecipe fp8(QuantSpec a, QuantSpec b) {
+  return {true, a, b};
+}
+constexpr ProductRecipe kHighPrecision{};
+
+constexpr QuantSpec torchao(DType d, BlockShape b, bool pow2 = false) {
+  return {d, b, ScaleRule::torchao, pow2};
+}
+constexpr QuantSpec te(DType d, BlockShape b, bool pow2 = false) {
+  return {d, b, ScaleRule::te, pow2};
+}
+constexpr QuantSpec deepseek(BlockShape b, bool ue8m0) {
+  return {e4m3, b, ScaleRule::deepseek, ue8m0};
+}
+constexpr QuantSpec mx(ScaleRule rule) {
+  return {e4m3, kMx, rule, true};
+}
+
+// clang-format off
+constexpr LinearRecipe kRecipes[] = {
+  // name, aliases, section, source;
+  // output (X, W), grad_input (dY, Wᵀ), grad_weight (dYᵀ, Xᵀ); auto_filter_small_kn rule
+  {"tensorwise", "", "float8", "torchao Float8LinearConfig() (torchtitan's default): E4M3 forward, E5M2 gradients, one scale per tensor",
+   fp8(torchao(e4m3, kTensor), torchao(e4m3, kTensor)),
+   fp8(torchao(e5m2, kTensor), torchao(e4m3, kTensor)),
+   fp8(torchao(e5m2, kTensor), torchao(e4m3, kTensor)), SmallLinearRule::tensorwise},
+  {"rowwise", "", "float8", "torchao Float8LinearRecipeName.ROWWISE: E4M3 everywhere, one power-of-two scale per row along each product's contraction",
+   fp8(torchao(e4m3, kRow, true), torchao(e4m3, kRow, true)),
+   fp8(torchao(e4m3, kRow, true), torchao(e4m3, kRow, true)),
+   fp8(torchao(e4m3, kRow, true), torchao(e4m3, kRow, true)), SmallLinearRule::rowwise},
+  {"rowwise_with_gw_hp", "", "float8", "torchao Float8LinearRecipeName.ROWWISE_WITH_GW_HP: rowwise forward, tensorwise weight in grad_input, grad_weight in high precision",
+   fp8(torchao(e4m3, kRow, true), torchao(e4m3, kRow, true)),
+   fp8(torchao(e4m3, kRow, true), torchao(e4m3, kTensor, true)),
+   kHighPrecision, SmallLinearRule::none},
+  {"te_current", "float8_current_scaling", "float8", "Transformer Engine Float8CurrentScaling (HYBRID): E4M3 forward, E5M2 gradients, per-tensor scales from the current amax",
+   fp8(te(e4m3, kTensor), te(e4m3, kTensor)),
+   fp8(te(e5m2, kTensor), te(e4m3, kTensor)),
+   fp8(te(e5m2, kTensor), te(e4m3, kTensor)), SmallLinearRule::none},
+  {"te_blockwise", "float8_block_scaling", "float8", "Transformer Engine Float8BlockScaling: E4M3, 1x128 activation and gradient tiles, 128x128 weight blocks, power-of-two f32 scales",
+   fp8(te(e4m3, kTile, true), te(e4m3, kBlock, true)),
+   fp8(te(e4m3, kTile, true), te(e4m3, kBlock, true)),
+   fp8(te(e4m3, kTile, true), te(e4m3, kTile, true)), SmallLinearRule::none},
+  {"deepseek_v3", "blockwise", "float8", "DeepSeek-V3 (arXiv:2412.19437 §3.3): E4M3 everywhere, 1x128 tiles (128x1 along tokens for grad_weight), 128x128 weight blocks, f32 scales",
+   fp8(deepseek(kTile, false), deepseek(kBlock, false)),
+   fp8(deepseek(kTile, false), deepseek(kBlock, false)),
+   fp8(deepseek(kTile, false), deepseek(kTile, false)), SmallLinearRule::none},
+  {"deepseek_v3_ue8m0", "", "float8", "DeepSeek-V3.1 scale_fmt = ue8m0: deepseek_v3 with power-of-two scales rounded up",
+   fp8(deepseek(kTile, true), deepseek(kBlock, true)),
+   fp8(deepseek(kTile, true), deepseek(kBlock, true)),
+   fp8(deepseek(kTile, true), deepseek(kTile, true)), SmallLinearRule::none},
+  {"mxfp8_cublas", "mxfp8,mxfp8_emulated", "mx", "torchao MXLinear (torchtitan's [quantize.linear.mx] default): E4M3, 1x32 blocks along each contraction, E8M0 scales, OCP FLOOR",
+   fp8(mx(ScaleRule::mx_floor), mx(ScaleRule::mx_floor)),
+   fp8(mx(ScaleRule::mx_floor), mx(ScaleRule::mx_floor)),
+   fp8(mx(ScaleRule::mx_floor), mx(ScaleRule::mx_floor)), SmallLinearRule::none},
+  {"mxfp8_cublas_rceil", "mxfp8_rceil,mxfp8_emulated_rceil,te_mxfp8", "mx", "torchao MXFP8 RCEIL (also Transformer Engine MXFP8BlockScaling): mxfp8_cublas with E8M0 scales rounded up",
+   fp8(mx(ScaleRule::mx_rceil), mx(ScaleRule::mx_rceil)),
+   fp8(mx(ScaleRule::mx_rceil), mx(ScaleRule::mx_rceil)),
+   fp8(mx(ScaleRule::mx_rceil), mx(ScaleRule::mx_rceil)), SmallLinearRule::none},
+};
+// clang-format on
+
+bool has_alias(const char* aliases, std::string_view name) {
+  const std::string_view all(aliases);
+  std::size_t start = 0;
+  while (start <= all.size()) {
+    const std::size_t end = std::min(all.find(',', start), all.size());
+    if (all.substr(start, end - start) == name) return true;
+    start = end + 1;
+  }
+  return false;
+}
+
+}  // namespace
+
+const LinearRecipe* linear_recipes_begin() {
+  return std::begin(kRecipes);
+}
+const LinearRecipe* linear_recipes_end() {
+  return std::end(kRecipes);
+}
+
+const LinearRecipe& find_linear_recipe(std::string_view section, std::string_view name,
+                                       std::string_view where) {
+  std::string valid;
+  for (const LinearRecipe& r : kRecipes) {
+    if (section != r.section) continue;
+    if (name == r.name || (!name.empty() && has_alias(r.aliases, name))) return r;
+    valid += (valid.empty() ? "" : ", ") + std::string(r.name);
+  }
+  throw Error(std::string(where), "unknown " + std::string(section) + " recipe '" +
+                                      std::string(name) + "'; valid: " + valid);
+}
+
+bool too_small_for_fp8(SmallLinearRule rule, int64_t out, int64_t in) {
+  switch (rule) {
+    case SmallLinearRule::none:
+      return false;
+    case SmallLinearRule::tensorwise:
+      return in <= 4096 && out <= 1024;
+    case SmallLinearRule::rowwise:
+      return out <= 2048 || in <= 1024 || (out <= 4096 && in <= 2048);
+  }
+  return false;
+}
+
+}  // namespace mixprec::amp

@@ -1,0 +1,26 @@
+// Which linears run by the low-precision recipe of the autocast guards in force.
+#include <string_view>
+
+#include "autocast_state.h"
+#include "mixprec/amp/linear_recipe.h"
+
+namespace mixprec::amp {
+
+const LinearRecipe* linear_recipe_here(int64_t out, int64_t in) {
+  if (!detail::t_autocast_active) return nullptr;
+  const detail::AutocastState& s = detail::state();
+  if (!s.overrides || !s.overrides->linear_recipe) return nullptr;
+  // An fp32 module, or an op override that keeps linear out of lower precision, wins.
+  if (effective_category("linear") != CastCategory::lower_precision) return nullptr;
+  const std::string_view path = s.module_path;
+  for (const std::string& skip : s.overrides->recipe_skip)
+    if (path.find(skip) != std::string_view::npos) return nullptr;
+  // torchtitan's module filter skips dims that are not multiples of 16 (the FP8 GEMM kernels'
+  // alignment) whatever the recipe: the same linears stay in the compute dtype here.
+  if (out % 16 != 0 || in % 16 != 0) return nullptr;
+  const LinearRecipe* r = s.overrides->linear_recipe;
+  if (s.overrides->recipe_auto_filter && too_small_for_fp8(r->small_rule, out, in)) return nullptr;
+  return r;
+}
+
+}  // namespace mixprec::amp

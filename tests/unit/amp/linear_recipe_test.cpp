@@ -1,0 +1,147 @@
+// Low-precision linear recipes (amp/linear_recipe.h): the table's products are well formed,
+// `linear` under an AutocastGuard with a recipe runs each FP8 product as the quantize + scaled
+// GEMM of that product's operands (the same bits), and the filters keep the linears torchtitan
+// keeps in the compute dtype.
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <string>
+#include <vector>
+
+#include "mixprec/amp/autocast.h"
+#include "mixprec/amp/linear_recipe.h"
+#include "mixprec/backend/backend.h"
+#include "mixprec/ops.h"
+#include "support/op_testing.h"
+
+namespace mixprec::amp {
+namespace {
+
+using mixprec::testing::error_of;
+using mixprec::testing::randn;
+using mixprec::testing::same_bits;
+
+std::vector<const LinearRecipe*> recipes() {
+  std::vector<const LinearRecipe*> out;
+  for (const LinearRecipe* r = linear_recipes_begin(); r != linear_recipes_end(); ++r)
+    out.push_back(r);
+  return out;
+}
+
+// What a product of the recipe gives, composed by hand from the backend's kernels: C = A·Bᵀ
+// in f32 (high-precision products: the bf16 operands' f32 GEMM).
+Tensor by_hand(const ProductRecipe& p, const Tensor& a, const Tensor& b) {
+  const backend::Backend& be = backend::current();
+  if (!p.fp8) return matmul(a.to(DType::f32), b.to(DType::f32).transpose(0, 1));
+  return be.scaled_gemm(be.quantize(a, p.a), be.quantize(b, p.b), DType::f32);
+}
+
+TEST(LinearRecipe, EveryProductsOperandsShareAKStep) {
+  const Tensor x = randn({64, 256}, DType::bf16, 1), w = randn({128, 256}, DType::bf16, 2);
+  const Tensor dy = randn({64, 128}, DType::bf16, 3);
+  for (const LinearRecipe* r : recipes()) {
+    const std::pair<const ProductRecipe*, std::pair<Tensor, Tensor>> products[] = {
+        {&r->output, {x, w}},
+        {&r->grad_input, {dy, w.transpose(0, 1)}},
+        {&r->grad_weight, {dy.transpose(0, 1), x.transpose(0, 1)}}};
+    for (const auto& [p, ab] : products) {
+      if (!p->fp8) continue;
+      EXPECT_NO_THROW(by_hand(*p, ab.first, ab.second)) << r->name;
+    }
+    EXPECT_EQ(&find_linear_recipe(r->section, r->name, "test"), r);
+  }
+}
+
+TEST(LinearRecipe, NamesAliasesAndSectionsAreChecked) {
+  EXPECT_STREQ(find_linear_recipe("mx", "mxfp8_rceil", "t").name, "mxfp8_cublas_rceil");
+  EXPECT_STREQ(find_linear_recipe("float8", "blockwise", "t").name, "deepseek_v3");
+  const std::string m =
+      error_of([] { find_linear_recipe("mx", "rowwise", "quantize.linear.mx.recipe_name"); });
+  EXPECT_NE(m.find("quantize.linear.mx.recipe_name"), std::string::npos) << m;
+  EXPECT_NE(m.find("unknown mx recipe 'rowwise'"), std::string::npos) << m;
+  EXPECT_NE(m.find("mxfp8_cublas_rceil"), std::string::npos) << m;
+  EXPECT_EQ(m.find("tensorwise"), std::string::npos) << m;  // other sections' names are not offered
+}
+
+// linear(x, w) under the recipe: output, dX and dW are the hand-composed products' bits.
+TEST(LinearRecipe, LinearRunsEachProductByItsRecipe) {
+  const int64_t tokens = 48, in = 256, out = 160;
+  for (const LinearRecipe* r : recipes()) {
+    Tensor x = randn({2, tokens / 2, in}, DType::f32, 4).set_requires_grad();
+    Tensor w = randn({out, in}, DType::f32, 5, 0.05).set_requires_grad();
+    const Tensor dy = randn({2, tokens / 2, out}, DType::bf16, 6);
+    Tensor y;
+    {
+      AutocastGuard guard(DType::bf16, {.linear_recipe = r});
+      y = linear(x, w);
+    }
+    y.backward(dy);
+    const Tensor xb = x.detach().to(DType::bf16).view({tokens, in});
+    const Tensor wb = w.detach().to(DType::bf16);
+    const Tensor g = dy.view({tokens, out});
+    EXPECT_EQ(y.dtype(), DType::bf16) << r->name;
+    EXPECT_TRUE(same_bits(y.view({tokens, out}), by_hand(r->output, xb, wb).to(DType::bf16)))
+        << r->name << " output";
+    EXPECT_TRUE(
+        same_bits(x.grad().view({tokens, in}),
+                  by_hand(r->grad_input, g, wb.transpose(0, 1)).to(DType::bf16).to(DType::f32)))
+        << r->name << " grad_input";
+    if (r->grad_weight.fp8) {
+      EXPECT_TRUE(
+          same_bits(w.grad(), by_hand(r->grad_weight, g.transpose(0, 1), xb.transpose(0, 1))))
+          << r->name << " grad_weight";
+    }
+  }
+}
+
+// FP8 keeps about 2 significant digits; the products stay within a few percent of bf16's.
+TEST(LinearRecipe, Fp8ProductsStayNearTheBf16Linear) {
+  const Tensor x = randn({64, 256}, DType::f32, 7), w = randn({128, 256}, DType::f32, 8, 0.05);
+  Tensor plain;
+  {
+    AutocastGuard guard(DType::bf16);
+    plain = linear(x, w).to(DType::f64);
+  }
+  for (const LinearRecipe* r : recipes()) {
+    AutocastGuard guard(DType::bf16, {.linear_recipe = r});
+    const Tensor y = linear(x, w).to(DType::f64);
+    const double rel = sub(y, plain).norm().item() / plain.norm().item();
+    EXPECT_LT(rel, 0.06) << r->name;
+    EXPECT_GT(rel, 1e-3) << r->name << ": not quantized?";
+  }
+}
+
+bool quantized_here(const AutocastOptions& options, const char* scope, int64_t out, int64_t in) {
+  AutocastGuard guard(DType::bf16, options);
+  ModuleScope s(scope);
+  return linear_recipe_here(out, in) != nullptr;
+}
+
+TEST(LinearRecipe, FiltersKeepTheLinearsTorchtitanKeepsInHighPrecision) {
+  const LinearRecipe& tw = find_linear_recipe("float8", "tensorwise", "t");
+  const LinearRecipe& rw = find_linear_recipe("float8", "rowwise", "t");
+  AutocastOptions o{.linear_recipe = &tw, .recipe_skip = {"lm_head", "router"}};
+  EXPECT_TRUE(quantized_here(o, "blocks.0.attn.wq", 256, 256));
+  EXPECT_FALSE(quantized_here(o, "lm_head", 256, 256));             // filter_fqns
+  EXPECT_FALSE(quantized_here(o, "blocks.1.moe.router", 16, 256));  // substring, as torchao
+  EXPECT_FALSE(quantized_here(o, "blocks.0.attn.wq", 256, 200));    // 200 is not a multiple of 16
+  o.fp32_modules = {"*.attn"};
+  EXPECT_FALSE(quantized_here(o, "blocks.0.attn.wq", 256, 256));  // an fp32 module wins
+  // auto_filter_small_kn: torchao's H100 thresholds, weight [N = out, K = in].
+  AutocastOptions a{.linear_recipe = &tw, .recipe_auto_filter = true};
+  EXPECT_FALSE(quantized_here(a, "w", 1024, 4096));
+  EXPECT_TRUE(quantized_here(a, "w", 1040, 4096));
+  EXPECT_TRUE(quantized_here(a, "w", 1024, 4112));
+  a.linear_recipe = &rw;
+  EXPECT_FALSE(quantized_here(a, "w", 2048, 8192));
+  EXPECT_FALSE(quantized_here(a, "w", 8192, 1024));
+  EXPECT_FALSE(quantized_here(a, "w", 4096, 2048));
+  EXPECT_TRUE(quantized_here(a, "w", 4096, 2064));
+  // Outside autocast, or with autocast off, nothing is quantized.
+  EXPECT_EQ(linear_recipe_here(256, 256), nullptr);
+  AutocastGuard off(DType::f32, {.linear_recipe = &tw});
+  EXPECT_EQ(linear_recipe_here(256, 256), nullptr);
+}
+
+}  // namespace
+}  // namespace mixprec::amp
