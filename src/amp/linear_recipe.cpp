@@ -97,14 +97,26 @@ const LinearRecipe* linear_recipes_end() {
 
 const LinearRecipe& find_linear_recipe(std::string_view section, std::string_view name,
                                        std::string_view where) {
-  std::string valid;
-  for (const LinearRecipe& r : kRecipes) {
-    if (section != r.section) continue;
-    if (name == r.name || (!name.empty() && has_alias(r.aliases, name))) return r;
-    valid += (valid.empty() ? "" : ", ") + std::string(r.name);
-  }
+  for (const LinearRecipe& r : kRecipes)
+    if (section == r.section && (name == r.name || (!name.empty() && has_alias(r.aliases, name))))
+      return r;
   throw Error(std::string(where), "unknown " + std::string(section) + " recipe '" +
-                                      std::string(name) + "'; valid: " + valid);
+                                      std::string(name) +
+                                      "'; valid: " + linear_recipe_names(section));
+}
+
+const LinearRecipe* find_any_linear_recipe(std::string_view name) {
+  for (const LinearRecipe& r : kRecipes)
+    if (name == r.name || (!name.empty() && has_alias(r.aliases, name))) return &r;
+  return nullptr;
+}
+
+std::string linear_recipe_names(std::string_view section) {
+  std::string out;
+  for (const LinearRecipe& r : kRecipes)
+    if (section.empty() || section == r.section)
+      out += (out.empty() ? "" : ", ") + std::string(r.name);
+  return out;
 }
 
 bool too_small_for_fp8(SmallLinearRule rule, int64_t out, int64_t in) {

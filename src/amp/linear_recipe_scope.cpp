@@ -2,6 +2,7 @@
 #include <string_view>
 
 #include "autocast_state.h"
+#include "mixprec/amp/compute_scope.h"
 #include "mixprec/amp/linear_recipe.h"
 
 namespace mixprec::amp {
@@ -21,6 +22,18 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in) {
   const LinearRecipe* r = s.overrides->linear_recipe;
   if (s.overrides->recipe_auto_filter && too_small_for_fp8(r->small_rule, out, in)) return nullptr;
   return r;
+}
+
+AutocastOptions ComputeScope::autocast_options(const MixedPrecisionPolicy& policy) {
+  AutocastOptions o;
+  o.linear_recipe = policy.linear_recipe;
+  for (const std::string& s : policy.linear_skip) {
+    if (s == kAutoFilterSmallKn)
+      o.recipe_auto_filter = true;
+    else
+      o.recipe_skip.push_back(s);
+  }
+  return o;
 }
 
 }  // namespace mixprec::amp

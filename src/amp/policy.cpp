@@ -12,6 +12,7 @@
 #include <optional>
 #include <vector>
 
+#include "mixprec/amp/linear_recipe.h"
 #include "mixprec/core/error.h"
 
 namespace mixprec::amp {
@@ -72,7 +73,7 @@ constexpr std::array<const char*, 3> kUpdateNames{"nearest", "stochastic", "kaha
 
 constexpr const char* kValidKeys =
     "params (param, p), compute (c), reduce (r), output (o), master, update, matmul, "
-    "loss_scaling";
+    "loss_scaling, linear, linear_skip";
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -85,6 +86,30 @@ std::string_view trim(std::string_view s) {
   while (!s.empty() && space(s.front())) s.remove_prefix(1);
   while (!s.empty() && space(s.back())) s.remove_suffix(1);
   return s;
+}
+
+// What a recipe leaves in the compute dtype unless told otherwise: the output head, as
+// torchtitan's shipped configs (filter_fqns = ["output"]) and DeepSeek-V3 keep it.
+const std::vector<std::string> kDefaultLinearSkip = {"lm_head"};
+
+const LinearRecipe* policy_recipe(std::string_view value) {
+  const LinearRecipe* r = find_any_linear_recipe(trim(value));
+  MIXPREC_CHECK(r != nullptr, kWhere,
+                "unknown linear recipe '" + std::string(trim(value)) +
+                    "' for key 'linear'; valid: " + linear_recipe_names());
+  return r;
+}
+
+std::vector<std::string> split_bars(std::string_view value) {
+  std::vector<std::string> out;
+  if (trim(value).empty()) return out;
+  while (true) {
+    const auto bar = value.find('|');
+    out.emplace_back(trim(value.substr(0, bar)));
+    MIXPREC_CHECK(!out.back().empty(), kWhere, "an empty module name in linear_skip");
+    if (bar == std::string_view::npos) return out;
+    value.remove_prefix(bar + 1);
+  }
 }
 
 // The dtypes a policy may name: those the kernels compute in (not f8, not integers).
@@ -106,7 +131,8 @@ std::string valid_spellings() {
   std::string aliases;
   for (const Alias& a : kAliases) aliases += (aliases.empty() ? "" : ", ") + std::string(a.name);
   return "valid: a preset (" + preset_names() + "), " + aliases + ", a dtype (" +
-         joined(policy_dtype_names()) + ") or key=value pairs with keys " + kValidKeys;
+         joined(policy_dtype_names()) + "), a linear recipe (" + linear_recipe_names() +
+         ") or key=value pairs with keys " + kValidKeys;
 }
 
 // Every bare spelling parse_policy takes, for "did you mean".
@@ -114,6 +140,8 @@ std::vector<std::string> bare_spellings() {
   std::vector<std::string> names = policy_dtype_names();
   for (const Preset& p : presets()) names.emplace_back(p.name);
   for (const Alias& a : kAliases) names.emplace_back(a.name);
+  for (const LinearRecipe* r = linear_recipes_begin(); r != linear_recipes_end(); ++r)
+    names.emplace_back(r->name);
   return names;
 }
 
@@ -179,6 +207,8 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   std::optional<MasterUpdate> update;
   std::optional<MatmulPrecision> matmul;
   std::optional<bool> loss_scaling;
+  std::optional<const LinearRecipe*> recipe;
+  std::optional<std::vector<std::string>> skip;
   const auto set = [&](auto& slot, auto value, const std::string& key) {
     MIXPREC_CHECK(!slot.has_value(), kWhere,
                   "key '" + key + "' is given twice in '" + std::string(text) + "'");
@@ -194,7 +224,7 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
                       "' is not key=value; keys: " + kValidKeys);
     const std::string key = lower(trim(item.substr(0, eq)));
     const std::string_view value = trim(item.substr(eq + 1));
-    MIXPREC_CHECK(!value.empty(), kWhere, "key '" + key + "' has no value");
+    MIXPREC_CHECK(!value.empty() || key == "linear_skip", kWhere, "key '" + key + "' has no value");
     if (key == "params" || key == "param" || key == "p")
       set(param, policy_dtype(value, key), "params");
     else if (key == "compute" || key == "c")
@@ -212,6 +242,10 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
       set(matmul, parse_matmul_precision(value), "matmul");
     else if (key == "loss_scaling")
       set(loss_scaling, parse_bool(value, key), "loss_scaling");
+    else if (key == "linear")
+      set(recipe, policy_recipe(value), "linear");
+    else if (key == "linear_skip")
+      set(skip, split_bars(value), "linear_skip");
     else
       throw Error(kWhere, "unknown key '" + key + "' in '" + std::string(text) +
                               "'; valid keys: " + kValidKeys);
@@ -232,6 +266,16 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   p.matmul_precision = matmul.value_or(MatmulPrecision::highest);
   // f16 compute needs loss scaling unless the spelling says otherwise (as the fp16 presets).
   p.loss_scaling = loss_scaling.value_or(p.compute_dtype == DType::f16);
+  MIXPREC_CHECK(recipe || !skip, kWhere, "linear_skip is given without a linear recipe");
+  if (recipe) {
+    MIXPREC_CHECK(is_narrow_compute(p.compute_dtype), kWhere,
+                  std::string("linear=") + (*recipe)->name +
+                      " needs compute bf16 or f16 (its FP8 products replace that dtype's GEMMs), "
+                      "got compute " +
+                      dtype_name(p.compute_dtype));
+    p.linear_recipe = *recipe;
+    p.linear_skip = skip.value_or(kDefaultLinearSkip);
+  }
   return p;
 }
 
@@ -250,6 +294,8 @@ MixedPrecisionPolicy preset(std::string_view name) {
 std::string display_name(const MixedPrecisionPolicy& policy) {
   for (const Preset& p : presets())
     if (p.policy == policy) return p.name;
+  if (policy.linear_recipe && policy == parse_policy(policy.linear_recipe->name))
+    return policy.linear_recipe->name;
   return to_string(policy);
 }
 
@@ -264,6 +310,12 @@ MixedPrecisionPolicy parse_policy(std::string_view text) {
   MIXPREC_CHECK(!t.empty(), kWhere, "empty policy; " + valid_spellings());
   if (t.find('=') != std::string_view::npos) return parse_pairs(t);
   if (const Preset* p = find_preset(t)) return p->policy;
+  if (const LinearRecipe* r = find_any_linear_recipe(lower(t))) {
+    MixedPrecisionPolicy p = preset("bf16-mixed");
+    p.linear_recipe = r;
+    p.linear_skip = kDefaultLinearSkip;
+    return p;
+  }
   // A bare dtype applies to params, compute, reduce and output (as in jmp); the master stays
   // f32 (f64 for f64): dropping the f32 master is a choice the bf16-pure presets make
   // explicitly, together with their update rule.
@@ -280,13 +332,24 @@ MixedPrecisionPolicy parse_policy(std::string_view text) {
                      ",reduce=" + dtype_name(d) + ",output=" + dtype_name(d));
 }
 
+namespace {
+
+std::string linear_part(const MixedPrecisionPolicy& p) {
+  if (!p.linear_recipe) return "";
+  std::string skip;
+  for (const std::string& s : p.linear_skip) skip += (skip.empty() ? "" : "|") + s;
+  return std::string(",linear=") + p.linear_recipe->name + ",linear_skip=" + skip;
+}
+
+}  // namespace
+
 std::string to_string(const MixedPrecisionPolicy& p) {
   return std::string("param=") + dtype_name(p.param_dtype) +
          ",compute=" + dtype_name(p.compute_dtype) + ",reduce=" + dtype_name(p.reduce_dtype) +
          ",output=" + dtype_name(p.output_dtype) + ",master=" + dtype_name(p.master_dtype()) +
          ",update=" + kUpdateNames[static_cast<int>(p.master_update)] +
          ",matmul=" + matmul_precision_name(p.matmul_precision) +
-         ",loss_scaling=" + (p.loss_scaling ? "true" : "false");
+         ",loss_scaling=" + (p.loss_scaling ? "true" : "false") + linear_part(p);
 }
 
 MatmulPrecision parse_matmul_precision(std::string_view name) {

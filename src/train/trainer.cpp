@@ -1,5 +1,6 @@
 // The training loop (see trainer.h).
 #include "mixprec/train/trainer.h"
+#include "mixprec/amp/linear_recipe.h"
 #include "mixprec/io/config_file.h"
 
 #include <algorithm>
@@ -255,8 +256,44 @@ void Trainer::State::open_data() {
 }
 
 // The parameters as this job holds them, the optimizer over them, the schedule.
+namespace {
+
+// Every filter_fqns entry of the linear recipe must name some module of the model: torchtitan's
+// "output" (mixprec's lm_head) would otherwise quietly quantize the head it meant to keep.
+void check_linear_filters(const config::TrainConfig& c, const std::vector<models::ParamSpec>& ps) {
+  const amp::MixedPrecisionPolicy& p = c.training.policy;
+  if (!p.linear_recipe) return;
+  const std::string key = std::string(p.linear_recipe->section) == "mx"
+                              ? "quantize.linear.mx.filter_fqns"
+                              : "quantize.linear.float8.filter_fqns";
+  for (const std::string& entry : p.linear_skip) {
+    if (entry == amp::kAutoFilterSmallKn) continue;
+    // The output head runs under the module scope lm_head also when it reads the tied
+    // embedding (transformer_forward.cpp); every other linear's scope is its weight's name.
+    const bool found = std::string("lm_head").find(entry) != std::string::npos ||
+                       std::any_of(ps.begin(), ps.end(), [&](const models::ParamSpec& s) {
+                         return s.name.find(entry) != std::string::npos;
+                       });
+    MIXPREC_CHECK(found, "config",
+                  key + " holds '" + entry + "', which names no module of this " + c.model.kind +
+                      " model (its linears are named like lm_head, blocks.0.attn.wq, "
+                      "blocks.0.mlp.w_up; torchtitan's 'output' is mixprec's 'lm_head')");
+  }
+}
+
+}  // namespace
+
 void Trainer::State::build_model() {
   const config::TrainConfig& c = config;
+  check_linear_filters(c, model->parameters().specs());
+  if (const amp::LinearRecipe* r = c.training.policy.linear_recipe) {
+    std::string skip;
+    for (const std::string& s : c.training.policy.linear_skip)
+      skip += (skip.empty() ? "" : ", ") + s;
+    progress.message(std::string("linear recipe: ") + r->name + " (" + r->source + "); kept in " +
+                     dtype_name(c.training.policy.compute_dtype) + ": " +
+                     (skip.empty() ? "none" : skip));
+  }
   model->set_activation_checkpoint(
       models::ActivationCheckpoint::from_config(c.activation_checkpoint));
   if (c.activation_checkpoint.mode != "none")

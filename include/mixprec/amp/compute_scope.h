@@ -1,5 +1,6 @@
 // Everything a forward pass under a precision policy needs switched on, for one scope:
-// autocast to the policy's compute dtype (off for f32/f64 compute) and its matmul precision.
+// autocast to the policy's compute dtype (off for f32/f64 compute) with its linear recipe,
+// and its matmul precision.
 #pragma once
 
 #include "mixprec/amp/autocast.h"
@@ -10,8 +11,11 @@ namespace mixprec::amp {
 class ComputeScope {
  public:
   explicit ComputeScope(const MixedPrecisionPolicy& policy)
-      : autocast_(policy.compute_dtype, is_narrow_compute(policy.compute_dtype)),
+      : autocast_(policy.compute_dtype, autocast_options(policy),
+                  is_narrow_compute(policy.compute_dtype)),
         matmul_(policy.matmul_precision) {}
+  // The policy's linear recipe and its filters as autocast applies them.
+  static AutocastOptions autocast_options(const MixedPrecisionPolicy& policy);
 
  private:
   AutocastGuard autocast_;

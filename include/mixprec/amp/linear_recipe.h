@@ -43,6 +43,12 @@ const LinearRecipe* linear_recipes_end();
 // and listing the section's names.
 const LinearRecipe& find_linear_recipe(std::string_view section, std::string_view name,
                                        std::string_view where);
+// The recipe of any section called `name` or with that alias; null when there is none.
+const LinearRecipe* find_any_linear_recipe(std::string_view name);
+// "tensorwise, rowwise, ...": the names of the section's recipes ("" = every section's).
+std::string linear_recipe_names(std::string_view section = "");
+// The entry of filter_fqns that switches on auto_filter_small_kn (torchtitan's spelling).
+inline constexpr const char* kAutoFilterSmallKn = "auto_filter_small_kn";
 // True when auto_filter_small_kn keeps a linear of weight [out, in] in high precision.
 bool too_small_for_fp8(SmallLinearRule rule, int64_t out, int64_t in);
 

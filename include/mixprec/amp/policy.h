@@ -6,10 +6,13 @@
 
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "mixprec/numerics/dtype.h"
 
 namespace mixprec::amp {
+
+struct LinearRecipe;  // linear_recipe.h
 
 // How an f32 x f32 matmul runs (the CPU stand-in for TF32 tensor cores and for TPUs that run
 // f32 matmuls in bf16): highest = f32 operands; high = operands rounded to TF32 (10-bit
@@ -30,6 +33,11 @@ struct MixedPrecisionPolicy {
   MasterUpdate master_update = MasterUpdate::nearest;  // used when !f32_master
   MatmulPrecision matmul_precision = MatmulPrecision::highest;
   bool loss_scaling = false;  // the preset's default: dynamic loss scaling (fp16)
+  // Low-precision linears (linear_recipe.h): null = every linear in compute_dtype. Otherwise
+  // the linears whose module path contains none of linear_skip (torchao's filter_fqns, with
+  // its "auto_filter_small_kn" entry) run their products by the recipe.
+  const LinearRecipe* linear_recipe = nullptr;
+  std::vector<std::string> linear_skip;
 
   DType master_dtype() const { return f32_master ? DType::f32 : param_dtype; }
   bool operator==(const MixedPrecisionPolicy&) const = default;
@@ -50,7 +58,11 @@ std::string preset_names();
 //   are f32; reduce and master default to the wider of f32 and params;
 // - a bare dtype ("bf16"): params, compute, reduce and output all that dtype (jmp's rule),
 //   master still f32 (f64 for "f64"): training without an f32 master is what the bf16-pure
-//   presets opt into, with their update rule.
+//   presets opt into, with their update rule;
+// - a linear recipe's name ("rowwise", "mxfp8_cublas": linear_recipe.h): bf16-mixed with that
+//   recipe on every linear but lm_head. In key=value form: linear=<recipe> and
+//   linear_skip=<module substrings separated by '|'> (default lm_head; "" for none); a recipe
+//   needs compute bf16 or f16.
 // Throws mixprec::Error naming the bad token and listing what is valid.
 MixedPrecisionPolicy parse_policy(std::string_view text);
 
@@ -58,7 +70,8 @@ MixedPrecisionPolicy parse_policy(std::string_view text);
 // "param=bf16,compute=bf16,reduce=f32,output=f32,master=f32,update=nearest,matmul=highest,
 // loss_scaling=false".
 std::string to_string(const MixedPrecisionPolicy& policy);
-// The preset's name when the policy is one ("bf16-mixed"), else to_string(policy).
+// The preset's name when the policy is one ("bf16-mixed"; a recipe's name for bf16-mixed with
+// that recipe and linear_skip lm_head), else to_string(policy).
 std::string display_name(const MixedPrecisionPolicy& policy);
 
 MatmulPrecision parse_matmul_precision(std::string_view name);  // highest | high | medium

@@ -99,6 +99,9 @@ struct RopeScalingConfig {
 
 struct ModelConfig {
   std::string kind = "moe";  // moe | gpt | llama3 | qwen3 | deepseek_v3 (models/registry.h)
+  // torchtitan's model converters: "quantize.linear.float8" or "quantize.linear.mx" switch
+  // that section on (QuantizeLinearConfig).
+  std::vector<std::string> converters;
   std::int64_t vocab_size = 256;
   std::int64_t d_model = 128;
   std::int64_t n_layers = 4;
@@ -247,6 +250,29 @@ struct CommConfig {
   bool operator==(const CommConfig&) const = default;
 };
 
+// torchtitan's [quantize.linear.float8] and [quantize.linear.mx] (TOML era): the model's linears
+// run their products by a low-precision recipe (amp/linear_recipe.h). A section is on when
+// model.converters lists it ("quantize.linear.float8", torchtitan's switch) or when it names a
+// recipe_name; recipe_name "" then means torchtitan's default (tensorwise / mxfp8_cublas).
+struct QuantizeLinearConfig {
+  std::string recipe_name;
+  // Substrings of module paths ("lm_head", "blocks.0.attn.wq") whose linears stay in the compute
+  // dtype; "auto_filter_small_kn" adds torchao's small-linear rule. Every entry must name a
+  // module of the model (torchtitan's "output" is mixprec's "lm_head").
+  std::vector<std::string> filter_fqns = {"lm_head"};
+  bool emulate = false;  // torchtitan's test switch: every recipe is emulated here (no effect)
+  bool enable_fsdp_float8_all_gather = false;
+  bool precompute_float8_dynamic_scale_for_fsdp = false;
+  std::string mxfp8_dim1_cast_kernel_choice = "triton";  // a GPU kernel choice: no effect here
+  bool operator==(const QuantizeLinearConfig&) const = default;
+};
+
+struct QuantizeConfig {
+  QuantizeLinearConfig float8;
+  QuantizeLinearConfig mx;
+  bool operator==(const QuantizeConfig&) const = default;
+};
+
 struct TrainConfig {
   std::string run_dir = "outputs";  // torchtitan spells it dump_folder; both are read
   ModelConfig model;
@@ -258,6 +284,7 @@ struct TrainConfig {
   ParallelismConfig parallelism;
   ActivationCheckpointConfig activation_checkpoint;
   CommConfig comm;
+  QuantizeConfig quantize;
   bool operator==(const TrainConfig&) const = default;
 };
 

@@ -41,6 +41,7 @@ std::vector<Field> make_fields() {
       Field{"", "run_dir", [](TrainConfig& c) -> ValueRef { return &c.run_dir; }, {}},
       Field{"model", "kind", [](TrainConfig& c) -> ValueRef { return &c.model.kind; },
             model_kinds()},
+      FIELD("model", model, converters, "quantize.linear.float8", "quantize.linear.mx"),
       FIELD("model", model, vocab_size),
       FIELD("model", model, d_model),
       FIELD("model", model, n_layers),
@@ -137,6 +138,15 @@ std::vector<Field> make_fields() {
       FIELD("activation_checkpoint", activation_checkpoint, selective_ac_option),
       FIELD("comm", comm, init_timeout_seconds),
       FIELD("comm", comm, train_timeout_seconds),
+      FIELD("quantize.linear.float8", quantize.float8, recipe_name),
+      FIELD("quantize.linear.float8", quantize.float8, filter_fqns),
+      FIELD("quantize.linear.float8", quantize.float8, emulate),
+      FIELD("quantize.linear.float8", quantize.float8, enable_fsdp_float8_all_gather),
+      FIELD("quantize.linear.float8", quantize.float8, precompute_float8_dynamic_scale_for_fsdp),
+      FIELD("quantize.linear.mx", quantize.mx, recipe_name),
+      FIELD("quantize.linear.mx", quantize.mx, filter_fqns),
+      FIELD("quantize.linear.mx", quantize.mx, mxfp8_dim1_cast_kernel_choice, "triton", "cuda",
+            "torch"),
   };
 }
 
@@ -152,8 +162,16 @@ const std::vector<Field>& fields() {
 const std::vector<std::string>& sections() {
   static const std::vector<std::string> names = [] {
     std::vector<std::string> out;
+    auto add = [&](const std::string& s) {
+      if (std::find(out.begin(), out.end(), s) == out.end()) out.push_back(s);
+    };
     for (const Field& f : fields()) {
-      if (!f.section.empty() && (out.empty() || out.back() != f.section)) out.push_back(f.section);
+      if (f.section.empty()) continue;
+      // A section's parents are sections too ([quantize.linear.float8] is in quantize.linear).
+      for (std::size_t dot = f.section.find('.'); dot != std::string::npos;
+           dot = f.section.find('.', dot + 1))
+        add(f.section.substr(0, dot));
+      add(f.section);
     }
     return out;
   }();
@@ -261,6 +279,11 @@ std::string format_value(const ValueRef& value) {
   if (auto b = std::get_if<bool*>(&value)) return **b ? "true" : "false";
   if (auto i = std::get_if<std::int64_t*>(&value)) return std::to_string(**i);
   if (auto s = std::get_if<std::string*>(&value)) return quote_string(**s);
+  if (auto l = std::get_if<std::vector<std::string>*>(&value)) {
+    std::string out = "[";
+    for (const std::string& item : **l) out += (out.size() > 1 ? ", " : "") + quote_string(item);
+    return out + "]";
+  }
   // Shortest text that reads back to the same double; ".0" keeps it a TOML float.
   char buf[64];
   const double d = *std::get<double*>(value);

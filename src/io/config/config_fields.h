@@ -12,13 +12,14 @@
 
 namespace mixprec::config::detail {
 
-using ValueRef = std::variant<bool*, std::int64_t*, double*, std::string*>;
+using ValueRef =
+    std::variant<bool*, std::int64_t*, double*, std::string*, std::vector<std::string>*>;
 
 struct Field {
   std::string section;  // "" = top level; "model.moe" for [model.moe]
   std::string name;
   ValueRef (*bind)(TrainConfig&);
-  std::vector<std::string> choices;  // empty = any string
+  std::vector<std::string> choices;  // empty = any string (for a list: any element)
 
   std::string key() const { return section.empty() ? name : section + "." + name; }
 };

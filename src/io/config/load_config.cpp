@@ -34,8 +34,10 @@ const char* type_name(const ValueRef& ref) {
       return "an integer";
     case 2:
       return "a number";
-    default:
+    case 3:
       return "a string";
+    default:
+      return "a list of strings";
   }
 }
 
@@ -94,6 +96,13 @@ class TableReader {
     } else if (auto s = std::get_if<std::string*>(&ref); s && node.is_string()) {
       **s = node.as_string()->get();
       ok = true;
+    } else if (auto l = std::get_if<std::vector<std::string>*>(&ref); l && node.is_array()) {
+      const toml::array& items = *node.as_array();
+      ok = items.is_homogeneous(toml::node_type::string) || items.empty();
+      if (ok) {
+        (*l)->clear();
+        for (const toml::node& item : items) (*l)->push_back(item.as_string()->get());
+      }
     }
     if (!ok) {
       std::ostringstream text;
@@ -135,6 +144,27 @@ std::string trim(std::string_view s) {
   if (begin == std::string_view::npos) return "";
   const auto end = s.find_last_not_of(" \t");
   return std::string(s.substr(begin, end - begin + 1));
+}
+
+std::string unquote(const std::string& value) {
+  const bool quoted = value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
+                      value.back() == value.front();
+  return quoted ? value.substr(1, value.size() - 2) : value;
+}
+
+// An override's list: "a,b", or TOML's ["a", "b"]; "" and "[]" are the empty list.
+std::vector<std::string> split_list(std::string text) {
+  if (text.size() >= 2 && text.front() == '[' && text.back() == ']')
+    text = text.substr(1, text.size() - 2);
+  std::vector<std::string> out;
+  if (trim(text).empty()) return out;
+  std::size_t start = 0;
+  while (true) {
+    const std::size_t comma = text.find(',', start);
+    out.push_back(trim(std::string_view(text).substr(start, comma - start)));
+    if (comma == std::string::npos) return out;
+    start = comma + 1;
+  }
 }
 
 // Applies "section.key=value"; the value is read as the key's type.
@@ -181,10 +211,11 @@ void apply_override(TrainConfig& config, Origins& origins, const std::string& wh
     MIXPREC_CHECK(!value.empty() && ec == std::errc() && end == last && std::isfinite(parsed),
                   where, bad);
     **d = parsed;
+  } else if (auto l = std::get_if<std::vector<std::string>*>(&ref)) {
+    (*l)->clear();
+    for (const std::string& item : split_list(value)) (*l)->push_back(unquote(item));
   } else {
-    const bool quoted = value.size() >= 2 && (value.front() == '"' || value.front() == '\'') &&
-                        value.back() == value.front();
-    *std::get<std::string*>(ref) = quoted ? value.substr(1, value.size() - 2) : value;
+    *std::get<std::string*>(ref) = unquote(value);
   }
   origins[field->key()] = origin;
 }

@@ -2,11 +2,14 @@
 // (n_heads divides d_model, top_k <= n_experts, seq_len <= max_seq_len, ...).
 #include "validate_config.h"
 
+#include <algorithm>
 #include <cmath>
+#include <tuple>
 #include <utility>
 
 #include "../text_bounds.h"
 #include "config_fields.h"
+#include "mixprec/amp/linear_recipe.h"
 #include "mixprec/core/error.h"
 #include "mixprec/models/activation_checkpoint.h"
 #include "mixprec/models/registry.h"
@@ -47,14 +50,20 @@ void check_choices(const TrainConfig& config, const Checker& c) {
   TrainConfig copy = config;
   for (const Field& f : fields()) {
     if (f.choices.empty()) continue;
-    const std::string& v = *std::get<std::string*>(f.bind(copy));
-    bool found = false;
+    const ValueRef ref = f.bind(copy);
+    std::vector<std::string> values;
+    if (auto l = std::get_if<std::vector<std::string>*>(&ref))
+      values = **l;
+    else
+      values.push_back(*std::get<std::string*>(ref));
     std::string list;
-    for (const std::string& choice : f.choices) {
-      found = found || v == choice;
-      list += (list.empty() ? "" : ", ") + choice;
-    }
-    c.require(found, f.key(), "is not one of: " + list);
+    for (const std::string& choice : f.choices) list += (list.empty() ? "" : ", ") + choice;
+    for (const std::string& v : values)
+      c.require(std::find(f.choices.begin(), f.choices.end(), v) != f.choices.end(), f.key(),
+                (values.size() > 1 || std::holds_alternative<std::vector<std::string>*>(ref)
+                     ? "holds '" + v + "', which "
+                     : std::string()) +
+                    "is not one of: " + list);
   }
 }
 
@@ -178,7 +187,9 @@ void check_comm(const CommConfig& comm, const Checker& c) {
 
 }  // namespace
 
-void resolve_policy(TrainConfig& config, const Origins& origins, const std::string& where) {
+namespace {
+
+void resolve_precision(TrainConfig& config, const Origins& origins, const std::string& where) {
   TrainingConfig& t = config.training;
   const Checker c(config, origins, where);
   const bool titan = !t.mixed_precision_param.empty() || !t.mixed_precision_reduce.empty();
@@ -214,6 +225,58 @@ void resolve_policy(TrainConfig& config, const Origins& origins, const std::stri
   // Outputs in f32, as the presets (FSDP2 leaves them in the compute dtype; no op reads them).
   t.policy = amp::parse_policy("params=" + param + ",compute=" + param + ",reduce=" + reduce +
                                ",output=f32");
+}
+
+// [quantize.linear.float8] / [quantize.linear.mx] into the policy's linear recipe.
+void resolve_quantize(TrainConfig& config, const Origins& origins, const std::string& where) {
+  const Checker c(config, origins, where);
+  amp::MixedPrecisionPolicy& policy = config.training.policy;
+  const std::vector<std::string>& converters = config.model.converters;
+  std::string on_section;
+  for (const auto& [name, q, fallback] :
+       {std::tuple{"float8", &config.quantize.float8, "tensorwise"},
+        std::tuple{"mx", &config.quantize.mx, "mxfp8_cublas"}}) {
+    const std::string section = std::string("quantize.linear.") + name;
+    const bool listed =
+        std::find(converters.begin(), converters.end(), section) != converters.end();
+    if (!listed && q->recipe_name.empty()) continue;
+    const std::string key = section + ".recipe_name";
+    c.require(on_section.empty(), key,
+              "turns on [" + section + "] while [" + on_section +
+                  "] is on: a linear runs by one recipe (as torchtitan allows one converter)");
+    on_section = section;
+    c.require(!policy.linear_recipe, key,
+              "turns on [" + section + "] while " + c.show("training.precision") +
+                  " already names the linear recipe " + display_name(policy) + "; use one");
+    const amp::LinearRecipe* recipe =
+        amp::find_any_linear_recipe(q->recipe_name.empty() ? fallback : q->recipe_name);
+    c.require(
+        recipe && recipe->section == std::string_view(name), key,
+        "is not a " + std::string(name) + " recipe; valid: " + amp::linear_recipe_names(name));
+    for (const char* fsdp :
+         {"enable_fsdp_float8_all_gather", "precompute_float8_dynamic_scale_for_fsdp"}) {
+      const bool set = fsdp[0] == 'e' ? q->enable_fsdp_float8_all_gather
+                                      : q->precompute_float8_dynamic_scale_for_fsdp;
+      c.require(!set, section + "." + fsdp,
+                "is not implemented yet: sharded runs all-gather the bf16 working copy (FP8 "
+                "all-gather is a later step of issue 33)");
+    }
+    for (const std::string& entry : q->filter_fqns)
+      c.require(!entry.empty(), section + ".filter_fqns", "holds an empty module name");
+    c.require(is_narrow_compute(policy.compute_dtype), key,
+              "needs a bf16 or f16 compute dtype (its FP8 products replace that dtype's GEMMs "
+              "under autocast); the precision policy is " +
+                  display_name(policy));
+    policy.linear_recipe = recipe;
+    policy.linear_skip = q->filter_fqns;
+  }
+}
+
+}  // namespace
+
+void resolve_policy(TrainConfig& config, const Origins& origins, const std::string& where) {
+  resolve_precision(config, origins, where);
+  resolve_quantize(config, origins, where);
 }
 
 void validate(const TrainConfig& config, const Origins& origins, const std::string& where) {

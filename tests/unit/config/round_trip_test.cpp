@@ -5,6 +5,7 @@
 #include <string>
 
 #include "config_testing.h"
+#include "mixprec/amp/linear_recipe.h"
 #include "mixprec/config/train_config.h"
 #include "mixprec/io/config_file.h"
 
@@ -26,6 +27,7 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
   TrainConfig c;
   c.run_dir = "runs/a \"quoted\" dir\\with\tescapes\nand é";
   c.model = {.kind = "gpt",
+             .converters = {"quantize.linear.mx"},
              .vocab_size = 300,
              .d_model = 96,
              .n_layers = 3,
@@ -80,6 +82,21 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
   c.training.threads = 2;
   c.training.precision = "fp16-mixed";
   c.training.policy = amp::preset("fp16-mixed");
+  // The mx section is on (model.converters); float8's keys are read but its section is off.
+  c.quantize.float8 = {.recipe_name = "",
+                       .filter_fqns = {},
+                       .emulate = true,
+                       .enable_fsdp_float8_all_gather = true,
+                       .precompute_float8_dynamic_scale_for_fsdp = true,
+                       .mxfp8_dim1_cast_kernel_choice = "triton"};  // not a float8 key
+  c.quantize.mx = {.recipe_name = "mxfp8_cublas_rceil",
+                   .filter_fqns = {"lm_head", "blocks.0.attn", "a \"q\""},
+                   .emulate = false,
+                   .enable_fsdp_float8_all_gather = false,
+                   .precompute_float8_dynamic_scale_for_fsdp = false,
+                   .mxfp8_dim1_cast_kernel_choice = "cuda"};
+  c.training.policy.linear_recipe = &amp::find_linear_recipe("mx", "mxfp8_cublas_rceil", "test");
+  c.training.policy.linear_skip = c.quantize.mx.filter_fqns;
   c.optimizer = {.name = "sgd",
                  .lr = 0.123456789012345678,
                  .weight_decay = 0,
