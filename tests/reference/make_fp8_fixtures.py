@@ -4,7 +4,7 @@
     python tests/reference/make_fp8_fixtures.py --deepseek-kernel PATH/inference/kernel.py
     python tests/reference/make_fp8_fixtures.py --deepseek-kernel ... --check   # exit 1 on change
 
-Runs with a Python that has torch, torchao, triton, numpy and safetensors from PyPI, kept
+Runs with a Python that has torch, torchao, triton and numpy from PyPI, kept
 outside the repository (e.g. `python3 -m venv /work/venv-peers && /work/venv-peers/bin/pip
 install torch torchao ml_dtypes safetensors numpy`). Made with torch 2.15.0+cu132 (CPU),
 torchao 0.18.0, triton 3.9.0, ml_dtypes 0.6.0, and DeepSeek-V3's inference/kernel.py at
@@ -56,8 +56,9 @@ Deterministic: one intra-op thread, inputs drawn in f64 from seeded generators a
 
 import argparse
 import importlib.util
-import io
+import json
 import os
+import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -66,7 +67,6 @@ os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
 
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
-from safetensors.torch import save as st_save  # noqa: E402
 
 torch.set_num_threads(1)
 torch.use_deterministic_algorithms(True)
@@ -299,6 +299,30 @@ def run_deepseek(ds, path):
     return out, notes
 
 
+# ---- the file writer ------------------------------------------------------------------------
+
+# safetensors' own save orders __metadata__ differently from run to run (a hash map), so the
+# files are written here: compact JSON header, metadata keys sorted, tensors in name order,
+# header padded with spaces to a multiple of 8 (as make_fixtures.py writes its files).
+ST_DTYPES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.uint8: "U8",
+             E4M3: "F8_E4M3", E5M2: "F8_E5M2"}
+
+
+def safetensors_bytes(tensors, metadata):
+    header, blobs, offset = {"__metadata__": dict(sorted(metadata.items()))}, [], 0
+    for name in sorted(tensors):
+        t = tensors[name].detach().contiguous()
+        data = t.view(torch.uint8).numpy().tobytes() if t.dtype.itemsize == 1 else (
+            t.view(torch.int16 if t.dtype == torch.bfloat16 else torch.int32).numpy().tobytes())
+        header[name] = {"dtype": ST_DTYPES[t.dtype], "shape": list(t.shape),
+                        "data_offsets": [offset, offset + len(data)]}
+        blobs.append(data)
+        offset += len(data)
+    text = json.dumps(header, separators=(",", ":")).encode("ascii")
+    text += b" " * ((8 - len(text) % 8) % 8)
+    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+
+
 # ---- main ------------------------------------------------------------------------------------
 
 def build(args):
@@ -364,7 +388,7 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     changed = []
     for name, (tensors, meta) in build(args).items():
-        blob = st_save({k: v.contiguous() for k, v in tensors.items()}, metadata=meta)
+        blob = safetensors_bytes(tensors, meta)
         path = os.path.join(OUT, name + ".safetensors")
         old = open(path, "rb").read() if os.path.exists(path) else None
         print(f"{name}: {len(blob)} bytes{'' if old == blob else ' (changed)'}")
