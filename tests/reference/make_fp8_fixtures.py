@@ -44,9 +44,10 @@ DeepSeek's kernel runs as published (imported from --deepseek-kernel, not copied
 Triton interpreter (TRITON_INTERPRET=1) on CPU tensors. triton 3.9.0's interpreter does not
 round f32 -> fp8e4nv as the GPU does (runtime/interpreter.py `_convert_float`): the round-up
 is OR-ed into the exponent field instead of added (a mantissa carry into an odd exponent
-field halves the value), ties round away from zero, and subnormal results are truncated. The
-GPU lowers `.to(tl.float8e4nv)` to cvt.rn.satfinite (nearest even, saturating). So the script
-replaces that one conversion (f32 -> fp8e4nv) with torch's RNE saturating cast while the
+field halves the value), ties round away from zero, and subnormal results are truncated; and
+its f32 -> bf16 store conversion truncates. The GPU lowers `.to(tl.float8e4nv)` to
+cvt.rn.satfinite (nearest even, saturating) and the bf16 store to cvt.rn.bf16.f32. So the
+script replaces those two conversions with torch's RNE (saturating for fp8) casts while the
 kernel runs; everything else (amax, clamp, the division, log2/ceil/exp2) is the kernel's own
 code as the interpreter runs it. It prints how many bytes the unpatched interpreter gets
 differently; the files hold the patched run.
@@ -181,6 +182,7 @@ QUANT_CASES = [
     ("x", "e4m3_row_pow2"), ("w", "e4m3_row_pow2"), ("dy", "e4m3_row_pow2"),  # rowwise
     ("wT", "e4m3_row_pow2"), ("dyT", "e4m3_row_pow2"), ("xT", "e4m3_row_pow2"),
     ("wT", "e4m3_tensor_pow2"),  # rowwise_with_gw_hp's grad_input weight
+    ("wT", "e4m3_tensor"), ("dyT", "e5m2_tensor"), ("xT", "e4m3_tensor"),  # tensorwise, first rows
 ]
 
 
@@ -234,7 +236,8 @@ def load_deepseek(path):
 
 class _RneFp8Cast:
     """While active, the interpreter's f32 -> fp8e4nv conversion is torch's RNE saturating cast
-    (what cvt.rn.satfinite.e4m3x2.f32 does on the GPU); every other conversion is untouched."""
+    (what cvt.rn.satfinite.e4m3x2.f32 does on the GPU) and its f32 -> bf16 conversion torch's
+    RNE cast (cvt.rn.bf16.f32; the interpreter truncates); every other one is untouched."""
 
     def __enter__(self):
         import triton.language as tl
@@ -247,6 +250,10 @@ class _RneFp8Cast:
                 t = torch.from_numpy(np.ascontiguousarray(inp, dtype=np.float32))
                 q = t.clamp(-448.0, 448.0).to(E4M3)
                 return q.view(torch.uint8).numpy().reshape(inp.shape)
+            if in_dtype == tl.float32 and out_dtype == tl.bfloat16:
+                t = torch.from_numpy(np.ascontiguousarray(inp, dtype=np.float32))
+                return t.to(torch.bfloat16).view(torch.int16).numpy().view(np.uint16).reshape(
+                    inp.shape)
             return self.orig(inp, in_dtype, out_dtype, rounding_mode)
 
         interpreter._convert_float = convert
@@ -292,9 +299,13 @@ def run_deepseek(ds, path):
     old = torch.get_default_dtype()
     torch.set_default_dtype(torch.bfloat16)  # as fp8_cast_bf16.py runs it
     try:
-        out["ds.w_dequant"] = ds.weight_dequant(w, ws)
+        raw = ds.weight_dequant(w, ws)
+        with _RneFp8Cast():
+            out["ds.w_dequant"] = ds.weight_dequant(w, ws)
     finally:
         torch.set_default_dtype(old)
+    notes["ds.w_dequant"] = int((raw.view(torch.int16) != out["ds.w_dequant"].view(
+        torch.int16)).sum())
     out["ds.w"], out["ds.w_scale"] = w, ws
     return out, notes
 
@@ -371,7 +382,7 @@ def build(args):
                             f"{k}={v}" for k, v in notes.items())})
     files["deepseek"] = (ds_tensors, ds_meta)
     for k, v in notes.items():
-        print(f"{k}: {v} of {TOKENS // 4 * IN} bytes differ with the unpatched interpreter cast")
+        print(f"{k}: {v} elements differ with the unpatched interpreter casts")
     return files
 
 
