@@ -18,30 +18,43 @@ using backend::QuantSpec;
 
 namespace {
 
-// The NaN-keeping max of magnitudes: once NaN, the amax stays NaN (torch.amax propagates it).
-inline float max_magnitude(float amax, float x) {
-  if (std::isnan(amax)) return amax;
-  const float a = std::fabs(x);
-  return std::isnan(a) || a > amax ? a : amax;
+// The largest magnitude of x[0, n), NaN if any element is (torch.amax propagates NaN). Written
+// for the vectorizer: a running max and a separate NaN flag.
+inline float block_amax(const float* x, int64_t n) {
+  float m = 0;
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    nan |= a != a;
+    m = a > m ? a : m;
+  }
+  return nan ? NAN : m;
 }
 
-// The bf16 encoding of each of the 256 FP8 bytes: exact, every E4M3 / E5M2 value is a bf16
-// value (NaNs become bf16 quiet NaNs).
-std::vector<uint16_t> fp8_to_bf16_table(DType fp8) {
-  std::vector<uint16_t> t(256);
-  for (uint32_t b = 0; b < 256; ++b)
-    t[b] = static_cast<uint16_t>(std::bit_cast<uint32_t>(decode_f32(*info(fp8).format, b)) >> 16);
-  return t;
+// The NaN-keeping max of two amaxes.
+inline float max_amax(float a, float b) {
+  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
 }
 
-Tensor widen_to_bf16(const Tensor& fp8) {
-  const std::vector<uint16_t> table = fp8_to_bf16_table(fp8.dtype());
+// FP8 operands widened for the GEMM kernels: to bf16 where this CPU multiplies bf16 natively
+// (AMX, AVX512-BF16), else straight to f32, which the widening paths would make of bf16
+// anyway. Exact either way: every E4M3 / E5M2 value is a bf16 value.
+Tensor widen_for_gemm(const Tensor& fp8) {
+  const DType to = bf16_gemm_is_native() ? DType::bf16 : DType::f32;
+  const FloatFormat& f = *info(fp8.dtype()).format;
+  std::vector<uint32_t> table(256);  // each byte's f32 bits; bf16 keeps the top half
+  for (uint32_t b = 0; b < 256; ++b) table[b] = std::bit_cast<uint32_t>(decode_f32(f, b));
   const Tensor src = fp8.contiguous();
-  Tensor out = Tensor::empty(src.shape(), DType::bf16);
+  Tensor out = Tensor::empty(src.shape(), to);
   const auto* in = static_cast<const uint8_t*>(src.raw_data());
-  auto* o = static_cast<uint16_t*>(out.raw_data());
   parallel_for(src.numel(), 1 << 16, [&](int64_t b, int64_t e) {
-    for (int64_t i = b; i < e; ++i) o[i] = table[in[i]];
+    if (to == DType::bf16) {
+      auto* o = static_cast<uint16_t*>(out.raw_data());
+      for (int64_t i = b; i < e; ++i) o[i] = static_cast<uint16_t>(table[in[i]] >> 16);
+    } else {
+      auto* o = static_cast<uint32_t*>(out.raw_data());
+      for (int64_t i = b; i < e; ++i) o[i] = table[in[i]];
+    }
   });
   return out;
 }
@@ -86,10 +99,9 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
     for (int64_t r = r0; r < r1; ++r) {
       read_row(r, buf);
       for (int64_t b = 0; b < col_blocks; ++b) {
-        float amax = 0;
-        for (int64_t c = b * blk.cols; c < std::min(cols, (b + 1) * blk.cols); ++c)
-          amax = max_magnitude(amax, buf[static_cast<std::size_t>(c)]);
-        row_amax[static_cast<std::size_t>(r * col_blocks + b)] = amax;
+        const int64_t c0 = b * blk.cols;
+        row_amax[static_cast<std::size_t>(r * col_blocks + b)] =
+            block_amax(buf.data() + c0, std::min(cols, c0 + blk.cols) - c0);
       }
     }
   });
@@ -99,24 +111,32 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
     for (int64_t b = 0; b < col_blocks; ++b) {
       float amax = 0;
       for (int64_t r = br * blk.rows; r < std::min(rows, (br + 1) * blk.rows); ++r)
-        amax = max_magnitude(amax, row_amax[static_cast<std::size_t>(r * col_blocks + b)]);
+        amax = max_amax(amax, row_amax[static_cast<std::size_t>(r * col_blocks + b)]);
       v[br * col_blocks + b] = scale_from_amax(spec.rule, amax, f, spec.pow2);
     }
 
+  // Each row scaled block by block in f32, then cast by the vector kernels: saturating, nearest
+  // even (numerics/convert.h; the same bits as the scalar encoder).
   Tensor data = Tensor::empty({rows, cols}, spec.element);
   auto* q = static_cast<uint8_t*>(data.raw_data());
+  ConvertOptions saturating;
+  saturating.saturate = true;
   parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
     std::vector<float> buf(static_cast<std::size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
       read_row(r, buf);
       const float* vr = v + (r / blk.rows) * col_blocks;
-      uint8_t* qr = q + r * cols;
-      for (int64_t c = 0; c < cols; ++c) {
-        const float s = vr[c / blk.cols];
-        const float y =
-            divide ? buf[static_cast<std::size_t>(c)] / s : buf[static_cast<std::size_t>(c)] * s;
-        qr[c] = static_cast<uint8_t>(encode_f32(f, y, Rounding::nearest_even, true));
+      for (int64_t b = 0; b < col_blocks; ++b) {
+        const float sv = vr[b];
+        float* x = buf.data() + b * blk.cols;
+        const int64_t n = std::min(cols, (b + 1) * blk.cols) - b * blk.cols;
+        if (divide)
+          for (int64_t c = 0; c < n; ++c) x[c] /= sv;
+        else
+          for (int64_t c = 0; c < n; ++c) x[c] *= sv;
       }
+      convert_from_f32(buf.data(), spec.element, q + r * cols, static_cast<std::size_t>(cols),
+                       saturating);
     }
   });
   return {data, scales, spec};
@@ -125,9 +145,11 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
 Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
   const int64_t step = backend::scaled_gemm_k_step(a, b, "scaled_gemm");
   const int64_t m = a.data.size(0), n = b.data.size(0), k = a.data.size(1);
-  const Tensor a16 = widen_to_bf16(a.data), b16 = widen_to_bf16(b.data);
-  const auto* ap = static_cast<const uint16_t*>(a16.raw_data());
-  const auto* bp = static_cast<const uint16_t*>(b16.raw_data());
+  const Tensor aw = widen_for_gemm(a.data), bw = widen_for_gemm(b.data);
+  const DType wd = aw.dtype();
+  const auto* ap = static_cast<const char*>(aw.raw_data());
+  const auto* bp = static_cast<const char*>(bw.raw_data());
+  const auto at = [&](const char* base, int64_t i) { return base + i * dtype_size(wd); };
   const std::vector<float> da = descales(a), db = descales(b);
   const int64_t a_rows = backend::resolved_block(a.spec, m, k).rows;
   const int64_t b_rows = backend::resolved_block(b.spec, n, k).rows;
@@ -139,8 +161,7 @@ Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
   for (int64_t k0 = 0, j = 0; k0 < k; k0 += step, ++j) {
     const int64_t ks = std::min(step, k - k0);
     // The K-step's exact products summed in f32: A[:, k0:k0+ks] · B[:, k0:k0+ks]ᵀ.
-    gemm(m, n, ks, 1.0f, {DType::bf16, ap + k0, k}, {DType::bf16, bp + k0, k, true}, 0.0f,
-         {DType::f32, p, n});
+    gemm(m, n, ks, 1.0f, {wd, at(ap, k0), k}, {wd, at(bp, k0), k, true}, 0.0f, {DType::f32, p, n});
     // A block spanning all of k has one column of scales; a K-step block has one per step.
     const int64_t ja = a_cols == 1 ? 0 : j, jb = b_cols == 1 ? 0 : j;
     parallel_for(m, 16, [&](int64_t r0, int64_t r1) {

@@ -74,7 +74,9 @@ float scale_from_amax(ScaleRule rule, float amax, const FloatFormat& element, bo
     case ScaleRule::torchao:
       // std::max keeps a NaN amax (it is the first argument), as torch.clamp does.
       v = static_cast<float>(max / std::max(static_cast<double>(amax), 1e-12));
-      return pow2 ? pow2_floor(v) : v;
+      // torchao's own rounding, in f32: log2 of a v a few ulps below 2^k rounds to k, so such
+      // a v becomes 2^k (and the block's max saturates), never with a bf16 amax.
+      return pow2 ? std::exp2(std::floor(std::log2(v))) : v;
     case ScaleRule::te:
       if (amax == 0 || !std::isfinite(amax)) return 1.0f;
       v = static_cast<float>(max) / amax;

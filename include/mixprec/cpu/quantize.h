@@ -1,6 +1,7 @@
 // FP8 / MX kernels of the cpu backend (contracts: backend/backend.h, quantize and
-// scaled_gemm). quantize reads rows in parallel; scaled_gemm widens the FP8 operands to bf16
-// (exact: every E4M3 and E5M2 value is a bf16 value) and runs the bf16 GEMM once per K-step.
+// scaled_gemm). quantize reads rows in parallel and casts them with the vector kernels;
+// scaled_gemm widens the FP8 operands exactly (to bf16 where the CPU multiplies bf16 natively,
+// else to f32) and runs the GEMM once per K-step.
 #pragma once
 
 #include "mixprec/backend/quantized.h"

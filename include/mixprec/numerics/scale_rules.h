@@ -48,9 +48,11 @@ constexpr int max_exponent(const FloatFormat& f) {
 }
 
 // The stored value for a block whose largest magnitude is `amax` (NaN if any element was NaN).
-// pow2 (always on for the MX rules) rounds the factor so that values only shrink: a multiply
-// scale down to a power of two (TE's mantissa mask, which torchao's exp2(floor(log2 v)) equals
-// for every scale a bf16 amax gives), a divide scale up (DeepSeek-V3's UE8M0 `scale_fmt`).
+// pow2 (always on for the MX rules) rounds the factor to a power of two so that values shrink:
+// a multiply scale down (TE: the mantissa masked; torchao: exp2(floor(log2 v)) in f32, which is
+// that floor for every scale a bf16 amax gives, but 2^k for an f32 amax whose v lies a few ulps
+// below 2^k), a divide scale up (DeepSeek-V3's UE8M0 `scale_fmt`, as an exact ceiling; its
+// kernel's f32 log2 rounds s one ulp above 2^k to 2^k).
 float scale_from_amax(ScaleRule rule, float amax, const FloatFormat& element, bool pow2);
 
 // What a quantized value is multiplied by to dequantize it: 1/v in f32 for multiply scales

@@ -70,16 +70,21 @@ TEST(ScaleRules, TorchaoDividesInF64ThenRoundsToF32) {
   }
 }
 
-// torchao rounds with exp2(floor(log2(v))) in f32; pow2_floor masks the mantissa. They agree
-// on every scale a bf16 amax gives (the header's claim): log2f can round up only for v within
-// a few f32 ulps below a power of two, and max / amax never lands there for a bf16 amax.
-TEST(ScaleRules, TorchaoPow2RoundingEqualsTheLog2FormulaForEveryBf16Amax) {
+// torchao rounds with exp2(floor(log2(v))) in f32. That is the exact floor (the mantissa
+// masked) on every scale a bf16 amax gives (the header's claim): log2f rounds up only for v a
+// few f32 ulps below a power of two, and max / amax never lands there for a bf16 amax. An f32
+// amax can put it there (the fixtures hold torchao's own results for such rows).
+TEST(ScaleRules, TorchaoPow2RoundingIsTheExactFloorForEveryBf16Amax) {
   for (const FloatFormat* f : kElements)
     for (float amax : bf16_amaxes()) {
       const float v = scale_from_amax(ScaleRule::torchao, amax, *f, false);
-      const float torchao = std::exp2f(std::floor(std::log2f(v)));
-      ASSERT_EQ(scale_from_amax(ScaleRule::torchao, amax, *f, true), torchao) << amax;
+      ASSERT_EQ(scale_from_amax(ScaleRule::torchao, amax, *f, true), pow2_floor(v)) << amax;
     }
+  // 448 / amax one ulp below 8: log2f gives 3.
+  const float amax = 448.0f / std::nextafter(8.0f, 0.0f);
+  const float v = scale_from_amax(ScaleRule::torchao, amax, kFormatE4M3FN, false);
+  ASSERT_LT(v, 8.0f);
+  EXPECT_EQ(scale_from_amax(ScaleRule::torchao, amax, kFormatE4M3FN, true), 8.0f);
 }
 
 TEST(ScaleRules, TransformerEngineDividesInF32AndGuardsZeroInfAndOverflow) {
