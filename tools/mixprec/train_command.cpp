@@ -12,6 +12,7 @@
 #include <vector>
 
 #include "config_options.h"
+#include "mixprec/amp/linear_recipe.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/config/train_config.h"
 #include "mixprec/core/error.h"
@@ -151,8 +152,9 @@ void add_train_command(CLI::App& app, int& exit_code) {
   cmd->add_option("config", args->config, "TOML config file (required)");
   cmd->add_option("--config", args->config, "TOML config file")->group("");
   cmd->add_option("--precision", args->precision,
-                  "precision policy: fp32, tf32, bf16-mixed, fp16-mixed, bf16-pure, "
-                  "bf16-pure-kahan, or key=value form (overrides the config)");
+                  "precision policy: a preset (" + amp::preset_names() +
+                      "), a linear recipe (bf16-mixed with FP8/MX linears: " +
+                      amp::linear_recipe_names() + "), or key=value form (overrides the config)");
   cmd->add_option("--data", args->data, "a text file or folder to train on (training.data)");
   cmd->add_option("--run-dir", args->run_dir, "where metrics and checkpoints go (run_dir)");
   cmd->add_option("--steps", args->steps, "training steps, at least 1 (training.steps)")
