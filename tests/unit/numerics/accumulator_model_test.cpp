@@ -67,6 +67,11 @@ TEST(AccumulatorModel, TheSumIsCutBackToKeptBitsAfterACarry) {
   const std::vector<double> eleven = {1.75, 1.75, 1.75, 1.75, 1.75, 1.75, 0.5};
   EXPECT_EQ(aligned_sum(eleven, 3, kNearest), 12.0);
   EXPECT_EQ(aligned_sum(eleven, 3, kZero), 10.0);
+  // 9 = 4.5 units of 2: a tie, to even 8.
+  EXPECT_EQ(sum_of({1.75, 1.75, 1.75, 1.75, 0.5, 0.5, 0.5, 0.5}, 3, kNearest), 8.0);
+  // Negative: -8.75 cut to 3 bits is -8 toward zero, -10 by floor.
+  EXPECT_EQ(sum_of({-1.75, -1.75, -1.75, -1.75, -1.75}, 3, kZero), -8.0);
+  EXPECT_EQ(sum_of({-1.75, -1.75, -1.75, -1.75, -1.75}, 3, kFloor), -10.0);
 }
 
 TEST(AccumulatorModel, ZerosNaNAndInfinity) {
