@@ -101,8 +101,8 @@ int main(int argc, char** argv) {
   const Options o = parse_options(argc, argv, 7, {"--quick"},
                                   "bench_fp8_linear [--reps=N] [--threads=N] [--quick]");
   mixprec::set_num_threads(o.threads);
-  std::printf("CPU: %s | threads %d | bf16 GEMM path: %s\n", cpu_description().c_str(),
-              o.threads, mixprec::cpu::bf16_gemm_path());
+  std::printf("CPU: %s | threads %d | bf16 GEMM path: %s\n", cpu_description().c_str(), o.threads,
+              mixprec::cpu::bf16_gemm_path());
   std::vector<Shape3> shapes = {{4096, 256, 768}, {4096, 768, 256}, {4096, 1024, 1024}};
   if (has_flag(o, "--quick")) shapes.resize(1);
   for (const Shape3& s : shapes) run_shape(s, o.reps);
