@@ -1,5 +1,6 @@
 #include "mixprec/cpu/quantize.h"
 
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <vector>
@@ -142,15 +143,57 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
   return {data, scales, spec};
 }
 
+namespace {
+
+bool all_powers_of_two(const std::vector<float>& d) {
+  return std::all_of(d.begin(), d.end(),
+                     [](float v) { return std::isfinite(v) && v > 0 && pow2_floor(v) == v; });
+}
+
+// q·descale for every element, in f32: exact when the descales are powers of two (an FP8
+// value has at most 4 significant bits and E8M0 keeps every such product inside f32's range).
+Tensor dequantize_f32(const Quantized& q, const std::vector<float>& d) {
+  const int64_t rows = q.data.size(0), cols = q.data.size(1);
+  const backend::BlockShape blk = backend::resolved_block(q.spec, rows, cols);
+  const int64_t scale_cols = q.scales.size(1);
+  const FloatFormat& f = *info(q.spec.element).format;
+  float table[256];
+  for (uint32_t b = 0; b < 256; ++b) table[b] = decode_f32(f, b);
+  const Tensor src = q.data.contiguous();
+  const auto* in = static_cast<const uint8_t*>(src.raw_data());
+  Tensor out = Tensor::empty({rows, cols}, DType::f32);
+  float* o = out.data<float>();
+  parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* dr = d.data() + (r / blk.rows) * scale_cols;
+      for (int64_t c = 0; c < cols; ++c)
+        o[r * cols + c] = table[in[r * cols + c]] * dr[c / blk.cols];
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
 Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
   const int64_t step = backend::scaled_gemm_k_step(a, b, "scaled_gemm");
   const int64_t m = a.data.size(0), n = b.data.size(0), k = a.data.size(1);
+  const std::vector<float> da = descales(a), db = descales(b);
+  // Power-of-two descales (MX's E8M0, pow2 block scales) scale a K-step's sum exactly, so the
+  // operands may be dequantized exactly and summed over all of K in one GEMM: the same exact
+  // products in f32, instead of one GEMM and one pass over C per K-step.
+  if (step < k && all_powers_of_two(da) && all_powers_of_two(db)) {
+    const Tensor ad = dequantize_f32(a, da), bd = dequantize_f32(b, db);
+    Tensor c = Tensor::empty({m, n}, DType::f32);
+    gemm(m, n, k, 1.0f, {DType::f32, ad.raw_data(), k}, {DType::f32, bd.raw_data(), k, true}, 0.0f,
+         {DType::f32, c.raw_data(), n});
+    return c.to(out_dtype);
+  }
   const Tensor aw = widen_for_gemm(a.data), bw = widen_for_gemm(b.data);
   const DType wd = aw.dtype();
   const auto* ap = static_cast<const char*>(aw.raw_data());
   const auto* bp = static_cast<const char*>(bw.raw_data());
   const auto at = [&](const char* base, int64_t i) { return base + i * dtype_size(wd); };
-  const std::vector<float> da = descales(a), db = descales(b);
   const int64_t a_rows = backend::resolved_block(a.spec, m, k).rows;
   const int64_t b_rows = backend::resolved_block(b.spec, n, k).rows;
   const int64_t a_cols = a.scales.size(1), b_cols = b.scales.size(1);

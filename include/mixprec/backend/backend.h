@@ -43,7 +43,9 @@ struct Backend {
   Quantized (*quantize)(const Tensor& x, const QuantSpec& spec);
   // C [m, n] = A·Bᵀ from A [m, k], B [n, k]: for each K-step (scaled_gemm_k_step) the sum of
   // exact element products in f32, times A's row descale, times B's, added to C in K order;
-  // rounded once into out_dtype (f32, bf16, f16). A GEMM of one step scales in the epilogue.
+  // rounded once into out_dtype (f32, bf16, f16). A GEMM of one step scales in the epilogue;
+  // when every descale is a power of two (scaling is then exact) the exact products may be
+  // summed in f32 over all of k at once.
   Tensor (*scaled_gemm)(const Quantized& a, const Quantized& b, DType out_dtype);
 
   // ---- elementwise ------------------------------------------------------------------------

@@ -1,7 +1,8 @@
-// The cpu backend's scaled GEMM (FP8 operands widened to bf16, one bf16 GEMM per K-step, the
-// scales applied to each step's f32 sum) against the exact result: the reference backend's
-// products of the dequantized operands summed in f64 and rounded once. Bound: f32 summation
-// error of the longest K-step, the scale products and the step sums, over Σ|a·b|.
+// The cpu backend's scaled GEMM (FP8 operands widened exactly, one GEMM per K-step with the
+// scales applied to each step's f32 sum, or with power-of-two descales one GEMM over k) against
+// the exact result: the reference backend's products of the dequantized operands summed in f64
+// and rounded once. Bound: f32 summation error over k (which covers a K-step's), the scale
+// products and the step sums, relative to Σ|a·b|.
 #include <gtest/gtest.h>
 
 #include <cmath>
@@ -70,7 +71,7 @@ double worst_error(const Tensor& got, const Quantized& a, const Quantized& b, in
       for (int64_t p = 0; p < k; ++p) sum_abs += std::fabs(ap[i * k + p] * bp[j * k + p]);
       const double e = exact.data<double>()[i * n + j];
       const double bound =
-          (static_cast<double>(k_step + steps) + 4) * u * sum_abs + out_u * std::fabs(e) + 1e-300;
+          (static_cast<double>(k + steps) + 4) * u * sum_abs + out_u * std::fabs(e) + 1e-300;
       worst = std::max(worst, std::fabs(g.data<double>()[i * n + j] - e) / bound);
     }
   return worst;
