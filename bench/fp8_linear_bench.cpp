@@ -50,9 +50,7 @@ void run_shape(const Shape3& s, int rounds) {
   const Tensor w = Tensor::normal({s.out, s.in}, 0, 0.05, gen);
   const Tensor dy = Tensor::normal({s.tokens, s.out}, 0, 1, gen, DType::bf16);
   std::vector<const amp::LinearRecipe*> variants = {nullptr};
-  for (const amp::LinearRecipe* r = amp::linear_recipes_begin(); r != amp::linear_recipes_end();
-       ++r)
-    variants.push_back(r);
+  for (const amp::LinearRecipe& r : amp::linear_recipes()) variants.push_back(&r);
   std::vector<std::vector<double>> times(variants.size());
   for (std::size_t v = 0; v < variants.size(); ++v) step_seconds(variants[v], x, w, dy);  // warm
   for (int r = 0; r < rounds; ++r)  // interleaved: drift hits every variant alike

@@ -65,7 +65,6 @@ std::shared_ptr<const detail::Overrides> merge(
   if (options.linear_recipe) {
     merged->linear_recipe = options.linear_recipe;
     merged->recipe_skip = options.recipe_skip;
-    merged->recipe_auto_filter = options.recipe_auto_filter;
   }
   return merged;
 }

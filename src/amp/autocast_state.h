@@ -19,8 +19,7 @@ struct Overrides {
   std::array<std::optional<CastCategory>, kNumAutocastOps> op{};
   std::vector<std::string> fp32_modules;  // globs on the module path
   const LinearRecipe* linear_recipe = nullptr;
-  std::vector<std::string> recipe_skip;  // substrings of the module path
-  bool recipe_auto_filter = false;
+  std::vector<std::string> recipe_skip;  // substrings of the module path (and auto_filter_small_kn)
 };
 
 // A leaf's cast, keyed by (its autograd state, target dtype, grad mode at the cast): a cast

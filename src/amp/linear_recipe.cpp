@@ -3,6 +3,7 @@
 #include <string>
 
 #include "mixprec/core/error.h"
+#include "mixprec/core/spelling.h"
 
 namespace mixprec::amp {
 
@@ -28,8 +29,8 @@ constexpr QuantSpec te(DType d, BlockShape b, bool pow2 = false) {
 constexpr QuantSpec deepseek(BlockShape b, bool ue8m0) {
   return {e4m3, b, ScaleRule::deepseek, ue8m0};
 }
-constexpr QuantSpec mx(ScaleRule rule) {
-  return {e4m3, kMx, rule, true};
+constexpr QuantSpec mx(ScaleRule rule) {  // E8M0 scales: the rule is always power-of-two
+  return {e4m3, kMx, rule, false};
 }
 
 // clang-format off
@@ -75,40 +76,25 @@ constexpr LinearRecipe kRecipes[] = {
 };
 // clang-format on
 
-bool has_alias(const char* aliases, std::string_view name) {
-  const std::string_view all(aliases);
-  std::size_t start = 0;
-  while (start <= all.size()) {
-    const std::size_t end = std::min(all.find(',', start), all.size());
-    if (all.substr(start, end - start) == name) return true;
-    start = end + 1;
-  }
-  return false;
-}
-
 }  // namespace
 
-const LinearRecipe* linear_recipes_begin() {
-  return std::begin(kRecipes);
-}
-const LinearRecipe* linear_recipes_end() {
-  return std::end(kRecipes);
-}
-
-const LinearRecipe& find_linear_recipe(std::string_view section, std::string_view name,
-                                       std::string_view where) {
-  for (const LinearRecipe& r : kRecipes)
-    if (section == r.section && (name == r.name || (!name.empty() && has_alias(r.aliases, name))))
-      return r;
-  throw Error(std::string(where), "unknown " + std::string(section) + " recipe '" +
-                                      std::string(name) +
-                                      "'; valid: " + linear_recipe_names(section));
+std::span<const LinearRecipe> linear_recipes() {
+  return kRecipes;
 }
 
 const LinearRecipe* find_any_linear_recipe(std::string_view name) {
   for (const LinearRecipe& r : kRecipes)
-    if (name == r.name || (!name.empty() && has_alias(r.aliases, name))) return &r;
+    if (name == r.name || in_comma_list(r.aliases, name)) return &r;
   return nullptr;
+}
+
+const LinearRecipe& find_linear_recipe(std::string_view section, std::string_view name,
+                                       std::string_view where) {
+  const LinearRecipe* r = find_any_linear_recipe(name);
+  if (r && section == r->section) return *r;
+  throw Error(std::string(where), "unknown " + std::string(section) + " recipe '" +
+                                      std::string(name) +
+                                      "'; valid: " + linear_recipe_names(section));
 }
 
 std::string linear_recipe_names(std::string_view section) {

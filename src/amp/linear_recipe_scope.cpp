@@ -13,27 +13,21 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in) {
   if (!s.overrides || !s.overrides->linear_recipe) return nullptr;
   // An fp32 module, or an op override that keeps linear out of lower precision, wins.
   if (effective_category("linear") != CastCategory::lower_precision) return nullptr;
-  const std::string_view path = s.module_path;
-  for (const std::string& skip : s.overrides->recipe_skip)
-    if (path.find(skip) != std::string_view::npos) return nullptr;
   // torchtitan's module filter skips dims that are not multiples of 16 (the FP8 GEMM kernels'
   // alignment) whatever the recipe: the same linears stay in the compute dtype here.
   if (out % 16 != 0 || in % 16 != 0) return nullptr;
   const LinearRecipe* r = s.overrides->linear_recipe;
-  if (s.overrides->recipe_auto_filter && too_small_for_fp8(r->small_rule, out, in)) return nullptr;
+  const std::string_view path = s.module_path;
+  for (const std::string& skip : s.overrides->recipe_skip) {
+    const bool kept = skip == kAutoFilterSmallKn ? too_small_for_fp8(r->small_rule, out, in)
+                                                 : path.find(skip) != std::string_view::npos;
+    if (kept) return nullptr;
+  }
   return r;
 }
 
 AutocastOptions ComputeScope::autocast_options(const MixedPrecisionPolicy& policy) {
-  AutocastOptions o;
-  o.linear_recipe = policy.linear_recipe;
-  for (const std::string& s : policy.linear_skip) {
-    if (s == kAutoFilterSmallKn)
-      o.recipe_auto_filter = true;
-    else
-      o.recipe_skip.push_back(s);
-  }
-  return o;
+  return {.linear_recipe = policy.linear_recipe, .recipe_skip = policy.linear_skip};
 }
 
 }  // namespace mixprec::amp

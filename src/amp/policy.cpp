@@ -140,8 +140,7 @@ std::vector<std::string> bare_spellings() {
   std::vector<std::string> names = policy_dtype_names();
   for (const Preset& p : presets()) names.emplace_back(p.name);
   for (const Alias& a : kAliases) names.emplace_back(a.name);
-  for (const LinearRecipe* r = linear_recipes_begin(); r != linear_recipes_end(); ++r)
-    names.emplace_back(r->name);
+  for (const LinearRecipe& r : linear_recipes()) names.emplace_back(r.name);
   return names;
 }
 

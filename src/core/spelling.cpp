@@ -47,4 +47,14 @@ std::string closest_name(std::string_view text, const std::vector<std::string>& 
   return best_distance <= std::max<std::size_t>(2, key.size() / 3) ? best : "";
 }
 
+bool in_comma_list(std::string_view list, std::string_view name) {
+  while (!list.empty()) {
+    const auto comma = list.find(',');
+    if (list.substr(0, comma) == name) return true;
+    if (comma == std::string_view::npos) break;
+    list.remove_prefix(comma + 1);
+  }
+  return false;
+}
+
 }  // namespace mixprec

@@ -1,7 +1,6 @@
 #include "mixprec/cpu/quantize.h"
 
 #include <algorithm>
-#include <bit>
 #include <cmath>
 #include <vector>
 
@@ -9,7 +8,6 @@
 #include "mixprec/core/parallel.h"
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/numerics/convert.h"
-#include "mixprec/numerics/encode.h"
 
 namespace mixprec::cpu {
 
@@ -41,23 +39,7 @@ inline float max_amax(float a, float b) {
 // (AMX, AVX512-BF16), else straight to f32, which the widening paths would make of bf16
 // anyway. Exact either way: every E4M3 / E5M2 value is a bf16 value.
 Tensor widen_for_gemm(const Tensor& fp8) {
-  const DType to = bf16_gemm_is_native() ? DType::bf16 : DType::f32;
-  const FloatFormat& f = *info(fp8.dtype()).format;
-  std::vector<uint32_t> table(256);  // each byte's f32 bits; bf16 keeps the top half
-  for (uint32_t b = 0; b < 256; ++b) table[b] = std::bit_cast<uint32_t>(decode_f32(f, b));
-  const Tensor src = fp8.contiguous();
-  Tensor out = Tensor::empty(src.shape(), to);
-  const auto* in = static_cast<const uint8_t*>(src.raw_data());
-  parallel_for(src.numel(), 1 << 16, [&](int64_t b, int64_t e) {
-    if (to == DType::bf16) {
-      auto* o = static_cast<uint16_t*>(out.raw_data());
-      for (int64_t i = b; i < e; ++i) o[i] = static_cast<uint16_t>(table[in[i]] >> 16);
-    } else {
-      auto* o = static_cast<uint32_t*>(out.raw_data());
-      for (int64_t i = b; i < e; ++i) o[i] = table[in[i]];
-    }
-  });
-  return out;
+  return fp8.to(bf16_gemm_is_native() ? DType::bf16 : DType::f32);
 }
 
 // descale_of for every stored scale of q: [row blocks, col blocks] f32.
@@ -92,22 +74,57 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
                   static_cast<std::size_t>(cols));
   };
 
-  // Each row's amax per column block, then the row blocks' maxima: the same values whatever
-  // the thread count (a max does not depend on the order).
+  Tensor scales = Tensor::empty(ss, DType::f32);
+  float* v = scales.data<float>();
+  Tensor data = Tensor::empty({rows, cols}, spec.element);
+  auto* q = static_cast<uint8_t*>(data.raw_data());
+  ConvertOptions saturating;
+  saturating.saturate = true;
+  // A row (widened to f32 in buf) scaled block by block by vr in f32, then cast by the vector
+  // kernels: saturating, nearest even (numerics/convert.h; the scalar encoder's bits).
+  auto scale_and_cast = [&](int64_t r, std::vector<float>& buf, const float* vr) {
+    for (int64_t b = 0; b < col_blocks; ++b) {
+      const float sv = vr[b];
+      float* x = buf.data() + b * blk.cols;
+      const int64_t n = std::min(cols, (b + 1) * blk.cols) - b * blk.cols;
+      if (divide)
+        for (int64_t c = 0; c < n; ++c) x[c] /= sv;
+      else
+        for (int64_t c = 0; c < n; ++c) x[c] *= sv;
+    }
+    convert_from_f32(buf.data(), spec.element, q + r * cols, static_cast<std::size_t>(cols),
+                     saturating);
+  };
+  auto row_block_amax = [&](const std::vector<float>& buf, int64_t b) {
+    const int64_t c0 = b * blk.cols;
+    return block_amax(buf.data() + c0, std::min(cols, c0 + blk.cols) - c0);
+  };
+
+  if (blk.rows == 1) {  // blocks within a row (rowwise, 1x128, MX): one pass reads each row once
+    parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
+      std::vector<float> buf(static_cast<std::size_t>(cols));
+      for (int64_t r = r0; r < r1; ++r) {
+        read_row(r, buf);
+        float* vr = v + r * col_blocks;
+        for (int64_t b = 0; b < col_blocks; ++b)
+          vr[b] = scale_from_amax(spec.rule, row_block_amax(buf, b), f, spec.pow2);
+        scale_and_cast(r, buf, vr);
+      }
+    });
+    return {data, scales, spec};
+  }
+
+  // Blocks across rows: each row's amax per column block, then the row blocks' maxima (the
+  // same values whatever the thread count: a max does not depend on the order), then the cast.
   std::vector<float> row_amax(static_cast<std::size_t>(rows * col_blocks));
   parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
     std::vector<float> buf(static_cast<std::size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
       read_row(r, buf);
-      for (int64_t b = 0; b < col_blocks; ++b) {
-        const int64_t c0 = b * blk.cols;
-        row_amax[static_cast<std::size_t>(r * col_blocks + b)] =
-            block_amax(buf.data() + c0, std::min(cols, c0 + blk.cols) - c0);
-      }
+      for (int64_t b = 0; b < col_blocks; ++b)
+        row_amax[static_cast<std::size_t>(r * col_blocks + b)] = row_block_amax(buf, b);
     }
   });
-  Tensor scales = Tensor::empty(ss, DType::f32);
-  float* v = scales.data<float>();
   for (int64_t br = 0; br < ss[0]; ++br)
     for (int64_t b = 0; b < col_blocks; ++b) {
       float amax = 0;
@@ -115,29 +132,11 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
         amax = max_amax(amax, row_amax[static_cast<std::size_t>(r * col_blocks + b)]);
       v[br * col_blocks + b] = scale_from_amax(spec.rule, amax, f, spec.pow2);
     }
-
-  // Each row scaled block by block in f32, then cast by the vector kernels: saturating, nearest
-  // even (numerics/convert.h; the same bits as the scalar encoder).
-  Tensor data = Tensor::empty({rows, cols}, spec.element);
-  auto* q = static_cast<uint8_t*>(data.raw_data());
-  ConvertOptions saturating;
-  saturating.saturate = true;
   parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
     std::vector<float> buf(static_cast<std::size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
       read_row(r, buf);
-      const float* vr = v + (r / blk.rows) * col_blocks;
-      for (int64_t b = 0; b < col_blocks; ++b) {
-        const float sv = vr[b];
-        float* x = buf.data() + b * blk.cols;
-        const int64_t n = std::min(cols, (b + 1) * blk.cols) - b * blk.cols;
-        if (divide)
-          for (int64_t c = 0; c < n; ++c) x[c] /= sv;
-        else
-          for (int64_t c = 0; c < n; ++c) x[c] *= sv;
-      }
-      convert_from_f32(buf.data(), spec.element, q + r * cols, static_cast<std::size_t>(cols),
-                       saturating);
+      scale_and_cast(r, buf, v + (r / blk.rows) * col_blocks);
     }
   });
   return {data, scales, spec};
@@ -156,18 +155,16 @@ Tensor dequantize_f32(const Quantized& q, const std::vector<float>& d) {
   const int64_t rows = q.data.size(0), cols = q.data.size(1);
   const backend::BlockShape blk = backend::resolved_block(q.spec, rows, cols);
   const int64_t scale_cols = q.scales.size(1);
-  const FloatFormat& f = *info(q.spec.element).format;
-  float table[256];
-  for (uint32_t b = 0; b < 256; ++b) table[b] = decode_f32(f, b);
   const Tensor src = q.data.contiguous();
   const auto* in = static_cast<const uint8_t*>(src.raw_data());
   Tensor out = Tensor::empty({rows, cols}, DType::f32);
   float* o = out.data<float>();
   parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
     for (int64_t r = r0; r < r1; ++r) {
+      float* orow = o + r * cols;
+      widen_row_f32(q.spec.element, in + r * cols, orow, static_cast<std::size_t>(cols));
       const float* dr = d.data() + (r / blk.rows) * scale_cols;
-      for (int64_t c = 0; c < cols; ++c)
-        o[r * cols + c] = table[in[r * cols + c]] * dr[c / blk.cols];
+      for (int64_t c = 0; c < cols; ++c) orow[c] *= dr[c / blk.cols];
     }
   });
   return out;

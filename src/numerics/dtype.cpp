@@ -4,6 +4,7 @@
 #include <cctype>
 
 #include "mixprec/core/error.h"
+#include "mixprec/core/spelling.h"
 
 namespace mixprec {
 namespace {
@@ -12,17 +13,6 @@ std::string lower(std::string_view s) {
   std::string out(s);
   for (char& c : out) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
   return out;
-}
-
-bool alias_matches(const char* aliases, const std::string& name) {
-  std::string_view rest(aliases);
-  while (!rest.empty()) {
-    const auto comma = rest.find(',');
-    if (rest.substr(0, comma) == name) return true;
-    if (comma == std::string_view::npos) break;
-    rest.remove_prefix(comma + 1);
-  }
-  return false;
 }
 
 int int_rank(DType t) {
@@ -43,7 +33,7 @@ int int_rank(DType t) {
 DType parse_dtype(std::string_view name) {
   const std::string key = lower(name);
   for (const DTypeInfo& row : kDTypeTable)
-    if (key == row.name || alias_matches(row.aliases, key)) return row.dtype;
+    if (key == row.name || in_comma_list(row.aliases, key)) return row.dtype;
   throw Error("dtype", "unknown dtype '" + std::string(name) + "'; valid: " + dtype_names());
 }
 

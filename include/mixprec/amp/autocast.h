@@ -49,10 +49,10 @@ struct AutocastOptions {
   // a `linear` that runs in lower precision here and whose module path contains none of
   // `recipe_skip` (torchao's filter_fqns: substrings) runs its products by the recipe. As
   // torchtitan's filter, a weight with a dim that is not a multiple of 16 stays in the compute
-  // dtype, and with `recipe_auto_filter` (auto_filter_small_kn) so do the recipe's small ones.
+  // dtype, and with the entry "auto_filter_small_kn" in recipe_skip so do the recipe's small
+  // ones (torchao's H100 thresholds).
   const LinearRecipe* linear_recipe = nullptr;
   std::vector<std::string> recipe_skip{};
-  bool recipe_auto_filter = false;
 };
 
 // Enables autocast to `dtype` (bf16 or f16) for the scope; f32 means off. Nestable: an inner

@@ -11,6 +11,7 @@
 #pragma once
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -37,8 +38,7 @@ struct LinearRecipe {
 };
 
 // The recipes, in table order (README, "FP8 and MX training").
-const LinearRecipe* linear_recipes_begin();
-const LinearRecipe* linear_recipes_end();
+std::span<const LinearRecipe> linear_recipes();
 // The recipe of `section` called `name` (or an alias); throws mixprec::Error naming `where`
 // and listing the section's names.
 const LinearRecipe& find_linear_recipe(std::string_view section, std::string_view name,

@@ -9,6 +9,10 @@
 
 namespace mixprec {
 
+// True when `name` is one of the comma-separated entries of `list` ("e4m3,e4m3fn"): the alias
+// columns of the dtype and linear-recipe tables.
+bool in_comma_list(std::string_view list, std::string_view name);
+
 // Levenshtein distance (insert, delete, substitute: 1 each).
 std::size_t edit_distance(std::string_view a, std::string_view b);
 

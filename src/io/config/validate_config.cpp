@@ -253,10 +253,10 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
     c.require(
         recipe && recipe->section == std::string_view(name), key,
         "is not a " + std::string(name) + " recipe; valid: " + amp::linear_recipe_names(name));
-    for (const char* fsdp :
-         {"enable_fsdp_float8_all_gather", "precompute_float8_dynamic_scale_for_fsdp"}) {
-      const bool set = fsdp[0] == 'e' ? q->enable_fsdp_float8_all_gather
-                                      : q->precompute_float8_dynamic_scale_for_fsdp;
+    for (const auto& [fsdp, set] :
+         {std::pair{"enable_fsdp_float8_all_gather", q->enable_fsdp_float8_all_gather},
+          std::pair{"precompute_float8_dynamic_scale_for_fsdp",
+                    q->precompute_float8_dynamic_scale_for_fsdp}}) {
       c.require(!set, section + "." + fsdp,
                 "is not implemented yet: sharded runs all-gather the bf16 working copy (FP8 "
                 "all-gather is a later step of issue 33)");

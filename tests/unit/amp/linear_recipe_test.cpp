@@ -23,8 +23,7 @@ using mixprec::testing::same_bits;
 
 std::vector<const LinearRecipe*> recipes() {
   std::vector<const LinearRecipe*> out;
-  for (const LinearRecipe* r = linear_recipes_begin(); r != linear_recipes_end(); ++r)
-    out.push_back(r);
+  for (const LinearRecipe& r : linear_recipes()) out.push_back(&r);
   return out;
 }
 
@@ -128,7 +127,7 @@ TEST(LinearRecipe, FiltersKeepTheLinearsTorchtitanKeepsInHighPrecision) {
   o.fp32_modules = {"*.attn"};
   EXPECT_FALSE(quantized_here(o, "blocks.0.attn.wq", 256, 256));  // an fp32 module wins
   // auto_filter_small_kn: torchao's H100 thresholds, weight [N = out, K = in].
-  AutocastOptions a{.linear_recipe = &tw, .recipe_auto_filter = true};
+  AutocastOptions a{.linear_recipe = &tw, .recipe_skip = {kAutoFilterSmallKn}};
   EXPECT_FALSE(quantized_here(a, "w", 1024, 4096));
   EXPECT_TRUE(quantized_here(a, "w", 1040, 4096));
   EXPECT_TRUE(quantized_here(a, "w", 1024, 4112));

@@ -14,6 +14,7 @@
 
 #include "mixprec/amp/compute_scope.h"
 #include "mixprec/autograd/grad_mode.h"
+#include "mixprec/io/config_file.h"
 #include "mixprec/models/parameter_set.h"
 #include "mixprec/models/registry.h"
 #include "mixprec/models/unit_hooks.h"
@@ -30,35 +31,11 @@ using testing::F64Weights;
 using testing::logits;
 using testing::set_values;
 
-// torchtitan's deepseek_v3 debugmodel with the byte tokenizer's vocabulary
-// (configs/deepseek_v3_debug.toml).
+// torchtitan's deepseek_v3 debugmodel with the byte tokenizer's vocabulary, as the shipped
+// config writes it.
 config::ModelConfig debug_model() {
-  config::ModelConfig c;
-  c.kind = "deepseek_v3";
-  c.vocab_size = 256;
-  c.d_model = 256;
-  c.n_layers = 6;
-  c.n_heads = 16;
-  c.d_ff = 256;
-  c.max_seq_len = 256;
-  c.tie_embeddings = false;
-  c.rope_scaling.type = "yarn";
-  c.rope_scaling.factor = 40;
-  c.rope_scaling.original_max_position_embeddings = 4096;
-  c.rope_scaling.beta_fast = 32;
-  c.rope_scaling.beta_slow = 1;
-  c.rope_scaling.mscale = 0.7;
-  c.rope_scaling.mscale_all_dim = 0.7;
-  c.moe = {.n_experts = 8,
-           .top_k = 3,
-           .aux_loss_weight = 0,
-           .z_loss_weight = 0,
-           .route_norm = false,
-           .n_shared_experts = 2,
-           .n_dense_layers = 1,
-           .dense_d_ff = 1024,
-           .load_balance_coeff = 1e-3};
-  return c;  // [model.mla]'s defaults: kv rank 512, heads of 128 + 64, values of 128
+  return config::load_config(std::string(MIXPREC_SOURCE_DIR) + "/configs/deepseek_v3_debug.toml")
+      .model;
 }
 
 // Small enough to run many times: 4 heads of 6 + 4 (q·k 10 wide), values of `v` wide, a

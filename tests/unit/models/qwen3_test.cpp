@@ -12,6 +12,7 @@
 
 #include "mixprec/amp/compute_scope.h"
 #include "mixprec/autograd/grad_mode.h"
+#include "mixprec/io/config_file.h"
 #include "mixprec/models/parameter_set.h"
 #include "mixprec/models/registry.h"
 #include "mixprec/models/unit_hooks.h"
@@ -28,23 +29,10 @@ using testing::F64Weights;
 using testing::logits;
 using testing::set_values;
 
-// torchtitan's qwen3 debugmodel with the byte tokenizer's vocabulary.
+// torchtitan's qwen3 debugmodel with the byte tokenizer's vocabulary, as the shipped config
+// writes it (config/qwen3_config_test.cpp checks the file against torchtitan's values).
 config::ModelConfig qwen3_debug() {
-  config::ModelConfig c;
-  c.kind = "qwen3";
-  c.vocab_size = 256;
-  c.d_model = 256;
-  c.n_layers = 8;
-  c.n_heads = 16;
-  c.n_kv_heads = 8;
-  c.head_dim = 128;
-  c.d_ff = 3072;
-  c.max_seq_len = 256;
-  c.norm_eps = 1e-6;
-  c.rope_theta = 1e6;
-  c.tie_embeddings = true;
-  c.qk_norm = true;
-  return c;
+  return config::load_config(std::string(MIXPREC_SOURCE_DIR) + "/configs/qwen3_debug.toml").model;
 }
 
 // Small enough to run many times: 4 heads of 6 (q 24 wide beside d_model 16), 2 kv heads.
