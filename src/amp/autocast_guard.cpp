@@ -46,7 +46,7 @@ int checked_op(const std::string& op) {
 std::shared_ptr<const detail::Overrides> merge(
     const std::shared_ptr<const detail::Overrides>& outer, const AutocastOptions& options) {
   if (options.fp32_modules.empty() && options.fp32_ops.empty() &&
-      options.lower_precision_ops.empty() && !options.linear_recipe)
+      options.lower_precision_ops.empty() && !options.linear_recipe && !options.grouped_recipe)
     return outer;
   auto merged =
       outer ? std::make_shared<detail::Overrides>(*outer) : std::make_shared<detail::Overrides>();
@@ -65,6 +65,10 @@ std::shared_ptr<const detail::Overrides> merge(
   if (options.linear_recipe) {
     merged->linear_recipe = options.linear_recipe;
     merged->recipe_skip = options.recipe_skip;
+  }
+  if (options.grouped_recipe) {
+    merged->grouped_recipe = options.grouped_recipe;
+    merged->grouped_fqns = options.grouped_fqns;
   }
   return merged;
 }

@@ -76,7 +76,33 @@ constexpr LinearRecipe kRecipes[] = {
 };
 // clang-format on
 
+// clang-format off
+constexpr GroupedRecipe kGroupedRecipes[] = {
+  // name, aliases, section, linear recipe, source
+  {"rowwise", "fp8_rowwise", "float8", "rowwise", "torchao _to_fp8_rowwise_then_scaled_grouped_mm (Float8TrainingRecipe.FP8_ROWWISE, its only one): E4M3 everywhere, power-of-two row scales, grad_weight's over each group's tokens"},
+  {"mxfp8", "mxfp8_rceil,mxfp8_emulated_rceil", "mx", "mxfp8_cublas_rceil", "torchao _to_mxfp8_then_scaled_grouped_mm (MXFP8TrainingRecipe.MXFP8_RCEIL, torchtitan's recipe_name mxfp8): 1x32 E8M0 blocks, RCEIL"},
+};
+// clang-format on
+
 }  // namespace
+
+std::span<const GroupedRecipe> grouped_recipes() {
+  return kGroupedRecipes;
+}
+
+const LinearRecipe* find_grouped_recipe(std::string_view section, std::string_view name) {
+  for (const GroupedRecipe& g : kGroupedRecipes)
+    if (section == g.section && (name == g.name || in_comma_list(g.aliases, name)))
+      return find_any_linear_recipe(g.linear);  // every line names one (the recipe test)
+  return nullptr;
+}
+
+std::string grouped_recipe_names(std::string_view section) {
+  std::string out;
+  for (const GroupedRecipe& g : kGroupedRecipes)
+    if (section == g.section) out += (out.empty() ? "" : ", ") + std::string(g.name);
+  return out;
+}
 
 std::span<const LinearRecipe> linear_recipes() {
   return kRecipes;

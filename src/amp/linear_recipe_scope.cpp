@@ -7,17 +7,31 @@
 
 namespace mixprec::amp {
 
-const LinearRecipe* linear_recipe_here(int64_t out, int64_t in) {
+namespace {
+
+bool path_contains_any(std::string_view path, const std::vector<std::string>& parts) {
+  for (const std::string& p : parts)
+    if (path.find(p) != std::string_view::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site) {
   if (!detail::t_autocast_active) return nullptr;
   const detail::AutocastState& s = detail::state();
-  if (!s.overrides || !s.overrides->linear_recipe) return nullptr;
+  if (!s.overrides) return nullptr;
+  const bool grouped = site == RecipeSite::grouped;
+  const LinearRecipe* r = grouped ? s.overrides->grouped_recipe : s.overrides->linear_recipe;
+  if (!r) return nullptr;
   // An fp32 module, or an op override that keeps linear out of lower precision, wins.
   if (effective_category("linear") != CastCategory::lower_precision) return nullptr;
   // torchtitan's module filter skips dims that are not multiples of 16 (the FP8 GEMM kernels'
   // alignment) whatever the recipe: the same linears stay in the compute dtype here.
   if (out % 16 != 0 || in % 16 != 0) return nullptr;
-  const LinearRecipe* r = s.overrides->linear_recipe;
   const std::string_view path = s.module_path;
+  // Grouped GEMMs: torchtitan converts the MoE modules its fqns name, and nothing else.
+  if (grouped) return path_contains_any(path, s.overrides->grouped_fqns) ? r : nullptr;
   for (const std::string& skip : s.overrides->recipe_skip) {
     const bool kept = skip == kAutoFilterSmallKn ? too_small_for_fp8(r->small_rule, out, in)
                                                  : path.find(skip) != std::string_view::npos;
@@ -27,7 +41,10 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in) {
 }
 
 AutocastOptions ComputeScope::autocast_options(const MixedPrecisionPolicy& policy) {
-  return {.linear_recipe = policy.linear_recipe, .recipe_skip = policy.linear_skip};
+  return {.linear_recipe = policy.linear_recipe,
+          .recipe_skip = policy.linear_skip,
+          .grouped_recipe = policy.grouped_recipe,
+          .grouped_fqns = policy.grouped_fqns};
 }
 
 }  // namespace mixprec::amp

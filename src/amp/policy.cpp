@@ -73,7 +73,7 @@ constexpr std::array<const char*, 3> kUpdateNames{"nearest", "stochastic", "kaha
 
 constexpr const char* kValidKeys =
     "params (param, p), compute (c), reduce (r), output (o), master, update, matmul, "
-    "loss_scaling, linear, linear_skip";
+    "loss_scaling, linear, linear_skip, grouped, grouped_fqns";
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -92,21 +92,24 @@ std::string_view trim(std::string_view s) {
 // torchtitan's shipped configs (filter_fqns = ["output"]) and DeepSeek-V3 keep it.
 const std::vector<std::string> kDefaultLinearSkip = {"lm_head"};
 
-const LinearRecipe* policy_recipe(std::string_view value) {
+// What grouped GEMMs run by a recipe unless told otherwise: torchtitan's MoE configs' fqns.
+const std::vector<std::string> kDefaultGroupedFqns = {"experts"};
+
+const LinearRecipe* policy_recipe(std::string_view value, std::string_view key) {
   const LinearRecipe* r = find_any_linear_recipe(trim(value));
   MIXPREC_CHECK(r != nullptr, kWhere,
-                "unknown linear recipe '" + std::string(trim(value)) +
-                    "' for key 'linear'; valid: " + linear_recipe_names());
+                "unknown linear recipe '" + std::string(trim(value)) + "' for key '" +
+                    std::string(key) + "'; valid: " + linear_recipe_names());
   return r;
 }
 
-std::vector<std::string> split_bars(std::string_view value) {
+std::vector<std::string> split_bars(std::string_view value, std::string_view key) {
   std::vector<std::string> out;
   if (trim(value).empty()) return out;
   while (true) {
     const auto bar = value.find('|');
     out.emplace_back(trim(value.substr(0, bar)));
-    MIXPREC_CHECK(!out.back().empty(), kWhere, "an empty module name in linear_skip");
+    MIXPREC_CHECK(!out.back().empty(), kWhere, "an empty module name in " + std::string(key));
     if (bar == std::string_view::npos) return out;
     value.remove_prefix(bar + 1);
   }
@@ -208,6 +211,8 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   std::optional<bool> loss_scaling;
   std::optional<const LinearRecipe*> recipe;
   std::optional<std::vector<std::string>> skip;
+  std::optional<const LinearRecipe*> grouped;
+  std::optional<std::vector<std::string>> grouped_fqns;
   const auto set = [&](auto& slot, auto value, const std::string& key) {
     MIXPREC_CHECK(!slot.has_value(), kWhere,
                   "key '" + key + "' is given twice in '" + std::string(text) + "'");
@@ -242,9 +247,13 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
     else if (key == "loss_scaling")
       set(loss_scaling, parse_bool(value, key), "loss_scaling");
     else if (key == "linear")
-      set(recipe, policy_recipe(value), "linear");
+      set(recipe, policy_recipe(value, key), "linear");
     else if (key == "linear_skip")
-      set(skip, split_bars(value), "linear_skip");
+      set(skip, split_bars(value, key), "linear_skip");
+    else if (key == "grouped")
+      set(grouped, policy_recipe(value, key), "grouped");
+    else if (key == "grouped_fqns")
+      set(grouped_fqns, split_bars(value, key), "grouped_fqns");
     else
       throw Error(kWhere, "unknown key '" + key + "' in '" + std::string(text) +
                               "'; valid keys: " + kValidKeys);
@@ -274,6 +283,17 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
                       dtype_name(p.compute_dtype));
     p.linear_recipe = *recipe;
     p.linear_skip = skip.value_or(kDefaultLinearSkip);
+  }
+  MIXPREC_CHECK(grouped || !grouped_fqns, kWhere, "grouped_fqns is given without a grouped recipe");
+  if (grouped) {
+    MIXPREC_CHECK(is_narrow_compute(p.compute_dtype), kWhere,
+                  std::string("grouped=") + (*grouped)->name +
+                      " needs compute bf16 or f16, got compute " + dtype_name(p.compute_dtype));
+    p.grouped_recipe = *grouped;
+    p.grouped_fqns = grouped_fqns.value_or(kDefaultGroupedFqns);
+    MIXPREC_CHECK(!p.grouped_fqns.empty(), kWhere,
+                  "grouped_fqns is empty: no grouped GEMM would run by grouped=" +
+                      std::string((*grouped)->name));
   }
   return p;
 }
@@ -333,11 +353,20 @@ MixedPrecisionPolicy parse_policy(std::string_view text) {
 
 namespace {
 
-std::string linear_part(const MixedPrecisionPolicy& p) {
-  if (!p.linear_recipe) return "";
-  std::string skip;
-  for (const std::string& s : p.linear_skip) skip += (skip.empty() ? "" : "|") + s;
-  return std::string(",linear=") + p.linear_recipe->name + ",linear_skip=" + skip;
+std::string bars(const std::vector<std::string>& parts) {
+  std::string out;
+  for (const std::string& s : parts) out += (out.empty() ? "" : "|") + s;
+  return out;
+}
+
+std::string recipe_part(const MixedPrecisionPolicy& p) {
+  std::string out;
+  if (p.linear_recipe)
+    out += std::string(",linear=") + p.linear_recipe->name + ",linear_skip=" + bars(p.linear_skip);
+  if (p.grouped_recipe)
+    out +=
+        std::string(",grouped=") + p.grouped_recipe->name + ",grouped_fqns=" + bars(p.grouped_fqns);
+  return out;
 }
 
 }  // namespace
@@ -348,7 +377,7 @@ std::string to_string(const MixedPrecisionPolicy& p) {
          ",output=" + dtype_name(p.output_dtype) + ",master=" + dtype_name(p.master_dtype()) +
          ",update=" + kUpdateNames[static_cast<int>(p.master_update)] +
          ",matmul=" + matmul_precision_name(p.matmul_precision) +
-         ",loss_scaling=" + (p.loss_scaling ? "true" : "false") + linear_part(p);
+         ",loss_scaling=" + (p.loss_scaling ? "true" : "false") + recipe_part(p);
 }
 
 MatmulPrecision parse_matmul_precision(std::string_view name) {

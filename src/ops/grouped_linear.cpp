@@ -212,7 +212,8 @@ std::vector<Tensor> grouped_linear(const std::vector<Tensor>& xs,
         inputs[g] = x;
         group.set = sets.size();
         sets.push_back({w, b, s, false});
-        products.push_back(LinearProduct::prepare(kOp, x, w, b));
+        // A 2-d weight is nn.Linear's (shared experts, per-expert modules): the linear recipe.
+        products.push_back(LinearProduct::prepare(kOp, x, w, b, amp::RecipeSite::linear));
         groups.push_back(group);
         continue;
       }
@@ -235,10 +236,11 @@ std::vector<Tensor> grouped_linear(const std::vector<Tensor>& xs,
         set_of_category.emplace_back(category, group.set);
       }
       // Detached slices: the gradient reaches the stacked tensor through this op's node alone.
+      // A stacked weight is a grouped GEMM's: the grouped recipe, each group its own product.
       const OperandSet& o = sets[group.set];
-      products.push_back(
-          LinearProduct::prepare(kOp, inputs[g], o.weight.detach().select(0, i),
-                                 o.bias.defined() ? o.bias.detach().select(0, i) : Tensor()));
+      products.push_back(LinearProduct::prepare(
+          kOp, inputs[g], o.weight.detach().select(0, i),
+          o.bias.defined() ? o.bias.detach().select(0, i) : Tensor(), amp::RecipeSite::grouped));
       groups.push_back(group);
     }
   }

@@ -145,7 +145,8 @@ class LinearBackward final : public Node {
 
 Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in) {
   const auto [x, weight, bias] = amp::autocast_args("linear", x_in, weight_in, bias_in);
-  detail::LinearProduct p = detail::LinearProduct::prepare("linear", x, weight, bias, true);
+  detail::LinearProduct p =
+      detail::LinearProduct::prepare("linear", x, weight, bias, amp::RecipeSite::linear);
   // A selective checkpoint's recompute may hand back the product its forward kept.
   const SavedOp saved("linear");
   Tensor y;

@@ -23,7 +23,7 @@ Tensor fp8_product(const amp::ProductRecipe& r, const Tensor& a, const Tensor& b
 }  // namespace
 
 LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tensor& weight,
-                                     const Tensor& bias, bool use_recipe) {
+                                     const Tensor& bias, std::optional<amp::RecipeSite> site) {
   check_float_pair(op, x, weight);
   MIXPREC_CHECK(weight.ndim() == 2 && x.ndim() >= 1 && x.size(-1) == weight.size(1), op,
                 "x " + shape_to_string(x.shape()) + " and weight " +
@@ -43,7 +43,7 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
   p.b = bias.defined() ? bias.detach().contiguous() : Tensor();  // not rounded
   p.x_shape = x.shape();
   p.x_dtype = x.dtype();
-  if (use_recipe && p.rows > 0) p.recipe = amp::linear_recipe_here(p.out, p.in);
+  if (site && p.rows > 0) p.recipe = amp::linear_recipe_here(p.out, p.in, *site);
   return p;
 }
 

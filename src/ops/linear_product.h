@@ -4,7 +4,9 @@
 #pragma once
 
 #include <cstdint>
+#include <optional>
 
+#include "mixprec/amp/autocast.h"
 #include "mixprec/amp/linear_recipe.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/tensor/tensor.h"
@@ -24,9 +26,10 @@ struct LinearProduct {
   int64_t rows = 0, in = 0, out = 0;
 
   // Checks x [..., In], weight [Out, In] and bias (after autocast) and makes the operands;
-  // `op` names the caller in errors. `use_recipe`: look up the autocast guards' linear recipe.
+  // `op` names the caller in errors. `site`: look up the autocast guards' recipe for a linear
+  // or a grouped GEMM's group (none: the compute dtype's GEMMs, whatever the guards say).
   static LinearProduct prepare(const char* op, const Tensor& x, const Tensor& weight,
-                               const Tensor& bias, bool use_recipe = false);
+                               const Tensor& bias, std::optional<amp::RecipeSite> site = {});
   void release() { x2 = w = b = Tensor(); }
 
   // y [..., Out] in x's dtype, made here; forward() fills it: x2 · wᵀ + b.

@@ -281,11 +281,46 @@ void check_linear_filters(const config::TrainConfig& c, const std::vector<models
   }
 }
 
+// Every fqns entry of the grouped recipe must name some group of a stacked experts weight, as
+// its product runs: "blocks.0.moe.experts.3" (the weight's module path and the expert).
+void check_grouped_fqns(const config::TrainConfig& c, const std::vector<models::ParamSpec>& ps) {
+  const amp::MixedPrecisionPolicy& p = c.training.policy;
+  if (!p.grouped_recipe) return;
+  const std::string key = std::string("quantize.grouped_mm.") + p.grouped_recipe->section + ".fqns";
+  std::vector<std::string> paths;
+  for (const models::ParamSpec& s : ps) {
+    if (s.shape.size() != 3) continue;
+    const std::string module = s.name.substr(0, s.name.rfind('.'));
+    for (int64_t e = 0; e < s.shape[0]; ++e) paths.push_back(module + "." + std::to_string(e));
+  }
+  MIXPREC_CHECK(!paths.empty(), "config",
+                key + " turns on a grouped recipe, but this " + c.model.kind +
+                    " model has no stacked experts weight (grouped GEMMs run MoE experts stacked "
+                    "as [E, Out, In], [model.moe] idle_experts = \"step\"; per-expert linears "
+                    "run by [quantize.linear.*])");
+  for (const std::string& entry : p.grouped_fqns) {
+    const bool found = std::any_of(paths.begin(), paths.end(), [&](const std::string& path) {
+      return path.find(entry) != std::string::npos;
+    });
+    MIXPREC_CHECK(found, "config",
+                  key + " holds '" + entry + "', which names no experts group of this " +
+                      c.model.kind + " model (they are named like " + paths.front() + ")");
+  }
+}
+
 }  // namespace
 
 void Trainer::State::build_model() {
   const config::TrainConfig& c = config;
   check_linear_filters(c, model->parameters().specs());
+  check_grouped_fqns(c, model->parameters().specs());
+  if (const amp::LinearRecipe* r = c.training.policy.grouped_recipe) {
+    std::string fqns;
+    for (const std::string& s : c.training.policy.grouped_fqns)
+      fqns += (fqns.empty() ? "" : ", ") + s;
+    progress.message(std::string("grouped experts recipe: ") + r->name + " (" + r->source +
+                     ") on " + fqns);
+  }
   if (const amp::LinearRecipe* r = c.training.policy.linear_recipe) {
     std::string skip;
     for (const std::string& s : c.training.policy.linear_skip)

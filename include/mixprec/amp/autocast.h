@@ -53,6 +53,11 @@ struct AutocastOptions {
   // ones (torchao's H100 thresholds).
   const LinearRecipe* linear_recipe = nullptr;
   std::vector<std::string> recipe_skip{};
+  // MoE experts' grouped GEMMs (torchtitan's [quantize.grouped_mm.*]): a stacked [G, Out, In]
+  // weight's groups whose module path contains one of `grouped_fqns` (an inclusion list, as
+  // torchtitan's fqns) run by `grouped_recipe`; the 16-multiple rule holds here too.
+  const LinearRecipe* grouped_recipe = nullptr;
+  std::vector<std::string> grouped_fqns{};
 };
 
 // Enables autocast to `dtype` (bf16 or f16) for the scope; f32 means off. Nestable: an inner
@@ -90,8 +95,12 @@ std::string_view module_path();  // "" outside every ModuleScope
 // The category `op` runs with here and now: the table's, after op and module overrides.
 CastCategory effective_category(AutocastOpId op);
 const char* category_name(CastCategory c);
+// Which recipe a product looks up: a linear's (a 2-d weight, nn.Linear's) or a grouped GEMM's
+// (a stacked expert weight, torch._grouped_mm's).
+enum class RecipeSite : uint8_t { linear, grouped };
 // The recipe a linear of weight [out, in] runs by here and now (null: the compute dtype's GEMM).
-const LinearRecipe* linear_recipe_here(int64_t out, int64_t in);
+const LinearRecipe* linear_recipe_here(int64_t out, int64_t in,
+                                       RecipeSite site = RecipeSite::linear);
 
 // What autocast did on this thread since the outermost enabled guard began (kept after it
 // ends, until the next one begins).

@@ -47,6 +47,22 @@ const LinearRecipe& find_linear_recipe(std::string_view section, std::string_vie
 const LinearRecipe* find_any_linear_recipe(std::string_view name);
 // "tensorwise, rowwise, ...": the names of the section's recipes ("" = every section's).
 std::string linear_recipe_names(std::string_view section = "");
+// torchtitan's [quantize.grouped_mm.float8] / [quantize.grouped_mm.mx] name the recipe of MoE
+// experts' grouped GEMMs (torchao's moe_training); each is a linear recipe of the table run on
+// every group as its own product (per-group scales, as torchao's jagged ones over each group's
+// tokens).
+struct GroupedRecipe {
+  const char* name;
+  const char* aliases;
+  const char* section;
+  const char* linear;  // the linear recipe each group runs
+  const char* source;
+};
+std::span<const GroupedRecipe> grouped_recipes();
+// The linear recipe a grouped section's `name` (or alias) gives; null when there is none.
+const LinearRecipe* find_grouped_recipe(std::string_view section, std::string_view name);
+std::string grouped_recipe_names(std::string_view section);
+
 // The entry of filter_fqns that switches on auto_filter_small_kn (torchtitan's spelling).
 inline constexpr const char* kAutoFilterSmallKn = "auto_filter_small_kn";
 // True when auto_filter_small_kn keeps a linear of weight [out, in] in high precision.

@@ -38,6 +38,10 @@ struct MixedPrecisionPolicy {
   // its "auto_filter_small_kn" entry) run their products by the recipe.
   const LinearRecipe* linear_recipe = nullptr;
   std::vector<std::string> linear_skip;
+  // MoE experts' grouped GEMMs (stacked [G, Out, In] weights): null = compute_dtype. Otherwise
+  // the groups whose module path contains one of grouped_fqns run by this recipe.
+  const LinearRecipe* grouped_recipe = nullptr;
+  std::vector<std::string> grouped_fqns;
 
   DType master_dtype() const { return f32_master ? DType::f32 : param_dtype; }
   bool operator==(const MixedPrecisionPolicy&) const = default;
@@ -62,7 +66,8 @@ std::string preset_names();
 // - a linear recipe's name ("rowwise", "mxfp8_cublas": linear_recipe.h): bf16-mixed with that
 //   recipe on every linear but lm_head. In key=value form: linear=<recipe> and
 //   linear_skip=<module substrings separated by '|'> (default lm_head; "" for none); a recipe
-//   needs compute bf16 or f16.
+//   needs compute bf16 or f16. grouped=<recipe> and grouped_fqns=<substrings separated by '|'>
+//   (default experts) do the same for MoE experts' grouped GEMMs.
 // Throws mixprec::Error naming the bad token and listing what is valid.
 MixedPrecisionPolicy parse_policy(std::string_view text);
 

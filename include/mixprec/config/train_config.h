@@ -267,9 +267,21 @@ struct QuantizeLinearConfig {
   bool operator==(const QuantizeLinearConfig&) const = default;
 };
 
+// torchtitan's [quantize.grouped_mm.float8] and [quantize.grouped_mm.mx]: MoE experts' grouped
+// GEMMs (stacked [E, Out, In] weights) in the modules `fqns` names run by a recipe (torchao's
+// moe_training: float8 "rowwise", mx "mxfp8"). On when model.converters lists the section or
+// fqns names a module; then fqns must name one (torchtitan's configs: ["experts"]).
+struct QuantizeGroupedConfig {
+  std::string recipe_name;  // "" = the section's one recipe (rowwise / mxfp8)
+  std::vector<std::string> fqns;
+  bool operator==(const QuantizeGroupedConfig&) const = default;
+};
+
 struct QuantizeConfig {
   QuantizeLinearConfig float8;
   QuantizeLinearConfig mx;
+  QuantizeGroupedConfig grouped_float8;
+  QuantizeGroupedConfig grouped_mx;
   bool operator==(const QuantizeConfig&) const = default;
 };
 

@@ -41,7 +41,8 @@ std::vector<Field> make_fields() {
       Field{"", "run_dir", [](TrainConfig& c) -> ValueRef { return &c.run_dir; }, {}},
       Field{"model", "kind", [](TrainConfig& c) -> ValueRef { return &c.model.kind; },
             model_kinds()},
-      FIELD("model", model, converters, "quantize.linear.float8", "quantize.linear.mx"),
+      FIELD("model", model, converters, "quantize.linear.float8", "quantize.linear.mx",
+            "quantize.grouped_mm.float8", "quantize.grouped_mm.mx"),
       FIELD("model", model, vocab_size),
       FIELD("model", model, d_model),
       FIELD("model", model, n_layers),
@@ -147,6 +148,10 @@ std::vector<Field> make_fields() {
       FIELD("quantize.linear.mx", quantize.mx, filter_fqns),
       FIELD("quantize.linear.mx", quantize.mx, mxfp8_dim1_cast_kernel_choice, "triton", "cuda",
             "torch"),
+      FIELD("quantize.grouped_mm.float8", quantize.grouped_float8, recipe_name),
+      FIELD("quantize.grouped_mm.float8", quantize.grouped_float8, fqns),
+      FIELD("quantize.grouped_mm.mx", quantize.grouped_mx, recipe_name),
+      FIELD("quantize.grouped_mm.mx", quantize.grouped_mx, fqns),
   };
 }
 

@@ -227,6 +227,45 @@ void resolve_precision(TrainConfig& config, const Origins& origins, const std::s
                                ",output=f32");
 }
 
+// [quantize.grouped_mm.float8] / [quantize.grouped_mm.mx] into the policy's grouped recipe.
+void resolve_grouped(TrainConfig& config, const Checker& c) {
+  amp::MixedPrecisionPolicy& policy = config.training.policy;
+  const std::vector<std::string>& converters = config.model.converters;
+  std::string on_section;
+  for (const auto& [name, q, fallback] :
+       {std::tuple{"float8", &config.quantize.grouped_float8, "rowwise"},
+        std::tuple{"mx", &config.quantize.grouped_mx, "mxfp8"}}) {
+    const std::string section = std::string("quantize.grouped_mm.") + name;
+    const bool listed =
+        std::find(converters.begin(), converters.end(), section) != converters.end();
+    if (!listed && q->fqns.empty() && q->recipe_name.empty()) continue;
+    const std::string key = section + ".fqns";
+    c.require(on_section.empty(), key,
+              "turns on [" + section + "] while [" + on_section +
+                  "] is on: a grouped GEMM runs by one recipe");
+    on_section = section;
+    c.require(!policy.grouped_recipe, key,
+              "turns on [" + section + "] while " + c.show("training.precision") +
+                  " already names the grouped recipe " + display_name(policy) + "; use one");
+    c.require(!q->fqns.empty(), key,
+              "is empty: no grouped GEMM would run by the recipe (torchtitan's MoE configs set "
+              "fqns = [\"experts\"])");
+    for (const std::string& entry : q->fqns)
+      c.require(!entry.empty(), key, "holds an empty module name");
+    const amp::LinearRecipe* recipe =
+        amp::find_grouped_recipe(name, q->recipe_name.empty() ? fallback : q->recipe_name);
+    c.require(recipe != nullptr, section + ".recipe_name",
+              "is not a grouped " + std::string(name) +
+                  " recipe; valid: " + amp::grouped_recipe_names(name));
+    c.require(is_narrow_compute(policy.compute_dtype), key,
+              "needs a bf16 or f16 compute dtype (its FP8 products replace that dtype's GEMMs "
+              "under autocast); the precision policy is " +
+                  display_name(policy));
+    policy.grouped_recipe = recipe;
+    policy.grouped_fqns = q->fqns;
+  }
+}
+
 // [quantize.linear.float8] / [quantize.linear.mx] into the policy's linear recipe.
 void resolve_quantize(TrainConfig& config, const Origins& origins, const std::string& where) {
   const Checker c(config, origins, where);
@@ -270,6 +309,7 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
     policy.linear_recipe = recipe;
     policy.linear_skip = q->filter_fqns;
   }
+  resolve_grouped(config, c);
 }
 
 }  // namespace

@@ -94,5 +94,59 @@ TEST(QuantizeConfig, PrecisionSpellingsNameRecipes) {
   EXPECT_THROW(amp::parse_policy("compute=bf16,linear_skip=lm_head"), Error);
 }
 
+const char* grouped_of(const TrainConfig& c) {
+  return c.training.policy.grouped_recipe ? c.training.policy.grouped_recipe->name : "(none)";
+}
+
+TEST(QuantizeConfig, GroupedSectionsGiveTheExpertsRecipe) {
+  const TrainConfig f = load_text("[quantize.grouped_mm.float8]\nfqns = [\"experts\"]\n");
+  EXPECT_STREQ(grouped_of(f), "rowwise");
+  EXPECT_STREQ(recipe_of(f), "(none)");  // the linears keep bf16
+  EXPECT_EQ(f.training.policy.grouped_fqns, (std::vector<std::string>{"experts"}));
+  EXPECT_EQ(load_text(to_toml(f)), f);
+  const TrainConfig mx = load_text(
+      "[model]\nconverters = [\"quantize.linear.mx\", \"quantize.grouped_mm.mx\"]\n"
+      "[quantize.grouped_mm.mx]\nrecipe_name = \"mxfp8\"\nfqns = [\"experts\"]\n");
+  EXPECT_STREQ(grouped_of(mx), "mxfp8_cublas_rceil");  // torchao's MoE MXFP8 is RCEIL
+  EXPECT_STREQ(recipe_of(mx), "mxfp8_cublas");
+  EXPECT_STREQ(grouped_of(load_text("", {"quantize.grouped_mm.float8.fqns=experts"})), "rowwise");
+}
+
+TEST(QuantizeConfig, GroupedCombinationsThatCannotRunNameTheKey) {
+  const auto has = [](const std::string& m, const char* part) {
+    return m.find(part) != std::string::npos;
+  };
+  std::string m = load_error("[model]\nconverters = [\"quantize.grouped_mm.float8\"]\n");
+  EXPECT_TRUE(has(m, "quantize.grouped_mm.float8.fqns") && has(m, "is empty")) << m;
+  m = load_error(
+      "[quantize.grouped_mm.float8]\nfqns = [\"experts\"]\n"
+      "[quantize.grouped_mm.mx]\nfqns = [\"experts\"]\n");
+  EXPECT_TRUE(has(m, "quantize.grouped_mm.mx.fqns") && has(m, "one recipe")) << m;
+  m = load_error("[quantize.grouped_mm.float8]\nrecipe_name = \"tensorwise\"\nfqns = [\"e\"]\n");
+  EXPECT_TRUE(has(m, "line 2: quantize.grouped_mm.float8.recipe_name") &&
+              has(m, "not a grouped float8 recipe; valid: rowwise"))
+      << m;
+  m = load_error(
+      "[training]\nprecision = \"fp32\"\n[quantize.grouped_mm.mx]\nfqns = [\"experts\"]\n");
+  EXPECT_TRUE(has(m, "needs a bf16 or f16 compute dtype")) << m;
+  m = load_error("[quantize.grouped_mm.mx]\nfqns = [\"\"]\n");
+  EXPECT_TRUE(has(m, "empty module name")) << m;
+}
+
+TEST(QuantizeConfig, PrecisionSpellingsNameGroupedRecipes) {
+  const amp::MixedPrecisionPolicy p = amp::parse_policy("compute=bf16,grouped=rowwise");
+  EXPECT_STREQ(p.grouped_recipe->name, "rowwise");
+  EXPECT_EQ(p.grouped_fqns, (std::vector<std::string>{"experts"}));
+  EXPECT_EQ(p.linear_recipe, nullptr);
+  EXPECT_EQ(amp::parse_policy(amp::to_string(p)), p);
+  const amp::MixedPrecisionPolicy q = amp::parse_policy(
+      "compute=bf16,linear=rowwise,grouped=mxfp8_rceil,grouped_fqns=experts.0|experts.1");
+  EXPECT_EQ(q.grouped_fqns.size(), 2u);
+  EXPECT_EQ(amp::parse_policy(amp::to_string(q)), q);
+  EXPECT_THROW(amp::parse_policy("grouped=rowwise"), Error);  // compute f32
+  EXPECT_THROW(amp::parse_policy("compute=bf16,grouped_fqns=experts"), Error);
+  EXPECT_THROW(amp::parse_policy("compute=bf16,grouped=rowwise,grouped_fqns="), Error);
+}
+
 }  // namespace
 }  // namespace mixprec::config

@@ -9,6 +9,7 @@
 
 #include "mixprec/amp/linear_recipe.h"
 #include "mixprec/train/trainer.h"
+#include "support/op_testing.h"
 #include "train_testing.h"
 
 namespace mixprec::train {
@@ -71,6 +72,53 @@ TEST(Fp8Training, SameBitsTwiceAndAtAnyThreadCount) {
       EXPECT_EQ(a.steps[i].grad_norm, b.steps[i].grad_norm) << recipe << " step " << i;
     }
   }
+}
+
+// The tiny MoE (4 stacked experts, d 64, d_ff 128) with its experts' grouped GEMMs by each
+// grouped recipe: near bf16-mixed's loss, not bf16's bits, deterministic across threads; the
+// fqns are checked against the experts the model has.
+TrainSummary run_moe(std::vector<std::string> extra) {
+  TempDir dir;
+  std::vector<std::string> o = {"training.steps=20", "training.batch_size=8",
+                                "training.eval_every=0", "checkpoint.enable=false"};
+  o.insert(o.end(), extra.begin(), extra.end());
+  return Trainer(tiny_config(dir, o), quiet()).run();
+}
+
+TEST(Fp8Training, MoeExpertsTrainByEachGroupedRecipe) {
+  const TrainSummary bf16 = run_moe({});
+  const double reference = tail_loss(bf16);
+  for (const char* section : {"float8", "mx"}) {
+    const std::string fqns = std::string("quantize.grouped_mm.") + section + ".fqns=experts";
+    const TrainSummary s = run_moe({fqns});
+    const double tail = tail_loss(s);
+    std::printf("grouped %-7s tail loss %.6f (bf16-mixed %.6f, %+.3f%%)\n", section, tail,
+                reference, 100 * (tail - reference) / reference);
+    EXPECT_NEAR(tail, reference, 0.01 * reference) << section;
+    EXPECT_NE(s.steps.back().loss, bf16.steps.back().loss) << section << ": no FP8 product ran";
+    const TrainSummary one = run_moe({fqns, "training.steps=4", "training.threads=1"});
+    const TrainSummary two = run_moe({fqns, "training.steps=4", "training.threads=2"});
+    for (std::size_t i = 0; i < one.steps.size(); ++i)
+      EXPECT_EQ(one.steps[i].loss, two.steps[i].loss) << section << " step " << i;
+  }
+}
+
+TEST(Fp8Training, GroupedFqnsMustNameExperts) {
+  TempDir dir;
+  const std::string m = mixprec::testing::error_of([&] {
+    Trainer(tiny_config(dir, {"quantize.grouped_mm.float8.fqns=shared", "training.steps=1"}),
+            quiet())
+        .run();
+  });
+  EXPECT_NE(m.find("quantize.grouped_mm.float8.fqns holds 'shared'"), std::string::npos) << m;
+  EXPECT_NE(m.find("blocks.0.moe.experts.0"), std::string::npos) << m;
+  const std::string dense = mixprec::testing::error_of([&] {
+    Trainer(tiny_config(dir, {"model.kind=llama3", "quantize.grouped_mm.mx.fqns=experts",
+                              "training.steps=1"}),
+            quiet())
+        .run();
+  });
+  EXPECT_NE(dense.find("has no stacked experts weight"), std::string::npos) << dense;
 }
 
 }  // namespace
