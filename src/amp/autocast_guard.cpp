@@ -46,7 +46,8 @@ int checked_op(const std::string& op) {
 std::shared_ptr<const detail::Overrides> merge(
     const std::shared_ptr<const detail::Overrides>& outer, const AutocastOptions& options) {
   if (options.fp32_modules.empty() && options.fp32_ops.empty() &&
-      options.lower_precision_ops.empty() && !options.linear_recipe && !options.grouped_recipe)
+      options.lower_precision_ops.empty() && !options.linear_recipe && !options.grouped_recipe &&
+      !options.delayed_scaling)
     return outer;
   auto merged =
       outer ? std::make_shared<detail::Overrides>(*outer) : std::make_shared<detail::Overrides>();
@@ -66,6 +67,7 @@ std::shared_ptr<const detail::Overrides> merge(
     merged->linear_recipe = options.linear_recipe;
     merged->recipe_skip = options.recipe_skip;
   }
+  if (options.delayed_scaling) merged->delayed_scaling = options.delayed_scaling;
   if (options.grouped_recipe) {
     merged->grouped_recipe = options.grouped_recipe;
     merged->grouped_fqns = options.grouped_fqns;

@@ -22,6 +22,7 @@ struct Overrides {
   std::vector<std::string> recipe_skip;  // substrings of the module path (and auto_filter_small_kn)
   const LinearRecipe* grouped_recipe = nullptr;
   std::vector<std::string> grouped_fqns;  // substrings of the module path: an inclusion list
+  DelayedScaling* delayed_scaling = nullptr;
 };
 
 // A leaf's cast, keyed by (its autograd state, target dtype, grad mode at the cast): a cast

@@ -17,6 +17,12 @@ bool path_contains_any(std::string_view path, const std::vector<std::string>& pa
 
 }  // namespace
 
+DelayedScaling* delayed_scaling_here() {
+  return detail::t_autocast_active && detail::state().overrides
+             ? detail::state().overrides->delayed_scaling
+             : nullptr;
+}
+
 const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site) {
   if (!detail::t_autocast_active) return nullptr;
   const detail::AutocastState& s = detail::state();
@@ -40,11 +46,13 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site)
   return r;
 }
 
-AutocastOptions ComputeScope::autocast_options(const MixedPrecisionPolicy& policy) {
+AutocastOptions ComputeScope::autocast_options(const MixedPrecisionPolicy& policy,
+                                               DelayedScaling* delayed) {
   return {.linear_recipe = policy.linear_recipe,
           .recipe_skip = policy.linear_skip,
           .grouped_recipe = policy.grouped_recipe,
-          .grouped_fqns = policy.grouped_fqns};
+          .grouped_fqns = policy.grouped_fqns,
+          .delayed_scaling = delayed};
 }
 
 }  // namespace mixprec::amp

@@ -53,6 +53,9 @@ TensorMap flatten_training_state(const TrainingState& state) {
     for (const auto& [key, t] : state.scaler->checkpoint_dict())
       out.emplace(kScalerPrefix + key, t);
   for (const auto& [name, t] : state.buffers) out.emplace(kBufferPrefix + name, t.clone());
+  if (state.delayed_scaling)
+    for (const auto& [key, t] : state.delayed_scaling->checkpoint_dict())
+      out.emplace(kFp8ScalingPrefix + key, t);
   return out;
 }
 
@@ -122,6 +125,17 @@ void restore_training_state(const TensorMap& tensors, const TrainingState& state
     }
   }
 
+  // 3b. A delayed recipe's histories, tried on a fresh state of the same options.
+  const optim::StateDict fp8_scaling = section(tensors, kFp8ScalingPrefix);
+  if (state.delayed_scaling) {
+    amp::DelayedScaling trial(state.delayed_scaling->options());
+    try {
+      trial.load_checkpoint_dict(fp8_scaling);
+    } catch (const Error& e) {
+      rethrow_in(e, kFp8ScalingPrefix);
+    }
+  }
+
   // 4. The optimizer checks everything before it changes anything; it is the first change.
   if (state.optimizer) {
     try {
@@ -132,6 +146,7 @@ void restore_training_state(const TensorMap& tensors, const TrainingState& state
   }
   // 5. What remains cannot fail: it was all checked above.
   if (state.scaler) state.scaler->load_checkpoint_dict(scaler_state);
+  if (state.delayed_scaling) state.delayed_scaling->load_checkpoint_dict(fp8_scaling);
   NoGradGuard no_grad;
   for (std::size_t i = 0; i < buffer_values.size(); ++i) {
     Tensor buffer = state.buffers[i].second;  // a handle: writes the model's storage

@@ -4,23 +4,24 @@
 
 #include "linear_parts.h"
 #include "mixprec/amp/autocast.h"
+#include "mixprec/amp/delayed_scaling.h"
+#include "mixprec/autograd/grad_mode.h"
 #include "mixprec/backend/backend.h"
 
 namespace mixprec::detail {
 
-namespace {
-
-// C = A·Bᵀ [rows of a, rows of b] in f32 by one FP8 product of a recipe, plus the bias: the
-// caller rounds it once into its result's dtype.
-Tensor fp8_product(const amp::ProductRecipe& r, const Tensor& a, const Tensor& b,
-                   const Tensor& bias) {
+// C [rows of a, rows of b] in f32; the caller rounds it once into its result's dtype.
+Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, const char* a_role,
+                                  const Tensor& b, const char* b_role, const Tensor& bias) const {
   const backend::Backend& be = backend::current();
-  Tensor c = be.scaled_gemm(be.quantize(a, r.a), be.quantize(b, r.b), DType::f32);
+  const auto cast = [&](const Tensor& t, const backend::QuantSpec& spec, const char* role) {
+    return delayed ? amp::delayed_quantize(t, spec, *delayed, module_path + "." + role, record_amax)
+                   : be.quantize(t, spec);
+  };
+  Tensor c = be.scaled_gemm(cast(a, r.a, a_role), cast(b, r.b, b_role), DType::f32);
   if (bias.defined()) c = be.binary(backend::BinaryOp::add, c, bias, c.shape(), DType::f32);
   return c;
 }
-
-}  // namespace
 
 LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tensor& weight,
                                      const Tensor& bias, std::optional<amp::RecipeSite> site) {
@@ -44,6 +45,15 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
   p.x_shape = x.shape();
   p.x_dtype = x.dtype();
   if (site && p.rows > 0) p.recipe = amp::linear_recipe_here(p.out, p.in, *site);
+  if (p.recipe && p.recipe->delayed) {
+    p.delayed = amp::delayed_scaling_here();
+    MIXPREC_CHECK(p.delayed != nullptr, op,
+                  std::string("recipe ") + p.recipe->name +
+                      " casts with amax histories, and the autocast guard holds none (its "
+                      "options' delayed_scaling: the trainer gives one)");
+    p.module_path = std::string(amp::module_path());
+    p.record_amax = GradMode::is_enabled();
+  }
   return p;
 }
 
@@ -55,7 +65,7 @@ Tensor LinearProduct::make_output() const {
 
 void LinearProduct::forward(const Tensor& y) const {
   if (recipe && recipe->output.fp8) {
-    y.view({rows, out}).copy_from(fp8_product(recipe->output, x2, w, b));
+    y.view({rows, out}).copy_from(fp8_product(recipe->output, x2, "input", w, "weight", b));
     return;
   }
   backend::current().gemm(rows, out, in, 1.0f, {x2.dtype(), x2.raw_data(), in},
@@ -77,7 +87,8 @@ LinearProduct::Grads LinearProduct::start_backward(const Tensor& dy, bool want_x
 void LinearProduct::grad_x(const Grads& g) const {
   if (recipe && recipe->grad_input.fp8) {  // dX = dY·W: A = dY [rows, out], B = Wᵀ [in, out]
     g.dx.view({rows, in})
-        .copy_from(fp8_product(recipe->grad_input, g.operand, w.transpose(0, 1), {}));
+        .copy_from(fp8_product(recipe->grad_input, g.operand, "grad_output", w.transpose(0, 1),
+                               "weight", {}));
     return;
   }
   backend::current().gemm(rows, in, out, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out},
@@ -86,8 +97,8 @@ void LinearProduct::grad_x(const Grads& g) const {
 
 void LinearProduct::grad_w(const Grads& g) const {
   if (recipe && recipe->grad_weight.fp8) {  // dW = dYᵀ·X: A = dYᵀ [out, rows], B = Xᵀ [in, rows]
-    Tensor(g.dw).copy_from(
-        fp8_product(recipe->grad_weight, g.operand.transpose(0, 1), x2.transpose(0, 1), {}));
+    Tensor(g.dw).copy_from(fp8_product(recipe->grad_weight, g.operand.transpose(0, 1),
+                                       "grad_output", x2.transpose(0, 1), "input", {}));
     return;
   }
   backend::current().gemm(out, in, rows, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out, true},

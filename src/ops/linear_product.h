@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <string>
 
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/linear_recipe.h"
@@ -23,6 +24,10 @@ struct LinearProduct {
   // The low-precision recipe of the autocast guards for this linear (null: none); its FP8
   // products quantize the operands above and run the scaled GEMM, the others run as usual.
   const amp::LinearRecipe* recipe = nullptr;
+  // A delayed recipe's state and this linear's module path, its tensors' keys' stem.
+  amp::DelayedScaling* delayed = nullptr;
+  std::string module_path;
+  bool record_amax = false;  // a training forward's (grad mode on): its casts feed the history
   int64_t rows = 0, in = 0, out = 0;
 
   // Checks x [..., In], weight [Out, In] and bias (after autocast) and makes the operands;
@@ -46,6 +51,12 @@ struct LinearProduct {
   Grads start_backward(const Tensor& dy, bool want_x, bool want_w, bool want_b) const;
   void grad_x(const Grads& g) const;  // dX = dY · W
   void grad_w(const Grads& g) const;  // dW = dYᵀ · X
+
+ private:
+  // C = A·Bᵀ in f32 by one FP8 product of the recipe, plus `bias`; `a_role` / `b_role` name the
+  // operands (input, weight, grad_output) for a delayed recipe's keys.
+  Tensor fp8_product(const amp::ProductRecipe& r, const Tensor& a, const char* a_role,
+                     const Tensor& b, const char* b_role, const Tensor& bias) const;
 };
 
 }  // namespace mixprec::detail

@@ -40,13 +40,14 @@ void check_known_entries(const io::Checkpoint& c) {
   for (const auto& [key, t] : c.tensors) {
     if (key == "train.step" || key == "train.seed") continue;
     bool known = false;
-    for (const char* prefix :
-         {io::kModelPrefix, io::kOptimPrefix, io::kScalerPrefix, io::kBufferPrefix})
+    for (const char* prefix : {io::kModelPrefix, io::kOptimPrefix, io::kScalerPrefix,
+                               io::kBufferPrefix, io::kFp8ScalingPrefix})
       known = known || key.starts_with(prefix);
     MIXPREC_CHECK(known, kWhere,
                   c.path + ": entry '" + key +
                       "' belongs to no section a mixprec checkpoint has (model., optim., "
-                      "scaler., buffer., train.step, train.seed): the file was altered");
+                      "scaler., buffer., fp8_scaling., train.step, train.seed): the file was "
+                      "altered");
   }
 }
 

@@ -13,12 +13,13 @@ namespace mixprec::train {
 
 EvalMetrics evaluate(models::Model& model, dist::Parallelism& parallelism,
                      const data::ValidationBatches& batches, int64_t max_batches,
-                     const amp::MixedPrecisionPolicy& policy, int64_t step) {
+                     const amp::MixedPrecisionPolicy& policy, int64_t step,
+                     amp::DelayedScaling* delayed) {
   const int64_t n =
       max_batches > 0 ? std::min(max_batches, batches.num_batches()) : batches.num_batches();
   NoGradGuard no_grad;
-  amp::ComputeScope compute(policy);
-  double total = 0;  // sum of per-token losses, f64
+  amp::ComputeScope compute(policy, delayed);  // a delayed recipe reads its scales, records none
+  double total = 0;                            // sum of per-token losses, f64
   int64_t tokens = 0;
   for (int64_t i = 0; i < n; ++i) {
     data::Batch b = batches.batch(i);

@@ -88,6 +88,17 @@ double median(std::vector<double> v) {
   return v[v.size() / 2];
 }
 
+// The amax histories of a delayed recipe (te_delayed), with TE's keys from the config.
+std::unique_ptr<amp::DelayedScaling> make_delayed_scaling(const config::TrainConfig& c) {
+  const amp::LinearRecipe* r = c.training.policy.linear_recipe;
+  if (!r || !r->delayed) return nullptr;
+  const config::QuantizeLinearConfig& q = c.quantize.float8;
+  return std::make_unique<amp::DelayedScaling>(
+      amp::DelayedScalingOptions{.amax_history_len = q.amax_history_len,
+                                 .amax_compute_algo = amp::parse_amax_algo(q.amax_compute_algo),
+                                 .margin = q.margin});
+}
+
 }  // namespace
 
 // Gives back the blocks cached during its scope: the one-off work between steps (checkpoints,
@@ -118,6 +129,7 @@ struct Trainer::State {
   std::unique_ptr<optim::Optimizer> optimizer;
   std::optional<optim::LrSchedule> schedule;
   amp::GradScaler scaler;
+  std::unique_ptr<amp::DelayedScaling> delayed;  // a delayed recipe's amax histories
   amp::NumericsMonitor monitor_totals{{.per_param = false}};
   amp::NumericsMonitor monitor_detail{{.per_param = true}};
   std::optional<io::CheckpointStore> store;
@@ -141,11 +153,12 @@ struct Trainer::State {
         progress(comm->rank() == 0 ? options.progress : ProgressStyle::quiet, config.training.steps,
                  config.metrics.log_every),
         model(models::make_model(config.model)),
-        scaler(amp::ScalerOptions::for_policy(config.training.policy)) {}
+        scaler(amp::ScalerOptions::for_policy(config.training.policy)),
+        delayed(make_delayed_scaling(config)) {}
 
   bool leader() const { return comm->rank() == 0; }
   io::TrainingState training_state() {
-    return {parallelism->parameters(), optimizer.get(), &scaler, model->buffers()};
+    return {parallelism->parameters(), optimizer.get(), &scaler, model->buffers(), delayed.get()};
   }
   // Rank 0's: the other ranks see the same files and would repeat it once each.
   void warn(const std::string& w) {
@@ -173,6 +186,7 @@ struct Trainer::State {
   std::string nonfinite_origin(const StepMetrics& m);
   amp::StepReport apply_gradients(StepMetrics& m, amp::StepNumerics& numerics, float loss_scale);
   void update_buffers(std::vector<int64_t> counts, bool stepped, StepMetrics& m);
+  void update_delayed_scaling();
   std::string save(int64_t step);
   std::string export_weights();
   void begin_run();
@@ -282,7 +296,7 @@ void check_linear_filters(const config::TrainConfig& c, const std::vector<models
 }
 
 // Every fqns entry of the grouped recipe must name some group of a stacked experts weight, as
-// its product runs: "blocks.0.moe.experts.3" (the weight's module path and the expert).
+// its product runs: "blocks.0.moe.experts.3.w_up" (the weight's module, the expert, the weight).
 void check_grouped_fqns(const config::TrainConfig& c, const std::vector<models::ParamSpec>& ps) {
   const amp::MixedPrecisionPolicy& p = c.training.policy;
   if (!p.grouped_recipe) return;
@@ -291,7 +305,9 @@ void check_grouped_fqns(const config::TrainConfig& c, const std::vector<models::
   for (const models::ParamSpec& s : ps) {
     if (s.shape.size() != 3) continue;
     const std::string module = s.name.substr(0, s.name.rfind('.'));
-    for (int64_t e = 0; e < s.shape[0]; ++e) paths.push_back(module + "." + std::to_string(e));
+    const std::string weight = s.name.substr(s.name.rfind('.') + 1);  // w_up, w_gate, w_down
+    for (int64_t e = 0; e < s.shape[0]; ++e)
+      paths.push_back(module + "." + std::to_string(e) + "." + weight);
   }
   MIXPREC_CHECK(!paths.empty(), "config",
                 key + " turns on a grouped recipe, but this " + c.model.kind +
@@ -500,8 +516,31 @@ amp::StepReport Trainer::State::apply_gradients(StepMetrics& m, amp::StepNumeric
   const amp::StepReport report = scaler.step(*optimizer, clip, m.grad_norm);
   amp::NumericsMonitor::add_step_report(numerics, report);
   scaler.update();
+  update_delayed_scaling();
   optimizer->zero_grad();
   return report;
+}
+
+// A delayed recipe's scales for the next step, from amaxes maximized over the ranks (TE's
+// reduce_amax): every rank then casts with the same scales. Non-finite amaxes go over as inf
+// (MPI's max of a NaN is unspecified); either keeps the scale.
+void Trainer::State::update_delayed_scaling() {
+  if (!delayed) return;
+  if (comm->size() == 1) return delayed->update();
+  uint64_t keys_hash = 1469598103934665603ull;  // FNV-1a over the keys, in order
+  for (const std::string& k : delayed->keys())
+    for (char ch : k + '\n')
+      keys_hash = (keys_hash ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
+  MIXPREC_CHECK(dist::same_on_every_rank(*comm, keys_hash), "delayed scaling",
+                "the ranks cast different FP8 tensors this step (an expert ran on some ranks "
+                "only?): their amax histories cannot be reduced");
+  delayed->update([&](std::vector<float>& amaxes) {
+    Tensor t = Tensor::empty({static_cast<int64_t>(amaxes.size())}, DType::f32);
+    for (std::size_t i = 0; i < amaxes.size(); ++i)
+      t.data<float>()[i] = std::isfinite(amaxes[i]) ? amaxes[i] : INFINITY;
+    if (!amaxes.empty()) comm->all_reduce(t, dist::ReduceOp::max);
+    std::copy(t.data<float>(), t.data<float>() + amaxes.size(), amaxes.begin());
+  });
 }
 
 // The step's counts over every rank's rows (one small all-reduce; moe: tokens per expert)
@@ -525,7 +564,7 @@ models::LossParts Trainer::State::micro_batch(const data::Batch& batch, double l
   models::LossParts loss;
   parallelism->begin_step(true);
   {
-    amp::ComputeScope compute(config.training.policy);
+    amp::ComputeScope compute(config.training.policy, delayed.get());
     loss = model->loss(batch.inputs, batch.targets);
   }
   const double weight = (scaler.enabled() ? loss_scale : 1.0) / static_cast<double>(micro_batches);
@@ -636,6 +675,8 @@ std::string Trainer::State::save(int64_t step) {
   std::string failure;
   try {
     io::TensorMap full = parallelism->full_training_state(optimizer.get(), &scaler);
+    if (delayed)  // the same on every rank (amaxes reduced every step)
+      for (auto& [key, t] : delayed->checkpoint_dict()) full[io::kFp8ScalingPrefix + key] = t;
     if (leader()) save_run_checkpoint(*store, step, std::move(full), config, tokenizer->id());
   } catch (const std::exception& e) {  // file system errors too: every rank must hear of it
     failure = e.what();
@@ -770,7 +811,7 @@ void Trainer::State::record(StepMetrics m) {
 void Trainer::State::evaluate_at(int64_t step) {
   const CacheTrim trim;  // evaluation's batches are not a training step's
   EvalMetrics m = evaluate(*model, *parallelism, *val_batches, config.training.eval_batches,
-                           config.training.policy, step);
+                           config.training.policy, step, delayed.get());
   set_loss_per_byte(m, val_text_bytes);
   progress.eval(m);
   if (log) log->write(to_json_line(m));

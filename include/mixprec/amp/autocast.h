@@ -34,6 +34,7 @@
 namespace mixprec::amp {
 
 struct LinearRecipe;
+class DelayedScaling;
 
 struct AutocastOptions {
   // Globs ('*' any characters, dots included; '?' one) on the ModuleScope path: every op
@@ -58,6 +59,9 @@ struct AutocastOptions {
   // torchtitan's fqns) run by `grouped_recipe`; the 16-multiple rule holds here too.
   const LinearRecipe* grouped_recipe = nullptr;
   std::vector<std::string> grouped_fqns{};
+  // The amax histories and scales a delayed recipe (te_delayed) casts with (delayed_scaling.h);
+  // owned by the caller (the trainer), kept by linears for their backward.
+  DelayedScaling* delayed_scaling = nullptr;
 };
 
 // Enables autocast to `dtype` (bf16 or f16) for the scope; f32 means off. Nestable: an inner
@@ -101,6 +105,8 @@ enum class RecipeSite : uint8_t { linear, grouped };
 // The recipe a linear of weight [out, in] runs by here and now (null: the compute dtype's GEMM).
 const LinearRecipe* linear_recipe_here(int64_t out, int64_t in,
                                        RecipeSite site = RecipeSite::linear);
+// The delayed-scaling state of the guards in force (null: none).
+DelayedScaling* delayed_scaling_here();
 
 // What autocast did on this thread since the outermost enabled guard began (kept after it
 // ends, until the next one begins).

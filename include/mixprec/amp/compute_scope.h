@@ -10,12 +10,14 @@ namespace mixprec::amp {
 
 class ComputeScope {
  public:
-  explicit ComputeScope(const MixedPrecisionPolicy& policy)
-      : autocast_(policy.compute_dtype, autocast_options(policy),
+  // `delayed`: the state a delayed recipe casts with (null when the policy has none).
+  explicit ComputeScope(const MixedPrecisionPolicy& policy, DelayedScaling* delayed = nullptr)
+      : autocast_(policy.compute_dtype, autocast_options(policy, delayed),
                   is_narrow_compute(policy.compute_dtype)),
         matmul_(policy.matmul_precision) {}
   // The policy's linear recipe and its filters as autocast applies them.
-  static AutocastOptions autocast_options(const MixedPrecisionPolicy& policy);
+  static AutocastOptions autocast_options(const MixedPrecisionPolicy& policy,
+                                          DelayedScaling* delayed = nullptr);
 
  private:
   AutocastGuard autocast_;

@@ -35,6 +35,9 @@ struct LinearRecipe {
   const char* source;
   ProductRecipe output, grad_input, grad_weight;
   SmallLinearRule small_rule = SmallLinearRule::none;
+  // Transformer Engine's delayed scaling (amp/delayed_scaling.h): every operand is tensorwise
+  // and cast with the scale its amax history gives, not one from its own amax.
+  bool delayed = false;
 };
 
 // The recipes, in table order (README, "FP8 and MX training").

@@ -264,6 +264,10 @@ struct QuantizeLinearConfig {
   bool enable_fsdp_float8_all_gather = false;
   bool precompute_float8_dynamic_scale_for_fsdp = false;
   std::string mxfp8_dim1_cast_kernel_choice = "triton";  // a GPU kernel choice: no effect here
+  // Transformer Engine DelayedScaling's keys, for recipe te_delayed (amp/delayed_scaling.h).
+  std::int64_t amax_history_len = 1024;
+  std::string amax_compute_algo = "max";  // max | most_recent
+  std::int64_t margin = 0;
   bool operator==(const QuantizeLinearConfig&) const = default;
 };
 

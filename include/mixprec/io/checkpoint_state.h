@@ -6,6 +6,8 @@
 //   scaler.<key>             GradScaler::checkpoint_dict() ("scaler.scale", ...)
 //   buffer.<name>            a model's buffers (models::Model::buffers(): the MoE expert
 //                            biases), f32
+//   fp8_scaling.<key>        a delayed FP8 recipe's amax histories and scales
+//                            (DelayedScaling::checkpoint_dict())
 //
 // Working copies are not saved: they are the masters rounded, and restore refreshes them.
 // Restoring validates every entry first (missing, unknown, mis-shaped or mis-typed) and only
@@ -16,6 +18,7 @@
 #include <utility>
 #include <vector>
 
+#include "mixprec/amp/delayed_scaling.h"
 #include "mixprec/amp/grad_scaler.h"
 #include "mixprec/io/checkpoint_store.h"
 #include "mixprec/optim/optimizer.h"
@@ -26,6 +29,7 @@ inline constexpr const char* kModelPrefix = "model.";
 inline constexpr const char* kOptimPrefix = "optim.";
 inline constexpr const char* kScalerPrefix = "scaler.";
 inline constexpr const char* kBufferPrefix = "buffer.";
+inline constexpr const char* kFp8ScalingPrefix = "fp8_scaling.";
 
 // What to save or restore; optimizer and scaler are optional (null: not part of the state).
 struct TrainingState {
@@ -34,6 +38,10 @@ struct TrainingState {
   amp::GradScaler* scaler = nullptr;
   // A model's buffers (restored in place): each needs its entry, of its shape, f32, finite.
   std::vector<std::pair<std::string, Tensor>> buffers{};
+  // A delayed recipe's state (null: none). Restored when the checkpoint has its entries; a
+  // checkpoint without them (written under another recipe) starts every tensor at scale 1, and
+  // a run without one ignores them (the recipe was changed on purpose).
+  amp::DelayedScaling* delayed_scaling = nullptr;
 };
 
 // The state as named tensors (copies: later training does not change them).

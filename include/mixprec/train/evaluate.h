@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "mixprec/amp/delayed_scaling.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/data/batches.h"
 #include "mixprec/data/tokenizer.h"
@@ -18,7 +19,8 @@ namespace mixprec::train {
 // losses add up over ranks, so every rank returns the same metrics.
 EvalMetrics evaluate(models::Model& model, dist::Parallelism& parallelism,
                      const data::ValidationBatches& batches, int64_t max_batches,
-                     const amp::MixedPrecisionPolicy& policy, int64_t step);
+                     const amp::MixedPrecisionPolicy& policy, int64_t step,
+                     amp::DelayedScaling* delayed = nullptr);
 
 // UTF-8 bytes of the text whose tokens evaluate() predicts (the targets of the same batches),
 // decoded by `tokenizer`: the denominator of the loss per byte.

@@ -227,6 +227,25 @@ void resolve_precision(TrainConfig& config, const Origins& origins, const std::s
                                ",output=f32");
 }
 
+// TE's DelayedScaling keys: in range, and set only for the recipe that reads them.
+void check_delayed_scaling(const TrainConfig& config, const Checker& c) {
+  const QuantizeLinearConfig& q = config.quantize.float8;
+  const QuantizeLinearConfig defaults;
+  const amp::LinearRecipe* r = config.training.policy.linear_recipe;
+  const bool delayed = r && r->delayed;
+  for (const auto& [key, set] :
+       {std::pair{"amax_history_len", q.amax_history_len != defaults.amax_history_len},
+        std::pair{"amax_compute_algo", q.amax_compute_algo != defaults.amax_compute_algo},
+        std::pair{"margin", q.margin != defaults.margin}})
+    c.require(!set || delayed, std::string("quantize.linear.float8.") + key,
+              "is read by the delayed recipe te_delayed only; the linear recipe is " +
+                  std::string(r ? r->name : "none"));
+  c.require(q.amax_history_len >= 1 && q.amax_history_len <= (1 << 20),
+            "quantize.linear.float8.amax_history_len", "must be in [1, 1048576]");
+  c.require(q.margin >= 0 && q.margin <= 127, "quantize.linear.float8.margin",
+            "must be in [0, 127] (the scale is divided by 2^margin)");
+}
+
 // [quantize.grouped_mm.float8] / [quantize.grouped_mm.mx] into the policy's grouped recipe.
 void resolve_grouped(TrainConfig& config, const Checker& c) {
   amp::MixedPrecisionPolicy& policy = config.training.policy;
@@ -310,6 +329,7 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
     policy.linear_skip = q->filter_fqns;
   }
   resolve_grouped(config, c);
+  check_delayed_scaling(config, c);
 }
 
 }  // namespace

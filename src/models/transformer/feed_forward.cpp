@@ -48,9 +48,16 @@ std::vector<Tensor> feed_forward_grouped(const std::vector<Tensor>& xs,
   std::vector<GroupedWeight> up;
   std::vector<std::string> names;
   const bool gated = kind == MlpKind::swiglu;
+  // Each projection under its weight's name, as feed_forward's: "experts.3.w_up".
+  const auto named = [&](const char* weight) {
+    std::vector<std::string> out;
+    for (const std::string& s : scopes) out.push_back(s + "." + weight);
+    return out;
+  };
   for (int pass = gated ? 0 : 1; pass < 2; ++pass) {
     in.insert(in.end(), xs.begin(), xs.end());
-    names.insert(names.end(), scopes.begin(), scopes.end());
+    const std::vector<std::string> pass_names = named(pass == 0 ? "w_gate" : "w_up");
+    names.insert(names.end(), pass_names.begin(), pass_names.end());
     for (const FeedForwardWeights& w : ws)
       up.push_back(pass == 0 ? GroupedWeight{w.w_gate, w.b_gate} : GroupedWeight{w.w_up, w.b_up});
   }
@@ -62,7 +69,7 @@ std::vector<Tensor> feed_forward_grouped(const std::vector<Tensor>& xs,
   }
   std::vector<GroupedWeight> down;
   for (const FeedForwardWeights& w : ws) down.push_back({w.w_down, w.b_down});
-  return grouped_linear(hidden, down, scopes);
+  return grouped_linear(hidden, down, named("w_down"));
 }
 
 }  // namespace mixprec::models

@@ -23,7 +23,8 @@ using mixprec::testing::same_bits;
 
 std::vector<const LinearRecipe*> recipes() {
   std::vector<const LinearRecipe*> out;
-  for (const LinearRecipe& r : linear_recipes()) out.push_back(&r);
+  for (const LinearRecipe& r : linear_recipes())
+    if (!r.delayed) out.push_back(&r);  // its scales come from a history (delayed_scaling_test)
   return out;
 }
 

@@ -148,5 +148,23 @@ TEST(QuantizeConfig, PrecisionSpellingsNameGroupedRecipes) {
   EXPECT_THROW(amp::parse_policy("compute=bf16,grouped=rowwise,grouped_fqns="), Error);
 }
 
+TEST(QuantizeConfig, DelayedScalingKeysAreTeDelayedsAndInRange) {
+  const TrainConfig c = load_text(
+      "[quantize.linear.float8]\nrecipe_name = \"te_delayed\"\namax_history_len = 16\n"
+      "amax_compute_algo = \"most_recent\"\nmargin = 1\n");
+  EXPECT_STREQ(recipe_of(c), "te_delayed");
+  EXPECT_EQ(load_text(to_toml(c)), c);
+  std::string m = load_error("[quantize.linear.float8]\nrecipe_name = \"rowwise\"\nmargin = 2\n");
+  EXPECT_NE(m.find("line 3: quantize.linear.float8.margin = 2 is read by the delayed recipe "
+                   "te_delayed only; the linear recipe is rowwise"),
+            std::string::npos)
+      << m;
+  m = load_error("[quantize.linear.float8]\nrecipe_name = \"te_delayed\"\namax_history_len = 0\n");
+  EXPECT_NE(m.find("amax_history_len = 0 must be in [1, 1048576]"), std::string::npos) << m;
+  m = load_error(
+      "[quantize.linear.float8]\nrecipe_name = \"te_delayed\"\namax_compute_algo = \"mean\"\n");
+  EXPECT_NE(m.find("amax_compute_algo"), std::string::npos) << m;
+}
+
 }  // namespace
 }  // namespace mixprec::config

@@ -65,7 +65,8 @@ TEST_P(ResumeTest, StoppedAndResumedRunRepeatsTheUninterruptedOne) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Policies, ResumeTest,
-                         ::testing::Values("fp32", "bf16-mixed", "fp16-mixed", "bf16-pure"),
+                         ::testing::Values("fp32", "bf16-mixed", "fp16-mixed", "bf16-pure",
+                                           "te_delayed"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)

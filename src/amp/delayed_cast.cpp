@@ -1,0 +1,55 @@
+// The cast of a delayed recipe: a given per-tensor scale instead of one from the tensor's amax.
+#include <cmath>
+#include <vector>
+
+#include "mixprec/amp/delayed_scaling.h"
+#include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
+#include "mixprec/numerics/convert.h"
+#include "mixprec/numerics/dtype.h"
+
+namespace mixprec::amp {
+
+backend::Quantized delayed_quantize(const Tensor& x_in, const backend::QuantSpec& spec,
+                                    DelayedScaling& state, const std::string& key, bool record) {
+  backend::check_spec(spec, "delayed_quantize");
+  MIXPREC_CHECK(x_in.ndim() == 2 && spec.block == backend::BlockShape{}, "delayed_quantize",
+                "expects a 2-d tensor and a tensorwise spec");
+  const float fp8_max = static_cast<float>(max_finite(*info(spec.element).format));
+  const float scale = state.scale(key, fp8_max);
+  const Tensor x = x_in.to(DType::f32).contiguous();
+  const int64_t rows = x.size(0), cols = x.size(1);
+  const float* src = x.data<float>();
+  Tensor data = Tensor::empty({rows, cols}, spec.element);
+  auto* q = static_cast<uint8_t*>(data.raw_data());
+  ConvertOptions saturating;
+  saturating.saturate = true;
+  std::vector<float> row_amax(static_cast<std::size_t>(rows), 0.0f);
+  parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
+    std::vector<float> buf(static_cast<std::size_t>(cols));
+    for (int64_t r = r0; r < r1; ++r) {
+      const float* xr = src + r * cols;
+      float amax = 0;
+      bool nan = false;
+      for (int64_t c = 0; c < cols; ++c) {
+        const float a = std::fabs(xr[c]);
+        nan = nan || std::isnan(a);
+        amax = a > amax ? a : amax;
+        buf[static_cast<std::size_t>(c)] = xr[c] * scale;
+      }
+      row_amax[static_cast<std::size_t>(r)] = nan ? NAN : amax;
+      convert_from_f32(buf.data(), spec.element, q + r * cols, static_cast<std::size_t>(cols),
+                       saturating);
+    }
+  });
+  if (record) {
+    float amax = 0;
+    for (float a : row_amax) amax = std::isnan(a) || std::isnan(amax) ? NAN : std::max(amax, a);
+    state.record(key, amax);
+  }
+  Tensor scales = Tensor::empty({1, 1}, DType::f32);
+  scales.data<float>()[0] = scale;
+  return {data, scales, spec};
+}
+
+}  // namespace mixprec::amp
