@@ -114,8 +114,8 @@ TEST(E2M1, F64AtEveryRoundingBoundaryRoundsOnceWhereMlDtypesRoundsTwice) {
   ASSERT_GT(in.size(), 100u);
   std::size_t differ = 0;
   for (std::size_t i = 0; i < in.size(); ++i) {
-    SCOPED_TRACE(::testing::Message() << "f64 0x" << std::hex << std::bit_cast<uint64_t>(in[i])
-                                      << " (" << in[i] << ")");
+    SCOPED_TRACE(::testing::Message()
+                 << "f64 0x" << std::hex << std::bit_cast<uint64_t>(in[i]) << " (" << in[i] << ")");
     const float through_f32 = static_cast<float>(in[i]);
     EXPECT_EQ(e2m1_from_f32(through_f32, RNE, 0, kMlDtypes), want[i]);
     const uint8_t once = e2m1_from_f64(in[i], RNE, 0, kMlDtypes);
