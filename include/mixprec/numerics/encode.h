@@ -14,10 +14,12 @@
 //   all-ones pattern for the fp8 formats; +-0 keep their sign.
 // - a format with neither inf nor NaN (fp4 E2M1) saturates: finite overflow and +-inf give
 //   +-max finite under both conventions and with or without `saturate`; a NaN, which it
-//   cannot hold, gives +max finite under satfinite (PTX's cvt .satfinite into the formats
-//   without NaN) and, under ml_dtypes, zero with the NaN's sign flipped (+NaN -> -0,
-//   -NaN -> +0: ml_dtypes returns its quiet_NaN(), which it defines as the -0 pattern 0b1000,
-//   negated for a negative NaN; measured with ml_dtypes 0.6.0, fp4_test).
+//   cannot hold, gives +max finite under satfinite (mixprec's choice: what PTX's cvt
+//   .satfinite into the formats without NaN is reported to do, not checked on a GPU here;
+//   torchao's f32_to_f4_unpacked has no NaN rule and gives 0x3 / 0xB) and, under ml_dtypes,
+//   zero with the NaN's sign flipped (+NaN -> -0, -NaN -> +0: ml_dtypes returns its
+//   quiet_NaN(), which it defines as the -0 pattern 0b1000, negated for a negative NaN;
+//   measured with ml_dtypes 0.6.0, fp4_test).
 // Signed formats only: the unsigned E8M0 has its own rules (e8m0.h).
 #pragma once
 
