@@ -7,6 +7,7 @@
 #include <string>
 
 #include "mixprec/core/error.h"
+#include "mixprec/numerics/e8m0.h"
 
 namespace mixprec {
 
@@ -36,33 +37,19 @@ float pow2_ceil(float v) {
 
 namespace {
 
-// 2^e for e in [-149, 127], exactly.
-float exp2_exact(int e) {
-  return std::ldexp(1.0f, e);
-}
-
-// E8M0 holds 2^-127 .. 2^127 (biased 0 .. 254) and NaN (255).
-float e8m0_from_unbiased(int e) {
-  return exp2_exact(std::clamp(e, -127, 127));
-}
-
+// The E8M0 scale (e8m0.h) of a block: the OCP MX floor of the amax less the element's emax,
+// 2^-127 at the least (a zero or subnormal amax lands there).
 float mx_floor(float amax, const FloatFormat& element) {
   if (!std::isfinite(amax)) return NAN;
-  // The exponent field of the f32 amax: 0 for zero and subnormals, which then clamp to 2^-127.
-  const int field = static_cast<int>((std::bit_cast<uint32_t>(amax) >> 23) & 0xFFu);
-  return e8m0_from_unbiased(field - 127 - max_exponent(element));
+  const int e = e8m0_floor(std::fabs(amax)) - max_exponent(element);
+  return e8m0_to_f32(static_cast<uint8_t>(std::max(e, 0)));
 }
 
+// amax·(1/max) in f32, rounded up to a power of two within 2^-127 .. 2^127.
 float mx_rceil(float amax, const FloatFormat& element) {
   const float descale = amax * (1.0f / static_cast<float>(max_finite(element)));
   if (!std::isfinite(descale)) return NAN;
-  const uint32_t bits = std::bit_cast<uint32_t>(descale) & 0x7FFFFFFFu;
-  int field = static_cast<int>(bits >> 23);
-  const uint32_t mantissa = bits & 0x7FFFFFu;
-  // Round up to a power of two. Field 0 stands for 2^-127, E8M0's smallest: a subnormal
-  // descale up to it stays there, a larger one goes to 2^-126.
-  if (field > 0 ? mantissa != 0 : mantissa > 0x400000u) ++field;
-  return e8m0_from_unbiased(field - 127);
+  return e8m0_to_f32(e8m0_ceil(std::fabs(descale)));
 }
 
 }  // namespace

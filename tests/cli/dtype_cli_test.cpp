@@ -163,6 +163,12 @@ struct ExpectedFormat {
 //   bf16 max (2 - 2^-7)  * 2^127  = 2^128 - 2^120 = 3.38953139e38
 //   f16  max (2 - 2^-10) * 2^15   = 65504
 // digits: 53*0.30103=15.95, 24*..=7.22, 11*..=3.31, 8*..=2.41, 4*..=1.20, 3*..=0.90.
+// The OCP MX formats (MX v1.0 spec) that are not tensor dtypes:
+//   E2M1: S.EE.M, bias 1, no inf or NaN: max 1.1b * 2^(3-1) = 6, min normal 2^(1-1) = 1,
+//         subnormal 0.1b * 2^0 = 2^-1, epsilon 2^-1, digits 2*0.30103 = 0.60.
+//   E8M0: EEEEEEEE, no sign and no mantissa, bias 127, 0xFF NaN, field 0 is 2^-127 (no zero or
+//         subnormal): max 2^(254-127) = 2^127 = 1.7014118e38, min 2^-127, epsilon 2^0,
+//         digits 1*0.30103 = 0.30.
 const ExpectedFormat kExpectedFormats[] = {
     {"f64", "64", "1/11/52", "1023", std::ldexp(2.0 - std::ldexp(1.0, -52), 1023), "1.7976931e+308",
      -1022, -1074, -52, "15.95", "yes"},
@@ -175,10 +181,14 @@ const ExpectedFormat kExpectedFormats[] = {
     {"f16", "16", "1/5/10", "15", 65504.0, "65504", -14, -24, -10, "3.31", "yes"},
     {"f8_e4m3fn", "8", "1/4/3", "7", 448.0, "448", -6, -9, -3, "1.20", "no"},
     {"f8_e5m2", "8", "1/5/2", "15", 57344.0, "57344", -14, -16, -2, "0.90", "yes"},
+    {"f4_e2m1fn*", "4", "1/2/1", "1", 6.0, "6", 0, -1, -1, "0.60", "no"},
+    {"f8_e8m0fnu*", "8", "0/8/0", "127", std::ldexp(1.0, 127), "1.7014118e+38", -127, -127, 0,
+     "0.30", "no"},
 };
 
-const std::set<std::string> kAllRowNames{"f64",     "f32", "tf32*", "bf16", "f16", "f8_e4m3fn",
-                                         "f8_e5m2", "i32", "i64",   "u8",   "bool"};
+const std::set<std::string> kAllRowNames{"f64",       "f32",     "tf32*",      "bf16",        "f16",
+                                         "f8_e4m3fn", "f8_e5m2", "f4_e2m1fn*", "f8_e8m0fnu*", "i32",
+                                         "i64",       "u8",      "bool"};
 
 // Rows of a `dtype info` output, keyed by their first word (only known format names).
 std::map<std::string, std::vector<std::string>> info_rows(const std::string& out) {
@@ -276,6 +286,23 @@ TEST(DtypeInfo, UnknownNameIsAUsageError) {
   expect_usage_error({"dtype", "info", "bf17"}, "'bf17'");
   // Nothing is printed for the valid names before the bad one.
   expect_usage_error({"dtype", "info", "bf16", "f9"}, "'f9'");
+}
+
+// The MX formats are rows (marked as not being dtypes) under their peers' spellings, and their
+// NaN columns say what the formats hold: E2M1 none, E8M0 the one unsigned pattern 0xFF.
+TEST(DtypeInfo, MxElementAndScaleFormatsHaveRows) {
+  const std::vector<std::string> args{"dtype", "info", "float4_e2m1fn", "ue8m0"};
+  const RunResult r = run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << describe(args, r);
+  const auto rows = info_rows(r.out);
+  ASSERT_EQ(rows.size(), 2u) << r.out;
+  ASSERT_TRUE(rows.count("f4_e2m1fn*") && rows.count("f8_e8m0fnu*")) << r.out;
+  expect_format_row(rows.at("f4_e2m1fn*"), kExpectedFormats[7]);
+  expect_format_row(rows.at("f8_e8m0fnu*"), kExpectedFormats[8]);
+  EXPECT_EQ(rows.at("f4_e2m1fn*").back(), "none") << r.out;
+  EXPECT_EQ(rows.at("f8_e8m0fnu*")[kNan], "0xFF") << r.out;
+  EXPECT_NE(r.out.find("not tensor dtypes"), std::string::npos) << r.out;
+  EXPECT_EQ(r.out.find("* tf32"), std::string::npos) << r.out;
 }
 
 // The fp8 NaN rule (encode.h, and what cast does, see NanPayloads below) gives every fp8 NaN
@@ -507,6 +534,20 @@ TEST(DtypeCast, TargetAliases) {
   EXPECT_EQ(b.bits("f8_e5m2"), "0x3C");
 }
 
+// E2M1 (+-{0, 0.5, 1, 1.5, 2, 3, 4, 6}, S.EE.M): 2.5 is a tie between 2 (0 10 0 = 0x4) and 3
+// (0 10 1 = 0x5) and goes to the even mantissa, 2; 0.25 ties between 0 and 0.5 -> 0; 1e9
+// has no inf to go to and saturates to 6 (0 11 1 = 0x7); -0.8 -> -1 (1 01 0 = 0xA).
+TEST(DtypeCast, E2m1RoundsTiesToEvenAndSaturates) {
+  const CastOutput o = cast_ok({"2.5", "0.25", "1e9", "-0.8", "--to", "e2m1"});
+  ASSERT_EQ(o.blocks.size(), 4u);
+  EXPECT_EQ(o.blocks[0].targets, (std::vector<std::string>{"f4_e2m1fn"}));
+  EXPECT_EQ(o.blocks[0].bits("f4_e2m1fn"), "0x04");
+  EXPECT_EQ(o.blocks[1].bits("f4_e2m1fn"), "0x00");
+  EXPECT_EQ(o.blocks[2].bits("f4_e2m1fn"), "0x07");
+  EXPECT_EQ(o.blocks[3].bits("f4_e2m1fn"), "0x0A");
+  EXPECT_EQ(o.blocks[3].rows.at("f4_e2m1fn").value, "-1");
+}
+
 // ---------------------------------------------------------------------------------------------
 // `dtype cast --rounding rtz | stochastic`
 
@@ -623,6 +664,8 @@ TEST(DtypeCastErrors, UnknownTarget) {
   // f64 and integers are not narrowing targets.
   expect_usage_error({"dtype", "cast", "1.0", "--to", "bf16,f64"}, "'f64'");
   expect_usage_error({"dtype", "cast", "1.0", "--to", "i32"}, "'i32'");
+  // E8M0 holds powers of two only: its roundings are the MX scale rules, not cast's modes.
+  expect_usage_error({"dtype", "cast", "1.0", "--to", "e8m0"}, "'e8m0'");
 }
 
 TEST(DtypeCastErrors, UnknownRounding) {

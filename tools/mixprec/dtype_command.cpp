@@ -9,6 +9,7 @@
 #include <vector>
 
 #include "mixprec/core/error.h"
+#include "mixprec/core/spelling.h"
 #include "mixprec/numerics/dtype.h"
 #include "mixprec/numerics/encode.h"
 #include "mixprec/numerics/philox.h"
@@ -18,20 +19,34 @@
 namespace mixprec::cli {
 namespace {
 
-// A row of the formats table: a dtype, or tf32 (a rounding mode of f32, not a storage type).
+// A row of the formats table: a dtype, or a numerics format that is not a tensor dtype: tf32
+// (a rounding mode of f32) and the MX formats E2M1 (element) and E8M0 (block scale).
 struct FormatRow {
   std::string name;
   const FloatFormat* format;  // nullptr for integer dtypes
-  const DTypeInfo* dtype;     // nullptr for tf32
+  const DTypeInfo* dtype;     // nullptr for the formats that are not dtypes
+};
+
+// The formats that are not dtypes, with the spellings peers use for them.
+struct NonDTypeFormat {
+  const FloatFormat* format;
+  const char* spellings;  // comma-separated, the format's name first
+};
+const NonDTypeFormat kNonDTypeFormats[] = {
+    {&kFormatTF32, "tf32"},
+    {&kFormatE2M1FN, "f4_e2m1fn,e2m1,float4_e2m1fn,fp4"},
+    {&kFormatE8M0FNU, "f8_e8m0fnu,e8m0,float8_e8m0fnu,ue8m0"},
 };
 
 FormatRow find_format(const std::string& name) {
-  if (name == "tf32") return {"tf32", &kFormatTF32, nullptr};
+  for (const NonDTypeFormat& f : kNonDTypeFormats)
+    if (in_comma_list(f.spellings, name)) return {f.format->name, f.format, nullptr};
   try {
     const DTypeInfo& row = info(parse_dtype(name));
     return {row.name, row.format, &row};
   } catch (const Error&) {
-    throw UsageError("unknown format '" + name + "'; valid: " + dtype_names() + ", tf32");
+    throw UsageError("unknown format '" + name + "'; valid: " + dtype_names() +
+                     ", tf32, e2m1, e8m0");
   }
 }
 
@@ -40,27 +55,32 @@ std::string power_of_two(double v) {
 }
 
 void print_float_rows(const std::vector<FormatRow>& rows) {
-  fmt::print("{:<10} {:>4} {:>8} {:>5} {:>14} {:>19} {:>21} {:>17} {:>7} {:>4}  {}\n", "format",
+  fmt::print("{:<12} {:>4} {:>8} {:>5} {:>14} {:>19} {:>21} {:>17} {:>7} {:>4}  {}\n", "format",
              "bits", "s/e/m", "bias", "max finite", "min normal", "min subnormal", "epsilon",
              "digits", "inf", "NaN encodings");
   for (const FormatRow& r : rows) {
     const FloatFormat& f = *r.format;
     // tf32 lives in an f32 word, so its NaN is shown as that word.
-    const uint64_t emitted = r.dtype ? f.nan_bits() : f.nan_bits() << 13;
+    const bool tf32 = &f == &kFormatTF32;
+    const uint64_t emitted = tf32 ? f.nan_bits() << 13 : f.nan_bits();
     std::string nan;
-    if (!f.has_inf)
+    if (!f.has_nan)
+      nan = "none";
+    else if (!f.has_sign)
+      nan = fmt::format("0x{:X} only", f.abs_mask());
+    else if (!f.has_inf)
       nan = fmt::format("0x{:X} and 0x{:X} only", f.abs_mask(), f.abs_mask() | f.sign_bit());
     else if (f.nan_keeps_payload)
       nan = fmt::format("exp all ones, mantissa != 0 (emit: 0x{:X} + payload)", emitted);
     else
       nan = fmt::format("exp all ones, mantissa != 0 (emit: 0x{:X})", emitted);
     const std::string name = r.dtype ? r.name : r.name + "*";
-    const int bits = r.dtype ? 8 * r.dtype->size : 19;
+    const int bits = r.dtype ? 8 * r.dtype->size : tf32 ? 19 : f.total_bits();
     fmt::print(
-        "{:<10} {:>4} {:>8} {:>5} {:>14.8g} {:>8} {:>10.4g} {:>9} {:>11.4g} {:>7} {:>9.3g} "
+        "{:<12} {:>4} {:>8} {:>5} {:>14.8g} {:>8} {:>10.4g} {:>9} {:>11.4g} {:>7} {:>9.3g} "
         "{:>7.2f} {:>4}  {}\n",
-        name, bits, fmt::format("1/{}/{}", f.exp_bits, f.mant_bits), f.bias, max_finite(f),
-        power_of_two(min_normal(f)), min_normal(f), power_of_two(min_subnormal(f)),
+        name, bits, fmt::format("{}/{}/{}", f.has_sign ? 1 : 0, f.exp_bits, f.mant_bits), f.bias,
+        max_finite(f), power_of_two(min_normal(f)), min_normal(f), power_of_two(min_subnormal(f)),
         min_subnormal(f), power_of_two(epsilon(f)), epsilon(f), (f.mant_bits + 1) * std::log10(2.0),
         f.has_inf ? "yes" : "no", nan);
   }
@@ -68,13 +88,20 @@ void print_float_rows(const std::vector<FormatRow>& rows) {
     fmt::print(
         "digits = decimal digits of precision, (mantissa bits + 1) * log10(2). "
         "epsilon = 2^-mantissa bits.\n");
-  for (const FormatRow& r : rows)
-    if (!r.dtype) {
+  bool tf32_note = false, mx_note = false;
+  for (const FormatRow& r : rows) {
+    if (r.dtype) continue;
+    if (r.format == &kFormatTF32 && !tf32_note)
       fmt::print(
           "* tf32 is a compute mode, not a storage type: an f32 whose mantissa is rounded "
           "to 10 bits (19 significant bits of an f32 word).\n");
-      break;
-    }
+    else if (r.format != &kFormatTF32 && !mx_note)
+      fmt::print(
+          "* f4_e2m1fn (the MXFP4 / NVFP4 element, packed two per byte) and f8_e8m0fnu (the MX "
+          "block scale, 2^(e-127), no sign, zero or inf) are numerics formats, not tensor "
+          "dtypes: numerics/fp4.h, numerics/e8m0.h.\n");
+    (r.format == &kFormatTF32 ? tf32_note : mx_note) = true;
+  }
 }
 
 void print_int_rows(const std::vector<FormatRow>& rows) {
@@ -97,6 +124,8 @@ int run_info(const std::vector<std::string>& names) {
       if (d.format) floats.push_back({d.name, d.format, &d});
       if (d.dtype == DType::f32) floats.push_back(find_format("tf32"));
     }
+    floats.push_back(find_format("e2m1"));
+    floats.push_back(find_format("e8m0"));
   } else {
     for (const std::string& n : names) {
       const FormatRow r = find_format(n);
@@ -121,10 +150,11 @@ std::vector<CastTarget> parse_targets(const std::string& list) {
     const std::size_t comma = std::min(list.find(',', pos), list.size());
     const std::string name = list.substr(pos, comma - pos);
     const FormatRow r = find_format(name);
-    if (!r.format || r.format == &kFormatF64)
+    // E8M0 holds powers of two only; its roundings (MX floor / ceil) are not these modes.
+    if (!r.format || r.format == &kFormatF64 || r.format == &kFormatE8M0FNU)
       throw UsageError("--to: '" + name +
                        "' is not a narrowing target; use f32, bf16, f16, "
-                       "e4m3, e5m2 or tf32");
+                       "e4m3, e5m2, e2m1 or tf32");
     out.push_back({r.name, r.format});
     pos = comma + 1;
   }

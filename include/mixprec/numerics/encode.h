@@ -12,6 +12,15 @@
 //   convention; under ml_dtypes' only `saturate` clamps, and only finite values: rounding.h);
 // - NaN stays NaN with its sign: quiet bit + top payload bits for bf16/f16/tf32/f32, the
 //   all-ones pattern for the fp8 formats; +-0 keep their sign.
+// - a format with neither inf nor NaN (fp4 E2M1) saturates: finite overflow and +-inf give
+//   +-max finite under both conventions and with or without `saturate`; a NaN, which it
+//   cannot hold, gives +max finite under satfinite (mixprec's choice: what PTX's cvt
+//   .satfinite into the formats without NaN is reported to do, not checked on a GPU here;
+//   torchao's f32_to_f4_unpacked has no NaN rule and gives 0x3 / 0xB) and, under ml_dtypes,
+//   zero with the NaN's sign flipped (+NaN -> -0, -NaN -> +0: ml_dtypes returns its
+//   quiet_NaN(), which it defines as the -0 pattern 0b1000, negated for a negative NaN;
+//   measured with ml_dtypes 0.6.0, fp4_test).
+// Signed formats only: the unsigned E8M0 has its own rules (e8m0.h).
 #pragma once
 
 #include <bit>
@@ -54,7 +63,12 @@ constexpr uint32_t encode_bits(const FloatFormat& f, UInt bits, Rounding mode, b
   const int exp_field = static_cast<int>(a >> S::kMant);
   const UInt frac = a & kMantMask;
 
+  // No inf and no NaN to return (E2M1): whatever does not fit saturates.
+  const bool finite_only = !f.has_inf && !f.has_nan;
   if (exp_field == (1 << S::kExpBits) - 1) {
+    if (frac != 0 && finite_only)
+      return satfinite ? static_cast<uint32_t>(f.max_finite_bits())
+                       : sign ^ static_cast<uint32_t>(f.sign_bit());
     if (frac != 0) {  // NaN
       const uint64_t payload =
           f.nan_keeps_payload
@@ -62,7 +76,8 @@ constexpr uint32_t encode_bits(const FloatFormat& f, UInt bits, Rounding mode, b
               : 0;
       return sign | static_cast<uint32_t>(f.nan_bits() | payload);
     }
-    if (saturate && satfinite) return sign | static_cast<uint32_t>(f.max_finite_bits());
+    if ((saturate && satfinite) || finite_only)
+      return sign | static_cast<uint32_t>(f.max_finite_bits());
     return sign | static_cast<uint32_t>(f.has_inf ? f.inf_bits() : f.nan_bits());
   }
   if (a == 0) return sign;
@@ -101,7 +116,7 @@ constexpr uint32_t encode_bits(const FloatFormat& f, UInt bits, Rounding mode, b
   const uint64_t enc =
       (static_cast<uint64_t>(e_target + f.bias - 1) << f.mant_bits) + static_cast<uint64_t>(r) + up;
   if (enc > f.max_finite_bits()) {
-    if (saturate || (mode == Rounding::toward_zero && satfinite))
+    if (saturate || finite_only || (mode == Rounding::toward_zero && satfinite))
       return sign | static_cast<uint32_t>(f.max_finite_bits());
     return sign | static_cast<uint32_t>(f.has_inf ? f.inf_bits() : f.nan_bits());
   }
@@ -134,7 +149,8 @@ constexpr double decode_f64(const FloatFormat& f, uint64_t bits) {
 // exponent field (bf16, tf32) widen by a plain shift, NaN bits and all; f16 gives a quiet NaN
 // with the payload kept (as F16C's VCVTPH2PS does); fp8 NaNs give the canonical quiet NaN.
 constexpr float decode_f32(const FloatFormat& f, uint32_t bits) {
-  if (f.exp_bits == 8) return std::bit_cast<float>(bits << (23 - f.mant_bits));
+  if (f.exp_bits == 8 && f.has_sign && f.has_subnormals)
+    return std::bit_cast<float>(bits << (23 - f.mant_bits));
   const uint32_t sign = (bits & f.sign_bit()) ? 0x80000000u : 0u;
   if (f.is_nan(bits)) {
     const auto payload = static_cast<uint32_t>(

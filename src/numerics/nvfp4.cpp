@@ -1,0 +1,72 @@
+#include "mixprec/numerics/nvfp4.h"
+
+#include <algorithm>
+#include <cmath>
+#include <string>
+
+#include "mixprec/core/error.h"
+#include "mixprec/numerics/encode.h"
+#include "mixprec/numerics/fp4.h"
+
+namespace mixprec {
+namespace {
+
+constexpr float kE4M3Max = 448.0f;
+constexpr float kE4M3Tiny = 0.015625f;  // 2^-6, torch.finfo(float8_e4m3fn).tiny
+
+// torch.clamp: NaN stays NaN.
+float clamp_keep_nan(float v, float lo, float hi) {
+  return std::isnan(v) ? v : std::min(std::max(v, lo), hi);
+}
+
+void check_nvfp4_sizes(const char* where, std::size_t n, std::size_t scales, std::size_t packed) {
+  MIXPREC_CHECK(n % kNvfp4BlockSize == 0 && scales == n / kNvfp4BlockSize && packed == n / 2, where,
+                std::to_string(n) + " values need a multiple of 16, with " +
+                    std::to_string(n / kNvfp4BlockSize) + " block scales and " +
+                    std::to_string(n / 2) + " packed bytes; got " + std::to_string(scales) +
+                    " scales and " + std::to_string(packed) + " bytes");
+}
+
+}  // namespace
+
+float nvfp4_per_tensor_scale(float tensor_amax) {
+  return tensor_amax / (kE4M3Max * kE2M1Max);
+}
+
+void nvfp4_quantize(std::span<const float> x, std::optional<float> per_tensor_scale,
+                    std::span<uint8_t> block_scales, std::span<uint8_t> packed) {
+  check_nvfp4_sizes("nvfp4_quantize", x.size(), block_scales.size(), packed.size());
+  for (std::size_t b = 0; b < block_scales.size(); ++b) {
+    const std::span<const float> block = x.subspan(b * kNvfp4BlockSize, kNvfp4BlockSize);
+    float amax = 0;
+    for (const float v : block)
+      amax = std::isnan(v) || std::isnan(amax) ? NAN : std::max(amax, std::fabs(v));
+    float scale = amax / kE2M1Max;
+    if (per_tensor_scale) scale /= *per_tensor_scale;
+    const auto s_bits =
+        static_cast<uint8_t>(encode_f32(kFormatE4M3FN, clamp_keep_nan(scale, kE4M3Tiny, kE4M3Max)));
+    block_scales[b] = s_bits;
+    const float s = decode_f32(kFormatE4M3FN, s_bits);
+    // torchao multiplies by a reciprocal (as the MSLK Triton kernel does), never divides.
+    const float reciprocal = per_tensor_scale ? (1.0f / *per_tensor_scale) / s : 1.0f / s;
+    for (std::size_t i = 0; i < kNvfp4BlockSize; i += 2) {
+      const uint8_t lo = e2m1_from_f32(clamp_keep_nan(block[i] * reciprocal, -kE2M1Max, kE2M1Max));
+      const uint8_t hi =
+          e2m1_from_f32(clamp_keep_nan(block[i + 1] * reciprocal, -kE2M1Max, kE2M1Max));
+      packed[(b * kNvfp4BlockSize + i) / 2] = static_cast<uint8_t>(lo | hi << 4);
+    }
+  }
+}
+
+void nvfp4_dequantize(std::span<const uint8_t> packed, std::span<const uint8_t> block_scales,
+                      std::optional<float> per_tensor_scale, std::span<float> out) {
+  check_nvfp4_sizes("nvfp4_dequantize", out.size(), block_scales.size(), packed.size());
+  e2m1_unpack_to_f32(packed, out);
+  for (std::size_t i = 0; i < out.size(); ++i) {
+    float s = decode_f32(kFormatE4M3FN, block_scales[i / kNvfp4BlockSize]);
+    if (per_tensor_scale) s *= *per_tensor_scale;
+    out[i] *= s;
+  }
+}
+
+}  // namespace mixprec
