@@ -11,11 +11,17 @@ namespace mixprec::detail {
 namespace {
 
 // C = A·Bᵀ [rows of a, rows of b] in f32 by one FP8 product of a recipe, plus the bias: the
-// caller rounds it once into its result's dtype.
+// caller rounds it once into its result's dtype. While the numerics monitor collects, both
+// quantized operands are measured against their sources under `site` and `product`.
 Tensor fp8_product(const amp::ProductRecipe& r, const Tensor& a, const Tensor& b,
-                   const Tensor& bias) {
+                   const Tensor& bias, const amp::Fp8Site& site, amp::Fp8Product product) {
   const backend::Backend& be = backend::current();
-  Tensor c = be.scaled_gemm(be.quantize(a, r.a), be.quantize(b, r.b), DType::f32);
+  const backend::Quantized qa = be.quantize(a, r.a), qb = be.quantize(b, r.b);
+  if (amp::fp8_collecting()) {
+    amp::record_fp8_operand(site, product, 0, a, qa);
+    amp::record_fp8_operand(site, product, 1, b, qb);
+  }
+  Tensor c = be.scaled_gemm(qa, qb, DType::f32);
   if (bias.defined()) c = be.binary(backend::BinaryOp::add, c, bias, c.shape(), DType::f32);
   return c;
 }
@@ -44,6 +50,7 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
   p.x_shape = x.shape();
   p.x_dtype = x.dtype();
   if (use_recipe && p.rows > 0) p.recipe = amp::linear_recipe_here(p.out, p.in);
+  if (p.recipe) p.fp8_site = amp::fp8_site_here();
   return p;
 }
 
@@ -55,7 +62,8 @@ Tensor LinearProduct::make_output() const {
 
 void LinearProduct::forward(const Tensor& y) const {
   if (recipe && recipe->output.fp8) {
-    y.view({rows, out}).copy_from(fp8_product(recipe->output, x2, w, b));
+    y.view({rows, out})
+        .copy_from(fp8_product(recipe->output, x2, w, b, fp8_site, amp::Fp8Product::fwd));
     return;
   }
   backend::current().gemm(rows, out, in, 1.0f, {x2.dtype(), x2.raw_data(), in},
@@ -77,7 +85,8 @@ LinearProduct::Grads LinearProduct::start_backward(const Tensor& dy, bool want_x
 void LinearProduct::grad_x(const Grads& g) const {
   if (recipe && recipe->grad_input.fp8) {  // dX = dY·W: A = dY [rows, out], B = Wᵀ [in, out]
     g.dx.view({rows, in})
-        .copy_from(fp8_product(recipe->grad_input, g.operand, w.transpose(0, 1), {}));
+        .copy_from(fp8_product(recipe->grad_input, g.operand, w.transpose(0, 1), {}, fp8_site,
+                               amp::Fp8Product::dgrad));
     return;
   }
   backend::current().gemm(rows, in, out, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out},
@@ -86,8 +95,8 @@ void LinearProduct::grad_x(const Grads& g) const {
 
 void LinearProduct::grad_w(const Grads& g) const {
   if (recipe && recipe->grad_weight.fp8) {  // dW = dYᵀ·X: A = dYᵀ [out, rows], B = Xᵀ [in, rows]
-    Tensor(g.dw).copy_from(
-        fp8_product(recipe->grad_weight, g.operand.transpose(0, 1), x2.transpose(0, 1), {}));
+    Tensor(g.dw).copy_from(fp8_product(recipe->grad_weight, g.operand.transpose(0, 1),
+                                       x2.transpose(0, 1), {}, fp8_site, amp::Fp8Product::wgrad));
     return;
   }
   backend::current().gemm(out, in, rows, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out, true},

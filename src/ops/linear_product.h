@@ -5,6 +5,7 @@
 
 #include <cstdint>
 
+#include "mixprec/amp/fp8_monitor.h"
 #include "mixprec/amp/linear_recipe.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/tensor/tensor.h"
@@ -21,6 +22,9 @@ struct LinearProduct {
   // The low-precision recipe of the autocast guards for this linear (null: none); its FP8
   // products quantize the operands above and run the scaled GEMM, the others run as usual.
   const amp::LinearRecipe* recipe = nullptr;
+  // With a recipe: the module path and order the numerics monitor files its FP8 operands
+  // under, captured here because the backward runs outside the module's scope.
+  amp::Fp8Site fp8_site;
   int64_t rows = 0, in = 0, out = 0;
 
   // Checks x [..., In], weight [Out, In] and bias (after autocast) and makes the operands;
