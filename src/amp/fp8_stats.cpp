@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <vector>
 
 #include "mixprec/core/error.h"
@@ -30,25 +31,73 @@ namespace {
 
 constexpr int64_t kRowGrain = 16;
 
-// One row's counts: src widened to f32, q its stored bytes, v the row's scale per column block.
+struct BlockCounts {
+  float amax = 0;
+  int32_t nonfinite = 0, zeros = 0, over = 0;
+};
+
+// One block's source counts, branch-free so that the loop vectorizes (hence 32-bit counters
+// and a max written as a select); `scaled` is the quantize kernels' f32 operation.
+template <class Scale>
+BlockCounts count_block(const float* x, int32_t n, float max_finite, Scale scaled) {
+  float amax = 0;
+  int32_t nonfinite = 0, zeros = 0, over = 0;
+  for (int32_t c = 0; c < n; ++c) {
+    const float xc = x[c], a = std::fabs(xc);
+    const bool finite = a <= std::numeric_limits<float>::max();  // false for inf and NaN
+    const float af = finite ? a : 0.0f;
+    amax = af > amax ? af : amax;
+    nonfinite += !finite;
+    zeros += xc == 0;
+    over += finite & (std::fabs(scaled(xc)) > max_finite);
+  }
+  return {amax, nonfinite, zeros, over};
+}
+
+// Stored +-0s among n bytes (a loop of its own: one element width, so it vectorizes).
+int32_t zero_bytes(const uint8_t* q, int32_t n, uint8_t abs_mask) {
+  int32_t zeros = 0;
+  for (int32_t c = 0; c < n; ++c) zeros += (q[c] & abs_mask) == 0;
+  return zeros;
+}
+
+// One row's counts: x its source widened to f32, q its stored bytes, v the row's scale per
+// column block. Only a block with a value past max finite after scaling takes a second,
+// scalar look through the encoder.
 void count_row(const float* x, const uint8_t* q, const float* v, int64_t cols, int64_t block_cols,
                bool divide, const FloatFormat& f, Fp8TensorStats& s) {
   const float max_finite = static_cast<float>(mixprec::max_finite(f));
   const auto abs_mask = static_cast<uint8_t>(f.abs_mask());
-  for (int64_t c = 0; c < cols; ++c) {
-    const float xc = x[c];
-    if (!std::isfinite(xc)) {
-      ++s.nonfinite;
-      continue;
+  constexpr int64_t kPiece = int64_t{1} << 30;  // 32-bit counts: a longer block goes in pieces
+  for (int64_t c0 = 0; c0 < cols; c0 += block_cols) {
+    const int64_t n = std::min(cols, c0 + block_cols) - c0;
+    const float* xb = x + c0;
+    const uint8_t* qb = q + c0;
+    const float sv = v[c0 / block_cols];
+    // Dividing by a power of two (MX, UE8M0) is multiplying by its reciprocal, bit for bit:
+    // the same real number rounded once.
+    const bool by_reciprocal = divide && std::isfinite(sv) && sv > 0 && pow2_floor(sv) == sv;
+    const float mul = by_reciprocal ? 1.0f / sv : sv;
+    int64_t total_over = 0;
+    for (int64_t p0 = 0; p0 < n; p0 += kPiece) {
+      const auto pn = static_cast<int32_t>(std::min(n - p0, kPiece));
+      const BlockCounts b =
+          divide && !by_reciprocal
+              ? count_block(xb + p0, pn, max_finite, [sv](float e) { return e / sv; })
+              : count_block(xb + p0, pn, max_finite, [mul](float e) { return e * mul; });
+      s.amax = std::max(s.amax, b.amax);
+      s.nonfinite += b.nonfinite;
+      // A stored 0 comes from a zero source or a flushed one: an inf or NaN source is stored
+      // as NaN or +-max finite, never 0 (the casts saturate, NaN stays NaN, inf·0 is NaN).
+      s.flushed += zero_bytes(qb + p0, pn, abs_mask) - b.zeros;
+      total_over += b.over;
     }
-    const float a = std::fabs(xc);
-    s.amax = std::max(s.amax, a);
-    if (xc != 0 && (q[c] & abs_mask) == 0) ++s.flushed;
-    const float sv = v[c / block_cols];
-    const float y = divide ? xc / sv : xc * sv;  // the quantize kernels' f32 operation
-    if (std::fabs(y) > max_finite) {
+    if (total_over == 0) continue;
+    for (int64_t c = 0; c < n; ++c) {
+      const float xc = xb[c], y = divide ? xc / sv : xc * sv;
+      if (!std::isfinite(xc) || !(std::fabs(y) > max_finite)) continue;
       const uint32_t plain = encode_f32(f, y, Rounding::nearest_even, /*saturate=*/false);
-      if (f.is_nan(plain) || (f.has_inf && (plain & f.abs_mask()) == f.inf_bits())) ++s.saturated;
+      s.saturated += f.is_nan(plain) || (f.has_inf && (plain & f.abs_mask()) == f.inf_bits());
     }
   }
 }

@@ -16,12 +16,16 @@ namespace {
 Tensor fp8_product(const amp::ProductRecipe& r, const Tensor& a, const Tensor& b,
                    const Tensor& bias, const amp::Fp8Site& site, amp::Fp8Product product) {
   const backend::Backend& be = backend::current();
-  const backend::Quantized qa = be.quantize(a, r.a), qb = be.quantize(b, r.b);
-  if (amp::fp8_collecting()) {
-    amp::record_fp8_operand(site, product, 0, a, qa);
-    amp::record_fp8_operand(site, product, 1, b, qb);
+  Tensor c;
+  if (amp::fp8_collecting()) {  // quantize makes operands contiguous anyway: once, for both
+    const Tensor ac = a.contiguous(), bc = b.contiguous();
+    const backend::Quantized qa = be.quantize(ac, r.a), qb = be.quantize(bc, r.b);
+    amp::record_fp8_operand(site, product, 0, ac, qa);
+    amp::record_fp8_operand(site, product, 1, bc, qb);
+    c = be.scaled_gemm(qa, qb, DType::f32);
+  } else {
+    c = be.scaled_gemm(be.quantize(a, r.a), be.quantize(b, r.b), DType::f32);
   }
-  Tensor c = be.scaled_gemm(qa, qb, DType::f32);
   if (bias.defined()) c = be.binary(backend::BinaryOp::add, c, bias, c.shape(), DType::f32);
   return c;
 }

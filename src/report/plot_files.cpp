@@ -216,11 +216,13 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
   if (!load.empty())
     script += panel("expert load: tokens / mean, largest and smallest over experts and blocks",
                     false, load, "");
-  if (fp8_run)
-    script += panel(
-        "FP8 operands: fraction of elements saturated (solid) and flushed to zero "
-        "(dashed)",
-        true, fp8, "no FP8 element saturated or flushed to zero");
+  if (fp8_run)  // y ticks as powers of ten, not 0.0000010
+    script += "set format y '%.0e'\n" +
+              panel(
+                  "FP8 operands: fraction of elements saturated (solid) and flushed to zero "
+                  "(dashed)",
+                  true, fp8, "no FP8 element saturated or flushed to zero") +
+              "set format y '% h'\n";
   script += "unset multiplot\nset output\n";
   write_text(files.script, script);
   return files;

@@ -114,8 +114,9 @@ TEST(Fp8NumericsTraining, AnInfInALinearsInputNamesThatFp8Tensor) {
           "the first FP8 operand whose source held inf or NaN", "elements inf or NaN",
           "f8_e4m3fn allxall torchao"})
       EXPECT_NE(message.find(part), std::string::npos) << part << "\n" << message;
-    if (anomaly)
+    if (anomaly) {
       EXPECT_NE(message.find("Anomaly mode re-ran step 1"), std::string::npos) << message;
+    }
     const std::vector<nlohmann::json> lines = train_lines(dir);
     ASSERT_EQ(lines.size(), 1u);
     EXPECT_EQ(lines[0]["numerics"]["fp8_first_nonfinite"], "blocks.0.attn.wq fwd.input");
