@@ -49,6 +49,7 @@ struct TwoLinears {
   Tensor wa = randn({48, 64}, DType::f32, 2, 0.1).set_requires_grad();
   Tensor wb = randn({32, 48}, DType::f32, 3, 0.1).set_requires_grad();
   Tensor between;  // added to a's output before b (undefined: nothing)
+  Tensor dy = randn({32, 32}, DType::f32, 4);
 
   void run() {
     Tensor y;
@@ -65,7 +66,7 @@ struct TwoLinears {
       ModuleScope b("b");
       y = linear(h, wb);
     }
-    y.backward(randn({32, 32}, DType::f32, 4));
+    y.backward(dy);
   }
 };
 
@@ -109,6 +110,27 @@ TEST(Fp8Monitor, TheFirstNonFiniteSourceIsTheFirstInExecutionOrder) {
   EXPECT_EQ(find(s, "blk.b fwd.weight").stats.nonfinite, 1);
   EXPECT_GT(find(s, "blk.a dgrad.grad_output").stats.nonfinite, 0) << "the test shows nothing";
   EXPECT_EQ(find(s, "blk.a fwd.input").stats.nonfinite, 0);
+}
+
+// Two micro-batches in one collection: a NaN gradient reaching b's backward in the first comes
+// before an inf weight in the second's forward, though forward casts come first within one.
+TEST(Fp8Monitor, AnEarlierMicroBatchsBackwardComesBeforeALaterForward) {
+  Fp8Collection collection;
+  TwoLinears first;
+  first.dy.data<float>()[7] = NAN;
+  first.run();
+  TwoLinears second;
+  {
+    const NoGradGuard no_grad;
+    Tensor w = Tensor::zeros({32, 48});
+    w.data<float>()[5] = INFINITY;
+    second.wb = add(second.wb.detach(), w).set_requires_grad();
+  }
+  second.run();
+  const Fp8StepStats s = collection.stats();
+  ASSERT_GE(s.first_nonfinite, 0);
+  EXPECT_EQ(s.tensors[static_cast<std::size_t>(s.first_nonfinite)].name, "blk.b dgrad.grad_output");
+  EXPECT_GT(find(s, "blk.b fwd.weight").stats.nonfinite, 0) << "the test shows nothing";
 }
 
 // An inf in a linear's input: named as that linear's fwd.input.
