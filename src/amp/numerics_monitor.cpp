@@ -42,6 +42,18 @@ StepNumerics NumericsMonitor::observe(int64_t step, const GradientStep& opt, flo
   return out;
 }
 
+void NumericsMonitor::add_fp8(StepNumerics& numerics, const Fp8StepStats& fp8) const {
+  numerics.fp8_tensors = static_cast<int64_t>(fp8.tensors.size());
+  numerics.fp8_total = fp8.total();
+  if (options_.per_param) numerics.fp8 = fp8.tensors;
+  auto at = [&](int64_t i) {
+    return i < 0 ? std::nullopt
+                 : std::optional<Fp8TensorRecord>(fp8.tensors[static_cast<std::size_t>(i)]);
+  };
+  numerics.fp8_first_nonfinite = at(fp8.first_nonfinite);
+  numerics.fp8_first_saturated = at(fp8.first_saturated);
+}
+
 void NumericsMonitor::add_step_report(StepNumerics& numerics, const StepReport& report) {
   numerics.skipped = !report.stepped;
   numerics.skip_reason = report.reason;
@@ -71,6 +83,35 @@ std::string StepNumerics::to_json() const {
                     {"overflow_fraction", p.overflow_fraction()},
                     {"nonfinite", p.nonfinite}});
     j["params"] = std::move(ps);
+  }
+  if (fp8_tensors > 0) {
+    j["fp8_tensors"] = fp8_tensors;
+    j["fp8_numel"] = fp8_total.numel;
+    j["fp8_amax"] = fp8_total.amax;
+    j["fp8_saturated_fraction"] = fp8_total.saturated_fraction();
+    j["fp8_flushed_fraction"] = fp8_total.flushed_fraction();
+    j["fp8_nonfinite"] = fp8_total.nonfinite;
+    if (fp8_first_nonfinite) j["fp8_first_nonfinite"] = fp8_first_nonfinite->name;
+    if (fp8_first_saturated) j["fp8_first_saturated"] = fp8_first_saturated->name;
+  }
+  if (!fp8.empty()) {
+    nlohmann::json ts = nlohmann::json::array();
+    for (const Fp8TensorRecord& t : fp8) {
+      const Fp8TensorStats& s = t.stats;
+      nlohmann::json o = {{"name", t.name},
+                          {"cast", t.spec},
+                          {"numel", s.numel},
+                          {"amax", s.amax},
+                          {"saturated_fraction", s.saturated_fraction()},
+                          {"flushed_fraction", s.flushed_fraction()},
+                          {"nonfinite", s.nonfinite}};
+      if (s.scales > 0) {  // JSON has no inf: a non-finite scale is written as null
+        o["scale_min"] = std::isfinite(s.scale_min) ? nlohmann::json(s.scale_min) : nullptr;
+        o["scale_max"] = std::isfinite(s.scale_max) ? nlohmann::json(s.scale_max) : nullptr;
+      }
+      ts.push_back(std::move(o));
+    }
+    j["fp8"] = std::move(ts);
   }
   return j.dump();
 }

@@ -12,13 +12,23 @@ namespace mixprec::detail {
 
 // C [rows of a, rows of b] in f32; the caller rounds it once into its result's dtype.
 Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, const char* a_role,
-                                  const Tensor& b, const char* b_role, const Tensor& bias) const {
+                                  const Tensor& b, const char* b_role, const Tensor& bias,
+                                  amp::Fp8Product product) const {
   const backend::Backend& be = backend::current();
   const auto cast = [&](const Tensor& t, const backend::QuantSpec& spec, const char* role) {
     return delayed ? amp::delayed_quantize(t, spec, *delayed, module_path + "." + role, record_amax)
                    : be.quantize(t, spec);
   };
-  Tensor c = be.scaled_gemm(cast(a, r.a, a_role), cast(b, r.b, b_role), DType::f32);
+  Tensor c;
+  if (amp::fp8_collecting()) {  // quantize makes operands contiguous anyway: once, for both
+    const Tensor ac = a.contiguous(), bc = b.contiguous();
+    const backend::Quantized qa = cast(ac, r.a, a_role), qb = cast(bc, r.b, b_role);
+    amp::record_fp8_operand(fp8_site, product, 0, ac, qa);
+    amp::record_fp8_operand(fp8_site, product, 1, bc, qb);
+    c = be.scaled_gemm(qa, qb, DType::f32);
+  } else {
+    c = be.scaled_gemm(cast(a, r.a, a_role), cast(b, r.b, b_role), DType::f32);
+  }
   if (bias.defined()) c = be.binary(backend::BinaryOp::add, c, bias, c.shape(), DType::f32);
   return c;
 }
@@ -54,6 +64,7 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
     p.module_path = std::string(amp::module_path());
     p.record_amax = GradMode::is_enabled();
   }
+  if (p.recipe) p.fp8_site = amp::fp8_site_here();
   return p;
 }
 
@@ -65,7 +76,8 @@ Tensor LinearProduct::make_output() const {
 
 void LinearProduct::forward(const Tensor& y) const {
   if (recipe && recipe->output.fp8) {
-    y.view({rows, out}).copy_from(fp8_product(recipe->output, x2, "input", w, "weight", b));
+    y.view({rows, out})
+        .copy_from(fp8_product(recipe->output, x2, "input", w, "weight", b, amp::Fp8Product::fwd));
     return;
   }
   backend::current().gemm(rows, out, in, 1.0f, {x2.dtype(), x2.raw_data(), in},
@@ -88,7 +100,7 @@ void LinearProduct::grad_x(const Grads& g) const {
   if (recipe && recipe->grad_input.fp8) {  // dX = dY·W: A = dY [rows, out], B = Wᵀ [in, out]
     g.dx.view({rows, in})
         .copy_from(fp8_product(recipe->grad_input, g.operand, "grad_output", w.transpose(0, 1),
-                               "weight", {}));
+                               "weight", {}, amp::Fp8Product::dgrad));
     return;
   }
   backend::current().gemm(rows, in, out, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out},
@@ -98,7 +110,8 @@ void LinearProduct::grad_x(const Grads& g) const {
 void LinearProduct::grad_w(const Grads& g) const {
   if (recipe && recipe->grad_weight.fp8) {  // dW = dYᵀ·X: A = dYᵀ [out, rows], B = Xᵀ [in, rows]
     Tensor(g.dw).copy_from(fp8_product(recipe->grad_weight, g.operand.transpose(0, 1),
-                                       "grad_output", x2.transpose(0, 1), "input", {}));
+                                       "grad_output", x2.transpose(0, 1), "input", {},
+                                       amp::Fp8Product::wgrad));
     return;
   }
   backend::current().gemm(out, in, rows, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out, true},

@@ -8,6 +8,7 @@
 #include <string>
 
 #include "mixprec/amp/autocast.h"
+#include "mixprec/amp/fp8_monitor.h"
 #include "mixprec/amp/linear_recipe.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/tensor/tensor.h"
@@ -28,6 +29,9 @@ struct LinearProduct {
   amp::DelayedScaling* delayed = nullptr;
   std::string module_path;
   bool record_amax = false;  // a training forward's (grad mode on): its casts feed the history
+  // With a recipe: the module path and order the numerics monitor files its FP8 operands
+  // under, captured here because the backward runs outside the module's scope.
+  amp::Fp8Site fp8_site;
   int64_t rows = 0, in = 0, out = 0;
 
   // Checks x [..., In], weight [Out, In] and bias (after autocast) and makes the operands;
@@ -55,8 +59,11 @@ struct LinearProduct {
  private:
   // C = A·Bᵀ in f32 by one FP8 product of the recipe, plus `bias`; `a_role` / `b_role` name the
   // operands (input, weight, grad_output) for a delayed recipe's keys.
+  // While the numerics monitor collects, both quantized operands are measured against their
+  // sources under fp8_site and `product`.
   Tensor fp8_product(const amp::ProductRecipe& r, const Tensor& a, const char* a_role,
-                     const Tensor& b, const char* b_role, const Tensor& bias) const;
+                     const Tensor& b, const char* b_role, const Tensor& bias,
+                     amp::Fp8Product product) const;
 };
 
 }  // namespace mixprec::detail

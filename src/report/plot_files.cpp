@@ -1,5 +1,6 @@
 // The gnuplot inputs: one data file per run (train, and eval when there is any) and a script
-// with three stacked panels sharing the step axis (four for an MoE run: its expert load band).
+// with three stacked panels sharing the step axis, plus one for an MoE run (its expert load
+// band) and one for an FP8 run (its saturated and flushed fractions).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -117,12 +118,13 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
     const std::vector<double> marks = mark_heights(run.train, smoothed);
     std::string train =
         "# step loss smoothed_loss loss_scale grad_norm skipped_or_nonfinite_mark "
-        "expert_load_max expert_load_min\n";
+        "expert_load_max expert_load_min fp8_saturated_fraction fp8_flushed_fraction\n";
     for (std::size_t j = 0; j < run.train.size(); ++j) {
       const TrainRecord& r = run.train[j];
       train += std::to_string(r.step) + " " + value(r.loss) + " " + value(smoothed[j]) + " " +
                value(r.loss_scale) + " " + value(r.grad_norm) + " " + value(marks[j]) + " " +
-               value(r.expert_load_max) + " " + value(r.expert_load_min) + "\n";
+               value(r.expert_load_max) + " " + value(r.expert_load_min) + " " +
+               value(r.fp8_saturated_fraction) + " " + value(r.fp8_flushed_fraction) + "\n";
     }
     files.train_data.push_back(dir / ("run" + std::to_string(i) + "_train.dat"));
     write_text(files.train_data.back(), train);
@@ -152,7 +154,8 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
     for (std::size_t i = 0; i < series.size(); ++i) s += (i ? ", \\\n     " : "") + series[i];
     return s + "\n";
   };
-  std::vector<std::string> loss, scale, norm, load;
+  std::vector<std::string> loss, scale, norm, load, fp8;
+  bool fp8_run = false;  // some run logged FP8 fractions (all of them may be 0)
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunMetrics& run = runs[i];
     const std::string colour = kColours[i % std::size(kColours)];
@@ -181,6 +184,15 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
       load.push_back(train + " using 1:8 with lines lw 1 dt 2" + solid + " title " +
                      quoted(name + ": min"));
     }
+    fp8_run = fp8_run || any_train(run, [](const TrainRecord& r) {
+                return std::isfinite(r.fp8_saturated_fraction);
+              });
+    if (any_train(run, [](const TrainRecord& r) { return r.fp8_saturated_fraction > 0; }))
+      fp8.push_back(train + " using 1:($9 > 0 ? $9 : 1/0) with lines lw 2" + solid + " title " +
+                    quoted(name + ": saturated"));
+    if (any_train(run, [](const TrainRecord& r) { return r.fp8_flushed_fraction > 0; }))
+      fp8.push_back(train + " using 1:($10 > 0 ? $10 : 1/0) with lines lw 1 dt 2" + solid +
+                    " title " + quoted(name + ": flushed to zero"));
   }
 
   // A single step still needs a non-empty x range.
@@ -190,8 +202,9 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
             std::to_string(options.height) + " noenhanced font ',10'\n";
   script += "set output " + quoted(png.string()) + "\n";
   script += "set datafile missing '?'\n";
-  // An MoE run adds a fourth panel: the band its expert loads kept.
-  script += load.empty() ? "set multiplot layout 3,1" : "set multiplot layout 4,1";
+  // An MoE run adds a panel (the band its expert loads kept), an FP8 run another.
+  const int panels = 3 + (load.empty() ? 0 : 1) + (fp8_run ? 1 : 0);
+  script += "set multiplot layout " + std::to_string(panels) + ",1";
   if (!options.title.empty()) script += " title " + quoted(options.title);
   script += "\nset grid\nset key top right opaque\nset xlabel 'step'\n";
   script += "set xrange [" + std::to_string(first_step) + ":" + std::to_string(x_hi) + "]\n";
@@ -203,6 +216,13 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
   if (!load.empty())
     script += panel("expert load: tokens / mean, largest and smallest over experts and blocks",
                     false, load, "");
+  if (fp8_run)  // y ticks as powers of ten, not 0.0000010
+    script += "set format y '%.0e'\n" +
+              panel(
+                  "FP8 operands: fraction of elements saturated (solid) and flushed to zero "
+                  "(dashed)",
+                  true, fp8, "no FP8 element saturated or flushed to zero") +
+              "set format y '% h'\n";
   script += "unset multiplot\nset output\n";
   write_text(files.script, script);
   return files;

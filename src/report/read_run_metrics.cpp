@@ -89,6 +89,8 @@ TrainRecord train_record(const json& o, const LineRef& ref) {
   r.peak_bytes = integer(o, "peak_bytes", ref);
   r.underflow_fraction = number(o, "underflow_fraction", ref);
   r.overflow_fraction = number(o, "overflow_fraction", ref);
+  r.fp8_saturated_fraction = number(o, "fp8_saturated_fraction", ref);
+  r.fp8_flushed_fraction = number(o, "fp8_flushed_fraction", ref);
   if (const auto it = o.find("expert_load"); it != o.end() && !it->is_null()) {
     if (!it->is_array()) bad_key(ref, "expert_load", *it, "an array of arrays of numbers");
     for (const json& block : *it) {

@@ -50,6 +50,10 @@ std::string to_json_line(const StepMetrics& m) {
   j["comm_bytes"] = m.comm_bytes;
   j["underflow_fraction"] = m.underflow_fraction;
   j["overflow_fraction"] = m.overflow_fraction;
+  if (!std::isnan(m.fp8_saturated_fraction)) {
+    j["fp8_saturated_fraction"] = m.fp8_saturated_fraction;
+    j["fp8_flushed_fraction"] = m.fp8_flushed_fraction;
+  }
   if (!m.expert_load.empty()) {
     nlohmann::ordered_json blocks = nlohmann::ordered_json::array();
     for (const auto& block : m.expert_load) {

@@ -15,6 +15,7 @@
 
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/compute_scope.h"
+#include "mixprec/amp/fp8_monitor.h"
 #include "mixprec/amp/grad_scaler.h"
 #include "mixprec/amp/numerics_monitor.h"
 #include "mixprec/autograd/anomaly.h"
@@ -144,6 +145,10 @@ struct Trainer::State {
   int64_t nonfinite_in_a_row = 0;
   bool checkpoint_owed = false;  // due at a skipped step
   std::string first_nonfinite;   // of the newest skipped step: the first such parameter
+  // Of the newest step: whether FP8 casts ran, and the first whose source held an inf or NaN
+  // and the first that saturated (the monitor's collection).
+  bool fp8_ran = false;
+  std::optional<amp::Fp8TensorRecord> fp8_first_nonfinite, fp8_first_saturated;
 
   State(config::TrainConfig c, TrainerOptions o)
       : config(std::move(c)),
@@ -184,7 +189,9 @@ struct Trainer::State {
   void stop_if_diverged(const StepMetrics& m);
   std::string kept_text() const;
   std::string nonfinite_origin(const StepMetrics& m);
-  amp::StepReport apply_gradients(StepMetrics& m, amp::StepNumerics& numerics, float loss_scale);
+  std::string fp8_origin(const StepMetrics& m);
+  amp::StepReport apply_gradients(StepMetrics& m, amp::StepNumerics& numerics, float loss_scale,
+                                  const amp::Fp8StepStats& fp8);
   void update_buffers(std::vector<int64_t> counts, bool stepped, StepMetrics& m);
   void update_delayed_scaling();
   std::string save(int64_t step);
@@ -499,13 +506,14 @@ StepMetrics Trainer::step() {
 // gradient, as 1/scale is (the bits of clipping f32 gradients in place, one pass fewer), and a
 // finite norm spares the scaler its own non-finite pass.
 amp::StepReport Trainer::State::apply_gradients(StepMetrics& m, amp::StepNumerics& numerics,
-                                                float loss_scale) {
+                                                float loss_scale, const amp::Fp8StepStats& fp8) {
   // unscale() writes 1/scale into the gradients; a disabled scaler has nothing to write, and
   // its non-finite test is step()'s (spared by a finite norm).
   if (scaler.enabled()) scaler.unscale(*optimizer);
   const bool detail = m.step % std::max<int64_t>(config.metrics.log_every, 1) == 0;
-  numerics =
-      (detail ? monitor_detail : monitor_totals).observe(m.step, *optimizer, loss_scale, true);
+  const amp::NumericsMonitor& monitor = detail ? monitor_detail : monitor_totals;
+  numerics = monitor.observe(m.step, *optimizer, loss_scale, true);
+  monitor.add_fp8(numerics, fp8);
   m.grad_norm = numerics.grad_norm = parallelism->global_norm(numerics.grad_norm);
   const float clip = config.training.grad_clip > 0 && std::isfinite(m.grad_norm)
                          ? optim::clip_coefficient(m.grad_norm, config.training.grad_clip)
@@ -622,13 +630,18 @@ StepMetrics Trainer::State::step() {
   schedule->apply(*optimizer, next_step);
 
   const float loss_scale = scaler.get_scale();
+  // The FP8 casts' figures (amp/fp8_monitor.h): nothing to collect without a recipe.
+  std::optional<amp::Fp8Collection> fp8_collection;
+  if (config.training.policy.linear_recipe) fp8_collection.emplace();
   Pass pass = forward_backward(next_step, loss_scale);
   std::vector<double>& losses = pass.losses;
+  const amp::Fp8StepStats fp8 = fp8_collection ? fp8_collection->stats() : amp::Fp8StepStats{};
+  fp8_collection.reset();
 
   StepMetrics m;
   m.step = next_step + 1;
   amp::StepNumerics numerics;
-  const amp::StepReport report = apply_gradients(m, numerics, loss_scale);
+  const amp::StepReport report = apply_gradients(m, numerics, loss_scale, fp8);
   update_buffers(std::move(pass.counts), report.stepped, m);
   const auto t1 = Clock::now();
 
@@ -662,6 +675,13 @@ StepMetrics Trainer::State::step() {
   m.underflow_fraction = numerics.underflow_fraction();
   m.overflow_fraction = numerics.overflow_fraction();
   m.numerics_json = numerics.to_json();
+  fp8_ran = numerics.fp8_tensors > 0;
+  fp8_first_nonfinite = numerics.fp8_first_nonfinite;
+  fp8_first_saturated = numerics.fp8_first_saturated;
+  if (fp8_ran) {
+    m.fp8_saturated_fraction = numerics.fp8_total.saturated_fraction();
+    m.fp8_flushed_fraction = numerics.fp8_total.flushed_fraction();
+  }
   next_step = m.step;
   comm->step_done(m.step);  // collectives now wait comm.train_timeout_seconds
   return m;
@@ -756,9 +776,10 @@ void Trainer::State::stop_if_diverged(const StepMetrics& m) {
     history += fmt::format("{}{}:{:g}{}", i == from ? "" : " ", summary.steps[i].step,
                            summary.steps[i].loss_scale, summary.steps[i].skipped ? "*" : "");
   progress.finish();
+  const std::string origin = nonfinite_origin(m), fp8 = fp8_origin(m);  // collectives
   throw Error("training", fmt::format("diverged at step {}: {}. Loss scale by step (* = "
-                                      "skipped): {}. {}. The run stops; {}.",
-                                      m.step, why, history, nonfinite_origin(m), kept_text()));
+                                      "skipped): {}. {}. {}The run stops; {}.",
+                                      m.step, why, history, origin, fp8, kept_text()));
 }
 
 // What a diverged run leaves behind, for its error.
@@ -799,6 +820,32 @@ std::string Trainer::State::nonfinite_origin(const StepMetrics& m) {
         "(it arose in the unscale or the gradient reduction)",
         m.step);
   return dist::text_from(*comm, mine, first);
+}
+
+// Where step m's inf/NaN met the FP8 casts: the first FP8 operand (in execution order) whose
+// high-precision source held one, from that step's collection; "" when no recipe ran. It
+// "overflowed" before its cast (the casts saturate, so a cast never makes an inf): its block
+// scales turn to 0, 1 or inf by the rule, and the product's output with them. Saturation
+// alone is a recipe's normal work and stops nothing; it is named when nothing overflowed.
+// Each rank collected its own rows: the lowest rank with an overflow speaks for all.
+std::string Trainer::State::fp8_origin(const StepMetrics& m) {
+  if (!fp8_ran) return "";
+  const std::string mine =
+      fp8_first_nonfinite
+          ? fmt::format(
+                "At step {} FP8 tensor {} overflowed (the first FP8 operand whose source "
+                "held inf or NaN{}): {}. ",
+                m.step, fp8_first_nonfinite->name,
+                comm->size() > 1 ? fmt::format(", rank {}'s rows", comm->rank()) : "",
+                amp::describe_fp8_tensor(*fp8_first_nonfinite))
+          : "";
+  const int first = dist::first_rank_with(*comm, fp8_first_nonfinite.has_value());
+  if (first >= 0) return dist::text_from(*comm, mine, first);
+  std::string none = fmt::format("No FP8 operand's source held an inf or NaN at step {}", m.step);
+  if (fp8_first_saturated)
+    none += fmt::format("; the first saturated cast was FP8 tensor {}: {}",
+                        fp8_first_saturated->name, amp::describe_fp8_tensor(*fp8_first_saturated));
+  return none + ". ";
 }
 
 void Trainer::State::record(StepMetrics m) {

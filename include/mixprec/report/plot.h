@@ -2,7 +2,9 @@
 // panels sharing the step axis, one colour per run (legend = run name):
 //   1. training loss: raw (faint) and a trailing mean (solid), validation loss as points;
 //   2. loss scale (log y);  3. gradient norm (log y; non-finite / non-positive left out);
-//   4. for a run with experts: the largest and smallest expert load per step.
+//   4. for a run with experts: the largest and smallest expert load per step;
+//   5. for a run with an FP8 recipe: the fractions of its FP8 operands' elements saturated
+//      and flushed to zero per step (log y; zeros left out).
 // The data and the script go to a private temporary folder; gnuplot runs without a shell
 // (paths never reach one) and the PNG replaces `png` atomically.
 #pragma once
@@ -28,7 +30,7 @@ struct PlotOptions {
 struct PlotFiles {
   std::filesystem::path script;  // plot.gp
   // Per run, in order: columns "step loss smoothed_loss loss_scale grad_norm mark
-  // expert_load_max expert_load_min", and
+  // expert_load_max expert_load_min fp8_saturated_fraction fp8_flushed_fraction", and
   // "step val_loss"; '?' marks a missing (NaN) value. No eval file for a run without evals.
   std::vector<std::filesystem::path> train_data, eval_data;
 };

@@ -4,6 +4,7 @@
 //   {"type":"train", "step", "loss", "ce", "aux", "z", "lr", "grad_norm", "loss_scale",
 //    "skipped", "skipped_total", "tokens", "tokens_per_s", "step_ms", "elapsed_s",
 //    "memory_bytes", "peak_bytes", "underflow_fraction", "overflow_fraction",
+//    "fp8_saturated_fraction", "fp8_flushed_fraction" (with an FP8 recipe),
 //    "expert_load" (MoE: [[load per expert] per block]), ...}
 //   {"type":"eval", "step", "val_loss", "val_ppl", "val_tokens"}
 // Reading is forward compatible: unknown keys and unknown types are ignored, and a missing or
@@ -45,6 +46,8 @@ struct TrainRecord {
   double tokens_per_s = NAN, step_ms = NAN, elapsed_s = NAN;
   int64_t memory_bytes = 0, peak_bytes = 0;
   double underflow_fraction = NAN, overflow_fraction = NAN;
+  // Of the step's FP8 operands (amp/fp8_stats.h); NaN without an FP8 recipe.
+  double fp8_saturated_fraction = NAN, fp8_flushed_fraction = NAN;
   // "expert_load" (per MoE block, each expert's tokens / the mean): its largest and smallest
   // entry; NaN for a model without experts.
   double expert_load_max = NAN, expert_load_min = NAN;

@@ -2,6 +2,7 @@
 // line of <run_dir>/metrics.jsonl; the schema is documented in README.md, "Metrics").
 #pragma once
 
+#include <cmath>
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -31,6 +32,9 @@ struct StepMetrics {
   uint64_t comm_bytes = 0;  // bytes rank 0 handed to collectives in the step (dist::CommStats)
   double underflow_fraction = 0, overflow_fraction = 0;  // f16 range, at the step's scale
   std::string numerics_json;  // the monitor's StepNumerics::to_json (per parameter on log steps)
+  // Of every FP8 operand cast in the step (amp/fp8_stats.h); NaN (and not written) when no
+  // FP8 recipe ran.
+  double fp8_saturated_fraction = NAN, fp8_flushed_fraction = NAN;
   // Per MoE block, each expert's tokens / the block's mean, over the whole batch (every rank's
   // rows and micro-batches): models::Model::count_loads; empty without experts.
   std::vector<std::vector<double>> expert_load;

@@ -83,5 +83,55 @@ TEST(NumericsMonitor, NonFiniteGradientsAndTheStepReportAppearInJson) {
   EXPECT_TRUE(NumericsMonitor(totals_only).observe(3, opt, 1.0f, false).params.empty());
 }
 
+// The FP8 figures: totals every step, per tensor with per_param, the first overflow by name;
+// no fp8 key at all when no FP8 cast ran (the keys of a bf16 run stay as they were).
+TEST(NumericsMonitor, Fp8FiguresAppearInJsonOnlyWhenFp8CastsRan) {
+  NoopOptimizer opt({with_grad("w", {1.0, 2.0})});
+  const StepNumerics plain = NumericsMonitor().observe(1, opt, 1.0f, false);
+  const nlohmann::json p = nlohmann::json::parse(plain.to_json());
+  for (const auto& [key, value] : p.items()) EXPECT_EQ(key.find("fp8"), std::string::npos) << key;
+
+  Fp8StepStats fp8;
+  Fp8TensorStats a;
+  a.numel = 100, a.amax = 3, a.scale_min = a.scale_max = 2, a.scales = 1, a.flushed = 10;
+  Fp8TensorStats b;
+  b.numel = 300, b.amax = 7, b.scale_min = 0.5f, b.scale_max = 4, b.scales = 3;
+  b.saturated = 4, b.nonfinite = 2;
+  fp8.tensors = {{"blocks.0.attn.wq fwd.input", "f8_e4m3fn allxall torchao", a},
+                 {"blocks.0.attn.wq fwd.weight", "f8_e4m3fn 1x32 mx_floor", b}};
+  fp8.first_nonfinite = 1;
+  fp8.first_saturated = 1;
+  MonitorOptions totals_only;
+  totals_only.per_param = false;
+  for (const bool detail : {false, true}) {
+    StepNumerics n =
+        NumericsMonitor(detail ? MonitorOptions{} : totals_only).observe(1, opt, 1.0f, false);
+    (detail ? NumericsMonitor() : NumericsMonitor(totals_only)).add_fp8(n, fp8);
+    nlohmann::json j = nlohmann::json::parse(n.to_json());
+    for (const auto& [key, value] : p.items())  // unchanged
+      if (key != "params") {
+        EXPECT_EQ(j[key], value) << key;
+      }
+    EXPECT_EQ(j["fp8_tensors"], 2);
+    EXPECT_EQ(j["fp8_numel"], 400);
+    EXPECT_EQ(j["fp8_amax"], 7.0);
+    EXPECT_DOUBLE_EQ(j["fp8_saturated_fraction"].get<double>(), 4.0 / 400);
+    EXPECT_DOUBLE_EQ(j["fp8_flushed_fraction"].get<double>(), 10.0 / 400);
+    EXPECT_EQ(j["fp8_nonfinite"], 2);
+    EXPECT_EQ(j["fp8_first_nonfinite"], "blocks.0.attn.wq fwd.weight");
+    EXPECT_EQ(j["fp8_first_saturated"], "blocks.0.attn.wq fwd.weight");
+    ASSERT_EQ(j.contains("fp8"), detail);
+    if (!detail) continue;
+    EXPECT_EQ(j["fp8"][0]["name"], "blocks.0.attn.wq fwd.input");
+    EXPECT_EQ(j["fp8"][0]["cast"], "f8_e4m3fn allxall torchao");
+    EXPECT_DOUBLE_EQ(j["fp8"][0]["flushed_fraction"].get<double>(), 0.1);
+    EXPECT_EQ(j["fp8"][0]["scale_min"], 2.0);
+    EXPECT_EQ(j["fp8"][1]["scale_min"], 0.5);
+    EXPECT_EQ(j["fp8"][1]["scale_max"], 4.0);
+    EXPECT_DOUBLE_EQ(j["fp8"][1]["saturated_fraction"].get<double>(), 4.0 / 300);
+    EXPECT_EQ(j["fp8"][1]["nonfinite"], 2);
+  }
+}
+
 }  // namespace
 }  // namespace mixprec::amp

@@ -90,7 +90,8 @@ TEST_F(Plot, DataFilesHoldTheNumbers) {
                                                      {50, 2, 11.0 / 3, 32768, 0.25, NAN}};
   ASSERT_EQ(train.size(), expected.size());
   for (std::size_t i = 0; i < train.size(); ++i) {
-    ASSERT_EQ(train[i].size(), 8u) << "row " << i;  // + the expert load band (none here)
+    // + the expert load band and the FP8 fractions (none here)
+    ASSERT_EQ(train[i].size(), 10u) << "row " << i;
     for (std::size_t c = 0; c < 6; ++c) {
       if (std::isnan(expected[i][c]))
         EXPECT_TRUE(std::isnan(train[i][c])) << i << "," << c;
@@ -152,6 +153,47 @@ TEST_F(Plot, ExpertLoadBandGetsItsOwnPanel) {
       Error);
 }
 
+// An FP8 run's saturated and flushed fractions: columns 9 and 10 and a panel of their own
+// (zeros left off its log scale); a run whose FP8 casts never saturated nor flushed gets the
+// panel with a note; a run without FP8 gets none.
+TEST_F(Plot, Fp8FractionsGetTheirOwnPanel) {
+  const std::filesystem::path dir = run_dir(
+      "fp8",
+      R"({"type":"train","step":1,"loss":4.0,"fp8_saturated_fraction":0.0,"fp8_flushed_fraction":0.02})"
+      "\n"
+      R"({"type":"train","step":2,"loss":3.0,"fp8_saturated_fraction":0.001,"fp8_flushed_fraction":0.03})"
+      "\n");
+  const auto out = root_ / "work";
+  std::filesystem::create_directories(out);
+  const PlotFiles files = write_plot_files({read_run_metrics(dir)}, out, root_ / "loss.png", {});
+  const auto rows = read_rows(files.train_data[0]);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0][8], 0.0);
+  EXPECT_EQ(rows[0][9], 0.02);
+  EXPECT_EQ(rows[1][8], 0.001);
+  EXPECT_EQ(rows[1][9], 0.03);
+  std::string script = read_text(files.script);
+  EXPECT_NE(script.find("layout 4,1"), std::string::npos) << script;
+  EXPECT_NE(script.find("FP8 operands"), std::string::npos) << script;
+  EXPECT_NE(script.find("1:($9 > 0 ? $9 : 1/0)"), std::string::npos) << script;
+  EXPECT_NE(script.find("1:($10 > 0 ? $10 : 1/0)"), std::string::npos) << script;
+
+  const std::filesystem::path calm = run_dir(
+      "calm",
+      R"({"type":"train","step":1,"loss":4.0,"fp8_saturated_fraction":0,"fp8_flushed_fraction":0})"
+      "\n");
+  write_plot_files({read_run_metrics(calm)}, out, root_ / "loss.png", {});
+  script = read_text(files.script);
+  EXPECT_NE(script.find("layout 4,1"), std::string::npos) << script;
+  EXPECT_NE(script.find("no FP8 element saturated or flushed"), std::string::npos) << script;
+  EXPECT_EQ(script.find("$9"), std::string::npos) << script;
+
+  write_plot_files({read_run_metrics(single_step_run())}, out, root_ / "loss.png", {});
+  script = read_text(files.script);
+  EXPECT_NE(script.find("layout 3,1"), std::string::npos) << script;
+  EXPECT_EQ(script.find("FP8"), std::string::npos) << script;
+}
+
 // A diverging fp16 run: skipped steps and non-finite losses are marked where the curve broke
 // off, not dropped.
 TEST_F(Plot, SkippedAndNonFiniteStepsAreMarked) {
@@ -171,7 +213,7 @@ TEST_F(Plot, SkippedAndNonFiniteStepsAreMarked) {
   ASSERT_EQ(rows.size(), 5u);
   const std::vector<double> marks = {NAN, NAN, 2.5, 2.5, 2.5};
   for (std::size_t i = 0; i < rows.size(); ++i) {
-    ASSERT_EQ(rows[i].size(), 8u);
+    ASSERT_EQ(rows[i].size(), 10u);
     if (std::isnan(marks[i]))
       EXPECT_TRUE(std::isnan(rows[i][5])) << "step " << i + 1 << " is not marked";
     else

@@ -1,0 +1,158 @@
+// The FP8 cast statistics: the source re-read row by row and scaled as the quantize kernels
+// scale it; only the rare values past max finite go through the scalar encoder.
+#include "mixprec/amp/fp8_stats.h"
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+#include <vector>
+
+#include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
+#include "mixprec/numerics/convert.h"
+#include "mixprec/numerics/encode.h"
+
+namespace mixprec::amp {
+
+void Fp8TensorStats::merge(const Fp8TensorStats& o) {
+  numel += o.numel;
+  amax = std::max(amax, o.amax);
+  if (o.scales > 0) {
+    scale_min = scales > 0 ? std::min(scale_min, o.scale_min) : o.scale_min;
+    scale_max = scales > 0 ? std::max(scale_max, o.scale_max) : o.scale_max;
+    scales += o.scales;
+  }
+  saturated += o.saturated;
+  flushed += o.flushed;
+  nonfinite += o.nonfinite;
+}
+
+namespace {
+
+constexpr int64_t kRowGrain = 16;
+
+struct BlockCounts {
+  float amax = 0;
+  int32_t nonfinite = 0, zeros = 0, over = 0;
+};
+
+// One block's source counts, branch-free so that the loop vectorizes (hence 32-bit counters
+// and a max written as a select); `scaled` is the quantize kernels' f32 operation.
+template <class Scale>
+BlockCounts count_block(const float* x, int32_t n, float max_finite, Scale scaled) {
+  float amax = 0;
+  int32_t nonfinite = 0, zeros = 0, over = 0;
+  for (int32_t c = 0; c < n; ++c) {
+    const float xc = x[c], a = std::fabs(xc);
+    const bool finite = a <= std::numeric_limits<float>::max();  // false for inf and NaN
+    const float af = finite ? a : 0.0f;
+    amax = af > amax ? af : amax;
+    nonfinite += !finite;
+    zeros += xc == 0;
+    over += finite & (std::fabs(scaled(xc)) > max_finite);
+  }
+  return {amax, nonfinite, zeros, over};
+}
+
+// Stored +-0s among n bytes (a loop of its own: one element width, so it vectorizes).
+int32_t zero_bytes(const uint8_t* q, int32_t n, uint8_t abs_mask) {
+  int32_t zeros = 0;
+  for (int32_t c = 0; c < n; ++c) zeros += (q[c] & abs_mask) == 0;
+  return zeros;
+}
+
+// One row's counts: x its source widened to f32, q its stored bytes, v the row's scale per
+// column block. Only a block with a value past max finite after scaling takes a second,
+// scalar look through the encoder.
+void count_row(const float* x, const uint8_t* q, const float* v, int64_t cols, int64_t block_cols,
+               bool divide, const FloatFormat& f, Fp8TensorStats& s) {
+  const float max_finite = static_cast<float>(mixprec::max_finite(f));
+  const auto abs_mask = static_cast<uint8_t>(f.abs_mask());
+  constexpr int64_t kPiece = int64_t{1} << 30;  // 32-bit counts: a longer block goes in pieces
+  for (int64_t c0 = 0; c0 < cols; c0 += block_cols) {
+    const int64_t n = std::min(cols, c0 + block_cols) - c0;
+    const float* xb = x + c0;
+    const uint8_t* qb = q + c0;
+    const float sv = v[c0 / block_cols];
+    // Dividing by a power of two (MX, UE8M0) is multiplying by its reciprocal, bit for bit:
+    // the same real number rounded once.
+    const bool by_reciprocal = divide && std::isfinite(sv) && sv > 0 && pow2_floor(sv) == sv;
+    const float mul = by_reciprocal ? 1.0f / sv : sv;
+    int64_t total_over = 0;
+    for (int64_t p0 = 0; p0 < n; p0 += kPiece) {
+      const auto pn = static_cast<int32_t>(std::min(n - p0, kPiece));
+      const BlockCounts b =
+          divide && !by_reciprocal
+              ? count_block(xb + p0, pn, max_finite, [sv](float e) { return e / sv; })
+              : count_block(xb + p0, pn, max_finite, [mul](float e) { return e * mul; });
+      s.amax = std::max(s.amax, b.amax);
+      s.nonfinite += b.nonfinite;
+      // A stored 0 comes from a zero source or a flushed one: an inf or NaN source is stored
+      // as NaN or +-max finite, never 0 (the casts saturate, NaN stays NaN, inf·0 is NaN).
+      s.flushed += zero_bytes(qb + p0, pn, abs_mask) - b.zeros;
+      total_over += b.over;
+    }
+    if (total_over == 0) continue;
+    for (int64_t c = 0; c < n; ++c) {
+      const float xc = xb[c], y = divide ? xc / sv : xc * sv;
+      if (!std::isfinite(xc) || !(std::fabs(y) > max_finite)) continue;
+      const uint32_t plain = encode_f32(f, y, Rounding::nearest_even, /*saturate=*/false);
+      s.saturated += f.is_nan(plain) || (f.has_inf && (plain & f.abs_mask()) == f.inf_bits());
+    }
+  }
+}
+
+}  // namespace
+
+Fp8TensorStats fp8_tensor_stats(const Tensor& source, const backend::Quantized& q) {
+  constexpr const char* kWhere = "fp8_tensor_stats";
+  MIXPREC_CHECK(source.ndim() == 2 && q.data.ndim() == 2 && source.shape() == q.data.shape(),
+                kWhere,
+                "source " + shape_to_string(source.shape()) + " and quantized data " +
+                    shape_to_string(q.data.shape()) + " must be the same 2-d shape");
+  const DType in_dtype = source.dtype();
+  MIXPREC_CHECK(in_dtype == DType::f32 || in_dtype == DType::bf16 || in_dtype == DType::f16, kWhere,
+                std::string("source must be f32, bf16 or f16, got ") + dtype_name(in_dtype));
+  const int64_t rows = source.size(0), cols = source.size(1);
+  const backend::BlockShape blk = backend::resolved_block(q.spec, rows, cols);
+  const Shape ss = backend::scale_shape(q.spec, rows, cols);
+  MIXPREC_CHECK(q.scales.shape() == ss, kWhere,
+                "scales " + shape_to_string(q.scales.shape()) + " do not match " +
+                    backend::describe(q.spec) + " on " + shape_to_string(source.shape()) +
+                    " (expected " + shape_to_string(ss) + ")");
+  const Tensor x = source.contiguous();
+  const Tensor scales = q.scales.contiguous();
+  const Tensor data = q.data.contiguous();
+  const float* v = scales.data<float>();
+  const auto* bytes = static_cast<const uint8_t*>(data.raw_data());
+  const auto* src = static_cast<const char*>(x.raw_data());
+  const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(in_dtype);
+  const FloatFormat& f = *info(q.spec.element).format;
+  const bool divide = scale_rule_info(q.spec.rule).form == ScaleForm::divide;
+
+  // One partial per chunk of rows (chunks start at multiples of the grain): integer sums and
+  // maxima, so the result does not depend on the thread count.
+  std::vector<Fp8TensorStats> parts(static_cast<std::size_t>((rows + kRowGrain - 1) / kRowGrain));
+  parallel_for(rows, kRowGrain, [&](int64_t r0, int64_t r1) {
+    Fp8TensorStats& s = parts[static_cast<std::size_t>(r0 / kRowGrain)];
+    std::vector<float> buf(static_cast<std::size_t>(cols));
+    for (int64_t r = r0; r < r1; ++r) {
+      widen_row_f32(in_dtype, src + static_cast<std::size_t>(r) * row_bytes, buf.data(),
+                    static_cast<std::size_t>(cols));
+      count_row(buf.data(), bytes + r * cols, v + (r / blk.rows) * ss[1], cols, blk.cols, divide, f,
+                s);
+    }
+  });
+  Fp8TensorStats out;
+  for (const Fp8TensorStats& p : parts) out.merge(p);
+  out.numel = rows * cols;
+  for (int64_t i = 0; i < scales.numel(); ++i) {
+    if (std::isnan(v[i])) continue;
+    out.scale_min = out.scales ? std::min(out.scale_min, v[i]) : v[i];
+    out.scale_max = out.scales ? std::max(out.scale_max, v[i]) : v[i];
+    ++out.scales;
+  }
+  return out;
+}
+
+}  // namespace mixprec::amp
