@@ -632,7 +632,11 @@ StepMetrics Trainer::State::step() {
   const float loss_scale = scaler.get_scale();
   // The FP8 casts' figures (amp/fp8_monitor.h): nothing to collect without a recipe.
   std::optional<amp::Fp8Collection> fp8_collection;
-  if (config.training.policy.linear_recipe) fp8_collection.emplace();
+  const std::string& when = c.metrics.fp8_stats;
+  const bool log_step = (next_step + 1) % std::max<int64_t>(c.metrics.log_every, 1) == 0;
+  if ((c.training.policy.linear_recipe || c.training.policy.grouped_recipe) &&
+      (when == "every_step" || (when == "log_steps" && log_step)))
+    fp8_collection.emplace();
   Pass pass = forward_backward(next_step, loss_scale);
   std::vector<double>& losses = pass.losses;
   const amp::Fp8StepStats fp8 = fp8_collection ? fp8_collection->stats() : amp::Fp8StepStats{};

@@ -221,6 +221,10 @@ struct MetricsConfig {
   std::int64_t log_every = 10;
   bool jsonl = true;  // run_dir/metrics.jsonl
   bool plot = false;  // a loss-curve plot in run_dir at the end
+  // The numerics monitor's per-tensor FP8 figures (amp/fp8_monitor.h) under an FP8 recipe: a
+  // pass over every FP8 operand, measured on "every_step" (the stop rule can then name the
+  // first tensor that overflowed), on "log_steps" (every log_every-th) or "off".
+  std::string fp8_stats = "every_step";
   bool operator==(const MetricsConfig&) const = default;
 };
 

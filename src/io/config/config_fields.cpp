@@ -133,6 +133,7 @@ std::vector<Field> make_fields() {
       FIELD("metrics", metrics, log_every),
       FIELD("metrics", metrics, jsonl),
       FIELD("metrics", metrics, plot),
+      FIELD("metrics", metrics, fp8_stats, "every_step", "log_steps", "off"),
       FIELD("parallelism", parallelism, data_parallel_shard_degree),
       FIELD("parallelism", parallelism, reshard_after_forward),
       FIELD("activation_checkpoint", activation_checkpoint, mode, "none", "selective", "full"),

@@ -85,6 +85,15 @@ TEST(Fp8NumericsTraining, MetricsCarryTheFp8Figures) {
   EXPECT_EQ(m.train.back().fp8_saturated_fraction,
             lines.back()["fp8_saturated_fraction"].get<double>());
 
+  // metrics.fp8_stats: on log steps only, or never.
+  for (const char* when : {"log_steps", "off"}) {
+    TempDir some;
+    Trainer(llama(some, "mxfp8", {std::string("metrics.fp8_stats=") + when}), quiet()).run();
+    for (const nlohmann::json& j : train_lines(some))
+      EXPECT_EQ(j.contains("fp8_saturated_fraction"),
+                std::string(when) == "log_steps" && j["step"].get<int>() % 2 == 0)
+          << when << " " << j.dump();
+  }
   // bf16-mixed writes no fp8 key.
   TempDir plain;
   Trainer(llama(plain, "bf16-mixed"), quiet()).run();
