@@ -5,7 +5,7 @@
 
 #include "convert_kernels.h"
 #include "mixprec/numerics/encode.h"
-#include "mixprec/numerics/philox.h"
+#include "philox_draws.h"
 
 namespace mixprec::kernels {
 namespace {
@@ -35,30 +35,11 @@ uint32_t load(const FloatFormat& f, const void* src, std::size_t i) {
   }
 }
 
-// Calls fn(i, random) for i in [0, n), drawing one Philox block per 4 indices.
-template <class Fn>
-void for_each_with_random(std::size_t n, const ConvertOptions& o, uint64_t index0, Fn&& fn) {
-  if (o.rounding != Rounding::stochastic) {
-    for (std::size_t i = 0; i < n; ++i) fn(i, 0u);
-    return;
-  }
-  PhiloxBlock block{};
-  uint64_t block_id = ~uint64_t{0};
-  for (std::size_t i = 0; i < n; ++i) {
-    const uint64_t index = index0 + i;
-    if (index / 4 != block_id) {
-      block_id = index / 4;
-      block = philox_block(o.seed, o.stream, block_id);
-    }
-    fn(i, block[index % 4]);
-  }
-}
-
 // One instantiation per format and mode, so the encoder's branches fold into constants.
 template <const FloatFormat& F, Rounding kMode>
 void narrow_f32_mode(const float* src, void* dst, std::size_t n, const ConvertOptions& o,
                      uint64_t index0) {
-  for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
+  detail::for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
     store(F, dst, i, encode_f32(F, src[i], kMode, o.saturate, random, o.overflow));
   });
 }
@@ -84,14 +65,14 @@ void scalar_narrow_f32(const FloatFormat& f, const float* src, void* dst, std::s
   if (&f == &kFormatF16) return narrow_f32<kFormatF16>(src, dst, n, o, index0);
   if (&f == &kFormatE4M3FN) return narrow_f32<kFormatE4M3FN>(src, dst, n, o, index0);
   if (&f == &kFormatE5M2) return narrow_f32<kFormatE5M2>(src, dst, n, o, index0);
-  for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
+  detail::for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
     store(f, dst, i, encode_f32(f, src[i], o.rounding, o.saturate, random, o.overflow));
   });
 }
 
 void scalar_narrow_f64(const FloatFormat& f, const double* src, void* dst, std::size_t n,
                        const ConvertOptions& o, uint64_t index0) {
-  for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
+  detail::for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
     const uint32_t bits = encode_f64(f, src[i], o.rounding, o.saturate, random, o.overflow);
     // tf32 results are stored as f32 with the low 13 bits clear.
     store(f, dst, i, &f == &kFormatTF32 ? bits << 13 : bits);
@@ -116,7 +97,7 @@ void scalar_widen_f32(const FloatFormat& f, const void* src, float* dst, std::si
 
 void scalar_tf32(const float* src, float* dst, std::size_t n, const ConvertOptions& o,
                  uint64_t index0) {
-  for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
+  detail::for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
     // kFormatTF32 is a constant here, so the encoder specialises as in narrow_f32.
     const uint32_t bits =
         encode_f32(kFormatTF32, src[i], o.rounding, o.saturate, random, o.overflow);

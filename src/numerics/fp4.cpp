@@ -5,7 +5,7 @@
 
 #include "mixprec/core/error.h"
 #include "mixprec/numerics/encode.h"
-#include "mixprec/numerics/philox.h"
+#include "philox_draws.h"
 
 namespace mixprec {
 namespace {
@@ -28,25 +28,6 @@ std::size_t packed_size(std::size_t n) {
   return (n + 1) / 2;
 }
 
-// Calls fn(i, random) for i in [0, n), drawing one Philox block per 4 indices.
-template <class Fn>
-void with_random(std::size_t n, const ConvertOptions& o, Fn&& fn) {
-  if (o.rounding != Rounding::stochastic) {
-    for (std::size_t i = 0; i < n; ++i) fn(i, 0u);
-    return;
-  }
-  PhiloxBlock block{};
-  uint64_t block_id = ~uint64_t{0};
-  for (std::size_t i = 0; i < n; ++i) {
-    const uint64_t index = o.index_base + i;
-    if (index / 4 != block_id) {
-      block_id = index / 4;
-      block = philox_block(o.seed, o.stream, block_id);
-    }
-    fn(i, block[index % 4]);
-  }
-}
-
 }  // namespace
 
 uint8_t e2m1_from_f32(float x, Rounding mode, uint32_t random, OverflowConvention convention) {
@@ -65,9 +46,10 @@ void e2m1_from_f32(std::span<const float> src, std::span<uint8_t> nibbles,
                    const ConvertOptions& opts) {
   check_sizes(src.size() == nibbles.size(), "e2m1_from_f32", src.size(), nibbles.size(),
               "one nibble per value");
-  with_random(src.size(), opts, [&](std::size_t i, uint32_t random) {
-    nibbles[i] = e2m1_from_f32(src[i], opts.rounding, random, opts.overflow);
-  });
+  detail::for_each_with_random(
+      src.size(), opts, opts.index_base, [&](std::size_t i, uint32_t random) {
+        nibbles[i] = e2m1_from_f32(src[i], opts.rounding, random, opts.overflow);
+      });
 }
 
 void e2m1_to_f32(std::span<const uint8_t> nibbles, std::span<float> dst) {
@@ -97,10 +79,11 @@ void e2m1_pack_from_f32(std::span<const float> src, std::span<uint8_t> packed,
   check_sizes(packed.size() == packed_size(src.size()), "e2m1_pack_from_f32", src.size(),
               packed.size(), "packed bytes = (values + 1) / 2");
   for (uint8_t& b : packed) b = 0;
-  with_random(src.size(), opts, [&](std::size_t i, uint32_t random) {
-    const uint8_t q = e2m1_from_f32(src[i], opts.rounding, random, opts.overflow);
-    packed[i / 2] |= static_cast<uint8_t>(i % 2 ? q << 4 : q);
-  });
+  detail::for_each_with_random(
+      src.size(), opts, opts.index_base, [&](std::size_t i, uint32_t random) {
+        const uint8_t q = e2m1_from_f32(src[i], opts.rounding, random, opts.overflow);
+        packed[i / 2] |= static_cast<uint8_t>(i % 2 ? q << 4 : q);
+      });
 }
 
 void e2m1_unpack_to_f32(std::span<const uint8_t> packed, std::span<float> dst) {
