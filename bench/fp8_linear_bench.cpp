@@ -11,6 +11,7 @@
 
 #include "bench_util.h"
 #include "mixprec/amp/autocast.h"
+#include "mixprec/amp/delayed_scaling.h"
 #include "mixprec/amp/linear_recipe.h"
 #include "mixprec/backend/backend.h"
 #include "mixprec/ops.h"
@@ -23,17 +24,20 @@ struct Shape3 {
   int64_t tokens, in, out;
 };
 
-// Forward + backward of linear(x, w) under `recipe` (null: plain bf16 autocast).
-double step_seconds(const amp::LinearRecipe* recipe, const Tensor& x0, const Tensor& w0,
-                    const Tensor& dy) {
+// Forward + backward of linear(x, w) under `recipe` (null: plain bf16 autocast); a delayed
+// recipe casts with `delayed`'s scales and updates its histories after the step, as the
+// trainer does.
+double step_seconds(const amp::LinearRecipe* recipe, amp::DelayedScaling& delayed, const Tensor& x0,
+                    const Tensor& w0, const Tensor& dy) {
   Tensor x = x0.detach().set_requires_grad(), w = w0.detach().set_requires_grad();
   return seconds_of([&] {
     Tensor y;
     {
-      amp::AutocastGuard guard(DType::bf16, {.linear_recipe = recipe});
+      amp::AutocastGuard guard(DType::bf16, {.linear_recipe = recipe, .delayed_scaling = &delayed});
       y = linear(x, w);
     }
     y.backward(dy);
+    if (recipe && recipe->delayed) delayed.update();
   });
 }
 
@@ -52,10 +56,12 @@ void run_shape(const Shape3& s, int rounds) {
   std::vector<const amp::LinearRecipe*> variants = {nullptr};
   for (const amp::LinearRecipe& r : amp::linear_recipes()) variants.push_back(&r);
   std::vector<std::vector<double>> times(variants.size());
-  for (std::size_t v = 0; v < variants.size(); ++v) step_seconds(variants[v], x, w, dy);  // warm
-  for (int r = 0; r < rounds; ++r)  // interleaved: drift hits every variant alike
+  amp::DelayedScaling delayed;  // TE's defaults
+  for (std::size_t v = 0; v < variants.size(); ++v)
+    step_seconds(variants[v], delayed, x, w, dy);  // warm
+  for (int r = 0; r < rounds; ++r)                 // interleaved: drift hits every variant alike
     for (std::size_t v = 0; v < variants.size(); ++v)
-      times[v].push_back(step_seconds(variants[v], x, w, dy));
+      times[v].push_back(step_seconds(variants[v], delayed, x, w, dy));
   const double base = median(times[0]);
   std::printf("\nlinear x [%lld, %lld] · w [%lld, %lld]ᵀ, forward + backward, %d rounds\n",
               static_cast<long long>(s.tokens), static_cast<long long>(s.in),
