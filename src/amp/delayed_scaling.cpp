@@ -140,6 +140,16 @@ void DelayedScaling::load_checkpoint_dict(const TensorMap& state) {
   std::map<std::string, Entry> loaded;
   for (const std::string& key : keys) {
     Entry e;
+    const auto h = state.find(key + kHistory);
+    MIXPREC_CHECK(h == state.end() || !h->second.defined() || h->second.ndim() != 1 ||
+                      h->second.size(0) == options_.amax_history_len,
+                  kWhere,
+                  "entry '" + key + kHistory + "' holds " +
+                      std::to_string(h == state.end() ? 0 : h->second.size(0)) +
+                      " amaxes, this run's amax_history_len is " +
+                      std::to_string(options_.amax_history_len) +
+                      " ([quantize.linear.float8] amax_history_len: set it to the "
+                      "checkpoint's to resume)");
     e.history = read(state, key + kHistory, options_.amax_history_len);
     for (float a : e.history)
       MIXPREC_CHECK(!(a < 0), kWhere,
