@@ -15,11 +15,16 @@ backend::Quantized delayed_quantize(const Tensor& x_in, const backend::QuantSpec
   backend::check_spec(spec, "delayed_quantize");
   MIXPREC_CHECK(x_in.ndim() == 2 && spec.block == backend::BlockShape{}, "delayed_quantize",
                 "expects a 2-d tensor and a tensorwise spec");
+  MIXPREC_CHECK(
+      x_in.dtype() == DType::f32 || x_in.dtype() == DType::bf16 || x_in.dtype() == DType::f16,
+      "delayed_quantize",
+      std::string("input must be f32, bf16 or f16, got ") + dtype_name(x_in.dtype()));
   const float fp8_max = static_cast<float>(max_finite(*info(spec.element).format));
   const float scale = state.scale(key, fp8_max);
-  const Tensor x = x_in.to(DType::f32).contiguous();
+  const Tensor x = x_in.contiguous();  // rows widened to f32 one at a time below
   const int64_t rows = x.size(0), cols = x.size(1);
-  const float* src = x.data<float>();
+  const auto* src = static_cast<const char*>(x.raw_data());
+  const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(x.dtype());
   Tensor data = Tensor::empty({rows, cols}, spec.element);
   auto* q = static_cast<uint8_t*>(data.raw_data());
   ConvertOptions saturating;
@@ -28,14 +33,15 @@ backend::Quantized delayed_quantize(const Tensor& x_in, const backend::QuantSpec
   parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
     std::vector<float> buf(static_cast<std::size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
-      const float* xr = src + r * cols;
+      widen_row_f32(x.dtype(), src + static_cast<std::size_t>(r) * row_bytes, buf.data(),
+                    static_cast<std::size_t>(cols));
       float amax = 0;
       bool nan = false;
-      for (int64_t c = 0; c < cols; ++c) {
-        const float a = std::fabs(xr[c]);
+      for (float& v : buf) {
+        const float a = std::fabs(v);
         nan = nan || std::isnan(a);
         amax = a > amax ? a : amax;
-        buf[static_cast<std::size_t>(c)] = xr[c] * scale;
+        v *= scale;
       }
       row_amax[static_cast<std::size_t>(r)] = nan ? NAN : amax;
       convert_from_f32(buf.data(), spec.element, q + r * cols, static_cast<std::size_t>(cols),

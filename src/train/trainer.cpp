@@ -20,6 +20,7 @@
 #include "mixprec/amp/numerics_monitor.h"
 #include "mixprec/autograd/anomaly.h"
 #include "mixprec/autograd/record_tensor_ops.h"
+#include "mixprec/core/checksum.h"
 #include "mixprec/core/error.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/core/process_memory.h"
@@ -162,6 +163,10 @@ struct Trainer::State {
         delayed(make_delayed_scaling(config)) {}
 
   bool leader() const { return comm->rank() == 0; }
+  // Steps whose metrics are logged in detail (per parameter, per FP8 tensor): every log_every-th.
+  bool log_step(int64_t step) const {
+    return step % std::max<int64_t>(config.metrics.log_every, 1) == 0;
+  }
   io::TrainingState training_state() {
     return {parallelism->parameters(), optimizer.get(), &scaler, model->buffers(), delayed.get()};
   }
@@ -510,7 +515,7 @@ amp::StepReport Trainer::State::apply_gradients(StepMetrics& m, amp::StepNumeric
   // unscale() writes 1/scale into the gradients; a disabled scaler has nothing to write, and
   // its non-finite test is step()'s (spared by a finite norm).
   if (scaler.enabled()) scaler.unscale(*optimizer);
-  const bool detail = m.step % std::max<int64_t>(config.metrics.log_every, 1) == 0;
+  const bool detail = log_step(m.step);
   const amp::NumericsMonitor& monitor = detail ? monitor_detail : monitor_totals;
   numerics = monitor.observe(m.step, *optimizer, loss_scale, true);
   monitor.add_fp8(numerics, fp8);
@@ -535,11 +540,12 @@ amp::StepReport Trainer::State::apply_gradients(StepMetrics& m, amp::StepNumeric
 void Trainer::State::update_delayed_scaling() {
   if (!delayed) return;
   if (comm->size() == 1) return delayed->update();
-  uint64_t keys_hash = 1469598103934665603ull;  // FNV-1a over the keys, in order
-  for (const std::string& k : delayed->keys())
-    for (char ch : k + '\n')
-      keys_hash = (keys_hash ^ static_cast<unsigned char>(ch)) * 1099511628211ull;
-  MIXPREC_CHECK(dist::same_on_every_rank(*comm, keys_hash), "delayed scaling",
+  ByteChecksum keys;  // the keys in order, each ended by a newline
+  for (const std::string& k : delayed->keys()) {
+    const std::string line = k + '\n';
+    keys.update({reinterpret_cast<const uint8_t*>(line.data()), line.size()});
+  }
+  MIXPREC_CHECK(dist::same_on_every_rank(*comm, keys.finish()), "delayed scaling",
                 "the ranks cast different FP8 tensors this step (an expert ran on some ranks "
                 "only?): their amax histories cannot be reduced");
   delayed->update([&](std::vector<float>& amaxes) {
@@ -633,9 +639,8 @@ StepMetrics Trainer::State::step() {
   // The FP8 casts' figures (amp/fp8_monitor.h): nothing to collect without a recipe.
   std::optional<amp::Fp8Collection> fp8_collection;
   const std::string& when = c.metrics.fp8_stats;
-  const bool log_step = (next_step + 1) % std::max<int64_t>(c.metrics.log_every, 1) == 0;
   if ((c.training.policy.linear_recipe || c.training.policy.grouped_recipe) &&
-      (when == "every_step" || (when == "log_steps" && log_step)))
+      (when == "every_step" || (when == "log_steps" && log_step(next_step + 1))))
     fp8_collection.emplace();
   Pass pass = forward_backward(next_step, loss_scale);
   std::vector<double>& losses = pass.losses;

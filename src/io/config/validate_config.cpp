@@ -227,6 +227,20 @@ void resolve_precision(TrainConfig& config, const Origins& origins, const std::s
                                ",output=f32");
 }
 
+// torchtitan's switch: model.converters names the section.
+bool converter_listed(const TrainConfig& config, const std::string& section) {
+  return std::ranges::find(config.model.converters, section) != config.model.converters.end();
+}
+
+// An FP8 section needs a compute dtype whose GEMMs its products can replace.
+void require_narrow_compute(const Checker& c, const amp::MixedPrecisionPolicy& policy,
+                            const std::string& key) {
+  c.require(is_narrow_compute(policy.compute_dtype), key,
+            "needs a bf16 or f16 compute dtype (its FP8 products replace that dtype's GEMMs "
+            "under autocast); the precision policy is " +
+                display_name(policy));
+}
+
 // TE's DelayedScaling keys: in range, and set only for the recipe that reads them.
 void check_delayed_scaling(const TrainConfig& config, const Checker& c) {
   const QuantizeLinearConfig& q = config.quantize.float8;
@@ -249,14 +263,12 @@ void check_delayed_scaling(const TrainConfig& config, const Checker& c) {
 // [quantize.grouped_mm.float8] / [quantize.grouped_mm.mx] into the policy's grouped recipe.
 void resolve_grouped(TrainConfig& config, const Checker& c) {
   amp::MixedPrecisionPolicy& policy = config.training.policy;
-  const std::vector<std::string>& converters = config.model.converters;
   std::string on_section;
   for (const auto& [name, q, fallback] :
        {std::tuple{"float8", &config.quantize.grouped_float8, "rowwise"},
         std::tuple{"mx", &config.quantize.grouped_mx, "mxfp8"}}) {
     const std::string section = std::string("quantize.grouped_mm.") + name;
-    const bool listed =
-        std::find(converters.begin(), converters.end(), section) != converters.end();
+    const bool listed = converter_listed(config, section);
     if (!listed && q->fqns.empty() && q->recipe_name.empty()) continue;
     const std::string key = section + ".fqns";
     c.require(on_section.empty(), key,
@@ -276,10 +288,7 @@ void resolve_grouped(TrainConfig& config, const Checker& c) {
     c.require(recipe != nullptr, section + ".recipe_name",
               "is not a grouped " + std::string(name) +
                   " recipe; valid: " + amp::grouped_recipe_names(name));
-    c.require(is_narrow_compute(policy.compute_dtype), key,
-              "needs a bf16 or f16 compute dtype (its FP8 products replace that dtype's GEMMs "
-              "under autocast); the precision policy is " +
-                  display_name(policy));
+    require_narrow_compute(c, policy, key);
     policy.grouped_recipe = recipe;
     policy.grouped_fqns = q->fqns;
   }
@@ -289,14 +298,12 @@ void resolve_grouped(TrainConfig& config, const Checker& c) {
 void resolve_quantize(TrainConfig& config, const Origins& origins, const std::string& where) {
   const Checker c(config, origins, where);
   amp::MixedPrecisionPolicy& policy = config.training.policy;
-  const std::vector<std::string>& converters = config.model.converters;
   std::string on_section;
   for (const auto& [name, q, fallback] :
        {std::tuple{"float8", &config.quantize.float8, "tensorwise"},
         std::tuple{"mx", &config.quantize.mx, "mxfp8_cublas"}}) {
     const std::string section = std::string("quantize.linear.") + name;
-    const bool listed =
-        std::find(converters.begin(), converters.end(), section) != converters.end();
+    const bool listed = converter_listed(config, section);
     if (!listed && q->recipe_name.empty()) continue;
     const std::string key = section + ".recipe_name";
     c.require(on_section.empty(), key,
@@ -321,10 +328,7 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
     }
     for (const std::string& entry : q->filter_fqns)
       c.require(!entry.empty(), section + ".filter_fqns", "holds an empty module name");
-    c.require(is_narrow_compute(policy.compute_dtype), key,
-              "needs a bf16 or f16 compute dtype (its FP8 products replace that dtype's GEMMs "
-              "under autocast); the precision policy is " +
-                  display_name(policy));
+    require_narrow_compute(c, policy, key);
     policy.linear_recipe = recipe;
     policy.linear_skip = q->filter_fqns;
   }
