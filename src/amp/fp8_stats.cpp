@@ -89,7 +89,10 @@ void count_row(const float* x, const uint8_t* q, const float* v, int64_t cols, i
       s.nonfinite += b.nonfinite;
       // A stored 0 comes from a zero source or a flushed one: an inf or NaN source is stored
       // as NaN or +-max finite, never 0 (the casts saturate, NaN stays NaN, inf·0 is NaN).
-      s.flushed += zero_bytes(qb + p0, pn, abs_mask) - b.zeros;
+      // Under a NaN or inf scale (a block whose amax was inf or NaN) a zero source is stored
+      // as NaN too: every stored 0 is then a flushed value.
+      const float zero_scaled = divide ? 0.0f / sv : 0.0f * sv;
+      s.flushed += zero_bytes(qb + p0, pn, abs_mask) - (zero_scaled == 0.0f ? b.zeros : 0);
       total_over += b.over;
     }
     if (total_over == 0) continue;

@@ -1,6 +1,7 @@
 #include "mixprec/numerics/nvfp4.h"
 
 #include <algorithm>
+#include <array>
 #include <cmath>
 #include <string>
 
@@ -11,8 +12,8 @@
 namespace mixprec {
 namespace {
 
-constexpr float kE4M3Max = 448.0f;
-constexpr float kE4M3Tiny = 0.015625f;  // 2^-6, torch.finfo(float8_e4m3fn).tiny
+constexpr auto kE4M3Max = static_cast<float>(max_finite(kFormatE4M3FN));
+constexpr auto kE4M3Tiny = static_cast<float>(min_normal(kFormatE4M3FN));  // torch's finfo.tiny
 
 // torch.clamp: NaN stays NaN.
 float clamp_keep_nan(float v, float lo, float hi) {
@@ -49,12 +50,10 @@ void nvfp4_quantize(std::span<const float> x, std::optional<float> per_tensor_sc
     const float s = decode_f32(kFormatE4M3FN, s_bits);
     // torchao multiplies by a reciprocal (as the MSLK Triton kernel does), never divides.
     const float reciprocal = per_tensor_scale ? (1.0f / *per_tensor_scale) / s : 1.0f / s;
-    for (std::size_t i = 0; i < kNvfp4BlockSize; i += 2) {
-      const uint8_t lo = e2m1_from_f32(clamp_keep_nan(block[i] * reciprocal, -kE2M1Max, kE2M1Max));
-      const uint8_t hi =
-          e2m1_from_f32(clamp_keep_nan(block[i + 1] * reciprocal, -kE2M1Max, kE2M1Max));
-      packed[(b * kNvfp4BlockSize + i) / 2] = static_cast<uint8_t>(lo | hi << 4);
-    }
+    // torchao clamps to ±6 first: the E2M1 cast saturates finite values and ±inf the same.
+    std::array<float, kNvfp4BlockSize> scaled;
+    for (std::size_t i = 0; i < kNvfp4BlockSize; ++i) scaled[i] = block[i] * reciprocal;
+    e2m1_pack_from_f32(scaled, packed.subspan(b * kNvfp4BlockSize / 2, kNvfp4BlockSize / 2));
   }
 }
 
@@ -62,10 +61,10 @@ void nvfp4_dequantize(std::span<const uint8_t> packed, std::span<const uint8_t> 
                       std::optional<float> per_tensor_scale, std::span<float> out) {
   check_nvfp4_sizes("nvfp4_dequantize", out.size(), block_scales.size(), packed.size());
   e2m1_unpack_to_f32(packed, out);
-  for (std::size_t i = 0; i < out.size(); ++i) {
-    float s = decode_f32(kFormatE4M3FN, block_scales[i / kNvfp4BlockSize]);
+  for (std::size_t b = 0; b < block_scales.size(); ++b) {
+    float s = decode_f32(kFormatE4M3FN, block_scales[b]);
     if (per_tensor_scale) s *= *per_tensor_scale;
-    out[i] *= s;
+    for (float& v : out.subspan(b * kNvfp4BlockSize, kNvfp4BlockSize)) v *= s;
   }
 }
 

@@ -41,11 +41,10 @@ fixtures/fp4/torchao.safetensors (torchao.prototype.mx_formats.kernels, CPU):
 """
 
 import argparse
-import json
 import os
-import struct
 import sys
 
+import fixture_files
 import ml_dtypes
 import numpy as np
 
@@ -163,17 +162,11 @@ def nvfp4_cases(g):
 
 
 def safetensors_bytes(tensors, metadata):
-    header, blobs, offset = {"__metadata__": dict(sorted(metadata.items()))}, [], 0
-    for name in sorted(tensors):
-        a = np.ascontiguousarray(tensors[name])
-        data = a.astype(a.dtype.newbyteorder("<")).tobytes()
-        header[name] = {"dtype": ST_DTYPES[a.dtype], "shape": list(a.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode("ascii")
-    text += b" " * ((8 - len(text) % 8) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+    entries = {}
+    for name, a in tensors.items():
+        a = np.ascontiguousarray(a)
+        entries[name] = (ST_DTYPES[a.dtype], a.shape, a.astype(a.dtype.newbyteorder("<")).tobytes())
+    return fixture_files.safetensors_bytes(entries, metadata)
 
 
 def main():
@@ -186,15 +179,9 @@ def main():
     for name, build in (("ml_dtypes", build_ml_dtypes), ("torchao", build_torchao)):
         if args.only and name != args.only:
             continue
-        blob = safetensors_bytes(*build())
         path = os.path.join(OUT, name + ".safetensors")
-        old = open(path, "rb").read() if os.path.exists(path) else None
-        print(f"{name}: {len(blob)} bytes{'' if old == blob else ' (changed)'}")
-        if old != blob:
+        if fixture_files.write_fixture(path, safetensors_bytes(*build()), args.check):
             changed.append(path)
-            if not args.check:
-                with open(path, "wb") as f:
-                    f.write(blob)
     if args.check and changed:
         sys.exit("would change: " + ", ".join(changed))
 

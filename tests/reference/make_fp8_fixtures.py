@@ -57,15 +57,14 @@ Deterministic: one intra-op thread, inputs drawn in f64 from seeded generators a
 
 import argparse
 import importlib.util
-import json
 import os
-import struct
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "fixtures", "fp8")
 os.environ.setdefault("TRITON_INTERPRET", "1")  # before triton is imported
 
+import fixture_files  # noqa: E402
 import numpy as np  # noqa: E402
 import torch  # noqa: E402
 
@@ -320,18 +319,13 @@ ST_DTYPES = {torch.float32: "F32", torch.bfloat16: "BF16", torch.uint8: "U8",
 
 
 def safetensors_bytes(tensors, metadata):
-    header, blobs, offset = {"__metadata__": dict(sorted(metadata.items()))}, [], 0
-    for name in sorted(tensors):
-        t = tensors[name].detach().contiguous()
+    entries = {}
+    for name, t in tensors.items():
+        t = t.detach().contiguous()
         data = t.view(torch.uint8).numpy().tobytes() if t.dtype.itemsize == 1 else (
             t.view(torch.int16 if t.dtype == torch.bfloat16 else torch.int32).numpy().tobytes())
-        header[name] = {"dtype": ST_DTYPES[t.dtype], "shape": list(t.shape),
-                        "data_offsets": [offset, offset + len(data)]}
-        blobs.append(data)
-        offset += len(data)
-    text = json.dumps(header, separators=(",", ":")).encode("ascii")
-    text += b" " * ((8 - len(text) % 8) % 8)
-    return struct.pack("<Q", len(text)) + text + b"".join(blobs)
+        entries[name] = (ST_DTYPES[t.dtype], t.shape, data)
+    return fixture_files.safetensors_bytes(entries, metadata)
 
 
 # ---- main ------------------------------------------------------------------------------------
@@ -399,15 +393,9 @@ def main():
     os.makedirs(OUT, exist_ok=True)
     changed = []
     for name, (tensors, meta) in build(args).items():
-        blob = safetensors_bytes(tensors, meta)
         path = os.path.join(OUT, name + ".safetensors")
-        old = open(path, "rb").read() if os.path.exists(path) else None
-        print(f"{name}: {len(blob)} bytes{'' if old == blob else ' (changed)'}")
-        if old != blob:
+        if fixture_files.write_fixture(path, safetensors_bytes(tensors, meta), args.check):
             changed.append(path)
-            if not args.check:
-                with open(path, "wb") as f:
-                    f.write(blob)
     if args.check and changed:
         sys.exit("would change: " + ", ".join(changed))
 

@@ -174,10 +174,25 @@ TEST(Fp8Monitor, NothingIsCollectedWithoutACollection) {
   EXPECT_FALSE(fp8_collecting());
   EXPECT_EQ(fp8_site_here().prepared, 0);
   TwoLinears{}.run();
+  // A site captured in an earlier collection, or outside any, files nothing in a later one.
+  Fp8Site earlier, outside = fp8_site_here();
+  {
+    Fp8Collection first;
+    ModuleScope scope("old");
+    earlier = fp8_site_here();
+    EXPECT_GT(earlier.prepared, 0);
+  }
+  const Tensor x = randn({4, 32}, DType::bf16, 3);
+  const backend::Quantized q =
+      backend::current().quantize(x, {.element = DType::f8_e4m3fn, .block = {0, 0}});
   {
     Fp8Collection collection;
     EXPECT_TRUE(fp8_collecting());
-    EXPECT_TRUE(collection.stats().tensors.empty());  // the earlier run left nothing
+    record_fp8_operand(earlier, Fp8Product::fwd, 0, x, q);
+    record_fp8_operand(outside, Fp8Product::fwd, 0, x, q);
+    EXPECT_TRUE(collection.stats().tensors.empty());
+    record_fp8_operand(fp8_site_here(), Fp8Product::fwd, 0, x, q);  // a site of this one
+    EXPECT_EQ(collection.stats().tensors.size(), 1u);
     const std::string e = mixprec::testing::error_of([] { Fp8Collection another; });
     EXPECT_NE(e.find("already running"), std::string::npos) << e;
   }

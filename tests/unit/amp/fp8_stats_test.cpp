@@ -73,6 +73,18 @@ TEST(Fp8TensorStats, AnInfSourceUnderTorchaoFlushesTheWholeTensor) {
   EXPECT_EQ(s.saturated, 0);
 }
 
+// A NaN source gives its block a NaN scale (MX: NaN amax), and a zero source in that block is
+// stored as NaN, not 0: nothing there counts as flushed (the count must not go negative).
+TEST(Fp8TensorStats, ANanScaleFlushesNothing) {
+  const Tensor x = matrix({NAN, 0, 0, 1, 2, 0, 3, 1e-30}, 1);
+  for (ScaleRule rule : {ScaleRule::mx_floor, ScaleRule::deepseek}) {
+    const QuantSpec spec{.element = DType::f8_e4m3fn, .block = {1, 4}, .rule = rule};
+    const Fp8TensorStats s = stats_of(x, spec);
+    EXPECT_EQ(s.nonfinite, 1) << scale_rule_info(rule).name;
+    EXPECT_EQ(s.flushed, 1) << scale_rule_info(rule).name;  // 1e-30 in the finite block
+  }
+}
+
 // torchao rowwise (power-of-two scales, rounded down: nothing saturates), bf16 source.
 TEST(Fp8TensorStats, RowwiseScalesPerRow) {
   const Tensor x = matrix({448, 1e-4, -2, 0, 1, 1e-6, 1e-5, -0.5}, 2, DType::bf16);

@@ -114,20 +114,23 @@ TEST(E8M0, FloorAndCeilAreExactPowersOfTwoClampedToTheRange) {
   EXPECT_EQ(e8m0_from_f32_ml_dtypes(1.5f), 128);
 }
 
-// The MX scale rules (scale_rules.h) are these roundings: FLOOR takes E8M0's floor of the
-// block amax and removes the element's emax; RCEIL rounds amax·(1/max) up.
+// The MX scale rules (scale_rules.h) are these roundings, held to the frexp powers of two (not
+// to e8m0_floor / e8m0_ceil, which the rules call): FLOOR takes the floor of the block amax
+// and removes the element's emax; RCEIL rounds amax·(1/max) up.
 TEST(E8M0, MxScaleRulesAreTheFloorAndCeilOfTheAmax) {
   for (const FloatFormat* f : {&kFormatE4M3FN, &kFormatE5M2, &kFormatE2M1FN})
     for (uint32_t hi = 0; hi < 0x7F80; hi += 7)
       for (const uint32_t lo : {0x0000u, 0x0001u, 0x4000u, 0xFFFFu}) {
         const float amax = std::bit_cast<float>(hi << 16 | lo);
-        const int floor_e = std::max(e8m0_floor(amax) - max_exponent(*f), 0);
+        if (amax == 0) continue;  // E8M0 has no zero: the rules' 2^-127 (tested above)
+        const int floor_e = std::max(exact_floor(amax) - max_exponent(*f), 0);
         ASSERT_EQ(scale_from_amax(ScaleRule::mx_floor, amax, *f, true),
                   e8m0_to_f32(static_cast<uint8_t>(floor_e)))
             << f->name << " " << amax;
+        // An amax whose descale underflows f32 takes E8M0's smallest scale, 2^-127.
         const float descale = amax * (1.0f / static_cast<float>(max_finite(*f)));
         ASSERT_EQ(scale_from_amax(ScaleRule::mx_rceil, amax, *f, true),
-                  e8m0_to_f32(e8m0_ceil(descale)))
+                  e8m0_to_f32(descale == 0 ? uint8_t{0} : exact_ceil(descale)))
             << f->name << " " << amax;
       }
   EXPECT_EQ(max_exponent(kFormatE2M1FN), 2) << "MXFP4's emax";
