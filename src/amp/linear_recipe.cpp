@@ -147,4 +147,22 @@ bool too_small_for_fp8(SmallLinearRule rule, int64_t out, int64_t in) {
   return false;
 }
 
+bool recipe_converts(const LinearRecipe& r, std::span<const std::string> skip,
+                     std::string_view path, int64_t out, int64_t in) {
+  if (out % 16 != 0 || in % 16 != 0) return false;
+  for (const std::string& s : skip) {
+    const bool kept = s == kAutoFilterSmallKn ? too_small_for_fp8(r.small_rule, out, in)
+                                              : path.find(s) != std::string_view::npos;
+    if (kept) return false;
+  }
+  return true;
+}
+
+bool weight_cast_serves_both_products(const LinearRecipe& r) {
+  const QuantSpec& w = r.output.b;
+  const QuantSpec& wt = r.grad_input.b;
+  return r.output.fp8 && r.grad_input.fp8 && w.element == wt.element && w.rule == wt.rule &&
+         w.pow2 == wt.pow2 && w.block.rows == wt.block.cols && w.block.cols == wt.block.rows;
+}
+
 }  // namespace mixprec::amp

@@ -32,17 +32,13 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site)
   if (!r) return nullptr;
   // An fp32 module, or an op override that keeps linear out of lower precision, wins.
   if (effective_category("linear") != CastCategory::lower_precision) return nullptr;
-  // torchtitan's module filter skips dims that are not multiples of 16 (the FP8 GEMM kernels'
-  // alignment) whatever the recipe: the same linears stay in the compute dtype here.
-  if (out % 16 != 0 || in % 16 != 0) return nullptr;
   const std::string_view path = s.module_path;
   // Grouped GEMMs: torchtitan converts the MoE modules its fqns name, and nothing else.
-  if (grouped) return path_contains_any(path, s.overrides->grouped_fqns) ? r : nullptr;
-  for (const std::string& skip : s.overrides->recipe_skip) {
-    const bool kept = skip == kAutoFilterSmallKn ? too_small_for_fp8(r->small_rule, out, in)
-                                                 : path.find(skip) != std::string_view::npos;
-    if (kept) return nullptr;
-  }
+  if (grouped)
+    return out % 16 == 0 && in % 16 == 0 && path_contains_any(path, s.overrides->grouped_fqns)
+               ? r
+               : nullptr;
+  if (!recipe_converts(*r, s.overrides->recipe_skip, path, out, in)) return nullptr;
   return r;
 }
 

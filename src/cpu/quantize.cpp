@@ -17,19 +17,6 @@ using backend::QuantSpec;
 
 namespace {
 
-// The largest magnitude of x[0, n), NaN if any element is (torch.amax propagates NaN). Written
-// for the vectorizer: a running max and a separate NaN flag.
-inline float block_amax(const float* x, int64_t n) {
-  float m = 0;
-  bool nan = false;
-  for (int64_t i = 0; i < n; ++i) {
-    const float a = std::fabs(x[i]);
-    nan |= a != a;
-    m = a > m ? a : m;
-  }
-  return nan ? NAN : m;
-}
-
 // The NaN-keeping max of two amaxes.
 inline float max_amax(float a, float b) {
   return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);

@@ -84,6 +84,30 @@ bool check_all_gather(const CallSite& site, const Tensor& send, const Tensor& re
   return true;
 }
 
+void check_all_gather_v(const CallSite& site, const Tensor& send, const Tensor& recv,
+                        const std::vector<int64_t>& counts) {
+  check_buffer(site, send, "send", false);
+  check_buffer(site, recv, "recv", false);
+  if (static_cast<int>(counts.size()) != site.size)
+    site.fail(std::to_string(counts.size()) + " counts for " + std::to_string(site.size) +
+              " ranks");
+  int64_t total = 0;
+  for (const int64_t c : counts) {
+    if (c < 0) site.fail("negative count " + std::to_string(c));
+    total += c;
+  }
+  if (send.dtype() != recv.dtype())
+    site.fail(std::string("send is ") + dtype_name(send.dtype()) + ", recv " +
+              dtype_name(recv.dtype()));
+  if (send.numel() != counts[static_cast<std::size_t>(site.rank)] || recv.numel() != total)
+    site.fail("send [" + std::to_string(send.numel()) + "] and recv [" +
+              std::to_string(recv.numel()) + "] do not match this rank's count " +
+              std::to_string(counts[static_cast<std::size_t>(site.rank)]) + " and the total " +
+              std::to_string(total));
+  check_count(site, recv, "recv");
+  if (overlaps(send, recv)) site.fail("send and recv overlap");
+}
+
 void check_reduce_scatter(const CallSite& site, const Tensor& send, const Tensor& recv) {
   const std::string both = check_block_of(site, send, recv, false, true);
   if (overlaps(send, recv)) site.fail(both + ": send and recv overlap");

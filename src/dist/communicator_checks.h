@@ -4,6 +4,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mixprec/dist/communicator.h"
 
@@ -31,6 +32,10 @@ void check_in_place(const CallSite& site, const Tensor& buffer, bool reduces);
 // all_gather: recv.numel() == send.numel() * size, same dtype. send may be recv's own block
 // for this rank (in place); any other overlap is an Error. Returns true when in place.
 bool check_all_gather(const CallSite& site, const Tensor& send, const Tensor& recv);
+// all_gather_v: counts.size() == size, counts >= 0, send [counts[rank]], recv [sum], same
+// dtype, no overlap.
+void check_all_gather_v(const CallSite& site, const Tensor& send, const Tensor& recv,
+                        const std::vector<int64_t>& counts);
 // reduce_scatter: send.numel() == recv.numel() * size, same dtype, no overlap.
 void check_reduce_scatter(const CallSite& site, const Tensor& send, const Tensor& recv);
 // broadcast: root in [0, size).

@@ -196,6 +196,30 @@ class MpiCommunicator final : public Communicator {
     return std::make_unique<MpiRequest>(*this, request, at, next_point("all_gather"), send, recv);
   }
 
+  std::unique_ptr<Request> start_all_gather_v(const Tensor& send, Tensor& recv,
+                                              const std::vector<int64_t>& counts) override {
+    const auto at = site("start_all_gather_v (MPI_Iallgatherv)");
+    detail::check_all_gather_v(at, send, recv, counts);
+    const MPI_Datatype type = mpi::move_type(send.dtype());
+    // MPI reads the counts and displacements until the transfer ends: the request keeps them.
+    auto layout = std::make_shared<std::vector<int>>(2 * counts.size());
+    int at_element = 0;
+    for (std::size_t r = 0; r < counts.size(); ++r) {
+      (*layout)[r] = static_cast<int>(counts[r]);
+      (*layout)[counts.size() + r] = at_element;
+      at_element += static_cast<int>(counts[r]);
+    }
+    MPI_Request request;
+    check_mpi(
+        MPI_Iallgatherv(send.raw_data(), count_of(send), type, recv.raw_data(), layout->data(),
+                        layout->data() + counts.size(), type, comm_, &request),
+        at);
+    ++stats_.calls;
+    stats_.all_gather_bytes += detail::all_gather_bytes(recv.nbytes(), size_) / size_;
+    return std::make_unique<MpiRequest>(*this, request, at, next_point("all_gather"), send, recv,
+                                        [layout] {});
+  }
+
   // An all-to-all of blocks, then each rank adds the W blocks it received in rank order, in
   // f32, rounding once: (W-1)/W of the buffer leaves each rank (what a ring sends), every rank
   // sums its own block, and a bf16/f16 sum rounds once at any world size. (Open MPI 4.1's

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <functional>
 
+#include "fp8_gather.h"
+#include "mixprec/amp/fp8_weights.h"
 #include "mixprec/autograd/function.h"
 #include "mixprec/autograd/grad_mode.h"
 #include "mixprec/backend/backend.h"
@@ -34,6 +36,15 @@ class UnitBoundary final : public Node {
   const char* name_;
 };
 
+// The tensor the model reads as an FP8-gathered weight: its shape and dtype over one released
+// element (strides 0), so any read of its values fails, while autograd accumulates its
+// gradient as any leaf's. Its own storage: the filed FP8 form is keyed by it.
+Tensor placeholder(const Shape& shape, DType dtype) {
+  Tensor one = Tensor::empty({1}, dtype);
+  one.storage()->release();
+  return one.as_strided(shape, Shape(shape.size(), 0), 0);
+}
+
 Tensor through_boundary(const Tensor& x, std::function<void()> hook, const char* name) {
   if (!any_requires_grad({x})) return x;
   auto node = std::make_shared<UnitBoundary>(std::move(hook), name);
@@ -55,11 +66,49 @@ ShardedModel::ShardedModel(models::Model& model, Communicator& comm,
       units_(layout_.units().size()) {
   for (std::size_t u = 0; u < layout_.units().size(); ++u)
     for (const ParamSlot& p : layout_.units()[u].params) param_unit_.emplace(p.name, u);
+  if (options_.fp8_all_gather) {
+    MIXPREC_CHECK(policy_.param_dtype == policy_.compute_dtype, kWhere,
+                  std::string("FP8 all-gather needs the param dtype to be the compute dtype (") +
+                      dtype_name(policy_.param_dtype) + " params, " +
+                      dtype_name(policy_.compute_dtype) +
+                      " compute): a linear's weight would otherwise be cast from bytes that "
+                      "never arrive");
+    fp8_ = std::make_unique<detail::Fp8GatherPlan>(
+        detail::plan_fp8_gather(layout_, model_, *options_.fp8_all_gather, options_.fp8_skip));
+  }
   model_.set_unit_hooks(this);
 }
 
 ShardedModel::~ShardedModel() {
+  for (std::size_t u = 0; u < units_.size(); ++u) forget_fp8_leaves(u);
   if (model_.unit_hooks() == this) model_.set_unit_hooks(nullptr);
+}
+
+bool ShardedModel::has_fp8(std::size_t u) const {
+  return fp8_ && fp8_->units[u].any();
+}
+
+void ShardedModel::refresh_fp8_scales(std::size_t first, std::size_t last) {
+  std::size_t a = first;
+  while (a < last && !has_fp8(a)) ++a;
+  if (a == last) return;
+  // The units' grids are consecutive in the plan's amax vector: send only [lo, hi).
+  const int64_t lo = fp8_->units[a].weights.front().grid_offset;
+  int64_t hi = lo;
+  for (std::size_t u = a; u < last; ++u)
+    for (const detail::Fp8Weight& w : fp8_->units[u].weights)
+      hi = std::max(hi, w.grid_offset + w.grid_rows * w.grid_cols);
+  std::vector<int64_t> bits(static_cast<std::size_t>(fp8_->grid_size), 0);
+  NoGradGuard no_grad;
+  for (std::size_t u = a; u < last; ++u)
+    if (has_fp8(u))
+      detail::partial_amaxes(layout_.units()[u], fp8_->units[u], comm_.rank(), units_[u].master,
+                             bits);
+  Tensor reduced = Tensor::from_vector(std::vector<int64_t>(bits.begin() + lo, bits.begin() + hi));
+  comm_.all_reduce(reduced, ReduceOp::max);  // integer max of f32 bits: NaN wins, exact
+  std::copy(reduced.data<int64_t>(), reduced.data<int64_t>() + (hi - lo), bits.begin() + lo);
+  for (std::size_t u = a; u < last; ++u)
+    if (has_fp8(u)) units_[u].fp8_scales = detail::fp8_scales(fp8_->units[u], bits);
 }
 
 void ShardedModel::materialize(uint64_t seed) {
@@ -100,7 +149,30 @@ std::size_t ShardedModel::unit_of(const std::string& unit_name) const {
 
 bool ShardedModel::resident(std::size_t u) const {
   const Unit& unit = units_[u];
-  return !unit.leaves.empty() && !unit.gather && unit.gathered.storage()->resident();
+  return !unit.leaves.empty() && !unit.gather && !unit.gather_fp8 &&
+         unit.gathered.storage()->resident() &&
+         (!unit.gathered_fp8.defined() || unit.gathered_fp8.storage()->resident());
+}
+
+void ShardedModel::start_fp8_gather(std::size_t u) {
+  Unit& unit = units_[u];
+  const detail::Fp8UnitPlan& plan = fp8_->units[u];
+  if (unit.fp8_scales.empty()) refresh_fp8_scales(u, u + 1);  // once per step
+  const DType element = plan.weights.front().spec.element;
+  const auto mine = static_cast<std::size_t>(comm_.rank());
+  unit.send_fp8 = Tensor::empty({plan.fp8_count[mine]}, element);
+  unit.send = Tensor::empty({plan.rest_count[mine]}, policy_.param_dtype);
+  detail::pack_fp8_sends(layout_.units()[u], plan, comm_.rank(), unit.master, unit.fp8_scales,
+                         unit.send_fp8, unit.send);
+  if (!unit.gathered.defined()) {
+    unit.gathered = Tensor::empty({plan.rest_total}, policy_.param_dtype);
+    unit.gathered_fp8 = Tensor::empty({plan.fp8_total}, element);
+  }
+  unit.gathered.storage()->reacquire();
+  unit.gathered_fp8.storage()->reacquire();
+  if (plan.rest_total > 0)
+    unit.gather = comm_.start_all_gather_v(unit.send, unit.gathered, plan.rest_count);
+  unit.gather_fp8 = comm_.start_all_gather_v(unit.send_fp8, unit.gathered_fp8, plan.fp8_count);
 }
 
 void ShardedModel::start_gather(std::size_t u) {
@@ -108,6 +180,10 @@ void ShardedModel::start_gather(std::size_t u) {
   if (unit.gather || resident(u)) return;  // in flight, or there already
   MIXPREC_CHECK(unit.master.defined(), kWhere, "materialize() was not called");
   NoGradGuard no_grad;
+  if (has_fp8(u)) {
+    start_fp8_gather(u);
+    return;
+  }
   // The working copy is the master rounded to nearest even, as Parameter::refresh makes it.
   unit.send = policy_.param_dtype == unit.master.dtype() ? unit.master
                                                          : unit.master.to(policy_.param_dtype);
@@ -122,29 +198,60 @@ void ShardedModel::wait_gather(std::size_t u) {
   Unit& unit = units_[u];
   if (resident(u)) return;
   start_gather(u);
-  unit.gather->wait();
-  unit.gather.reset();
-  unit.send = Tensor();
+  for (std::unique_ptr<Request>* r : {&unit.gather, &unit.gather_fp8})
+    if (*r) {
+      (*r)->wait();
+      r->reset();
+    }
+  unit.send = unit.send_fp8 = Tensor();
   if (!unit.leaves.empty()) return;  // gathered again for the backward: same leaves
+  make_leaves(u);
+}
+
+void ShardedModel::make_leaves(std::size_t u) {
   // Fresh leaves each step: their gradient accumulators are then created after the unit's
   // boundary nodes, which the backward order relies on (sharded_model.h).
-  for (const ParamSlot& p : layout_.units()[u].params) {
-    Tensor leaf = unit.gathered.as_strided(p.shape, contiguous_strides(p.shape), p.offset);
+  Unit& unit = units_[u];
+  const std::vector<ParamSlot>& params = layout_.units()[u].params;
+  for (std::size_t i = 0; i < params.size(); ++i) {
+    const ParamSlot& p = params[i];
+    const int fp8 = has_fp8(u) ? fp8_->units[u].weight_of_slot[i] : -1;
+    Tensor leaf;
+    if (fp8 >= 0) {
+      leaf = placeholder(p.shape, policy_.param_dtype);
+      const auto w = static_cast<std::size_t>(fp8);
+      amp::file_fp8_weight(leaf, detail::gathered_weight(fp8_->units[u].weights[w],
+                                                         unit.gathered_fp8, unit.fp8_scales[w]));
+    } else {
+      const int64_t at = has_fp8(u) ? fp8_->units[u].rest_offset[i] : p.offset;
+      leaf = unit.gathered.as_strided(p.shape, contiguous_strides(p.shape), at);
+    }
     if (training_) leaf.set_requires_grad(true, policy_.reduce_dtype);
     unit.leaves.emplace(p.name, std::move(leaf));
   }
 }
 
+void ShardedModel::forget_fp8_leaves(std::size_t u) {
+  if (!has_fp8(u)) return;
+  for (const detail::Fp8Weight& w : fp8_->units[u].weights) {
+    const auto it = units_[u].leaves.find(layout_.units()[u].params[w.slot].name);
+    if (it != units_[u].leaves.end()) amp::forget_fp8_weight(it->second);
+  }
+}
+
 void ShardedModel::release_gathered(std::size_t u, bool drop_leaves) {
   Unit& unit = units_[u];
-  if (unit.gather) {
-    unit.gather->wait();
-    unit.gather.reset();
-  }
-  unit.send = Tensor();
+  for (std::unique_ptr<Request>* r : {&unit.gather, &unit.gather_fp8})
+    if (*r) {
+      (*r)->wait();
+      r->reset();
+    }
+  unit.send = unit.send_fp8 = Tensor();
   // The graph may still hold views of these bytes; they are gathered again before its use.
   if (unit.gathered.defined()) unit.gathered.storage()->release();
+  if (unit.gathered_fp8.defined()) unit.gathered_fp8.storage()->release();
   if (!drop_leaves) return;
+  forget_fp8_leaves(u);
   // The graph outlives the step (the loss and the router logits hold it) and with it the
   // leaves' autograd state: drop their gradient views, or every unit's full gradient buffer
   // would stay alive until the next forward.
@@ -169,7 +276,9 @@ void ShardedModel::begin_step(bool training) {
   for (Unit& unit : units_) {
     unit.grad_shard = Tensor();
     unit.reduced = false;
+    unit.fp8_scales.clear();  // the masters changed: this step's come from their amaxes
   }
+  if (fp8_ && options_.precompute_fp8_scales) refresh_fp8_scales(0, units_.size());
   wait_gather(0);
   if (training_) set_grad_views(0);  // the root's gradients accumulate over the whole backward
   if (options_.prefetch && units_.size() > 1) start_gather(1);
@@ -373,9 +482,21 @@ optim::ParamList ShardedModel::full_parameters() const {
 }
 
 std::string ShardedModel::describe() const {
-  return "fully sharded over " + std::to_string(comm_.size()) + " ranks (" + comm_.backend() +
-         "): " + std::to_string(layout_.shard_numel()) + " parameters per rank in " +
-         std::to_string(layout_.units().size()) + " units";
+  std::string text = "fully sharded over " + std::to_string(comm_.size()) + " ranks (" +
+                     comm_.backend() + "): " + std::to_string(layout_.shard_numel()) +
+                     " parameters per rank in " + std::to_string(layout_.units().size()) + " units";
+  if (!fp8_) return text;
+  int64_t weights = 0, elements = 0;
+  for (const detail::Fp8UnitPlan& u : fp8_->units)
+    for (const detail::Fp8Weight& w : u.weights) {
+      ++weights;
+      elements += w.rows * w.cols;
+    }
+  return text + "; FP8 all-gather of " + std::to_string(weights) + " linear weights (" +
+         std::to_string(elements) + " of " + std::to_string(layout_.numel()) + " parameters) as " +
+         backend::describe(options_.fp8_all_gather->output.b) +
+         (options_.precompute_fp8_scales ? ", scales precomputed in one all-reduce per step"
+                                         : ", one amax all-reduce per unit");
 }
 
 Tensor ShardedModel::gather_unit(const Tensor& shard) const {

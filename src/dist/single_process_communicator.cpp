@@ -41,6 +41,12 @@ class SingleProcessCommunicator final : public Communicator {
     all_gather(send, recv);
     return std::make_unique<DoneRequest>();
   }
+  std::unique_ptr<Request> start_all_gather_v(const Tensor& send, Tensor& recv,
+                                              const std::vector<int64_t>& counts) override {
+    detail::check_all_gather_v(site("all_gather_v"), send, recv, counts);
+    std::memcpy(recv.raw_data(), send.raw_data(), send.nbytes());
+    return std::make_unique<DoneRequest>();
+  }
   std::unique_ptr<Request> start_reduce_scatter(const Tensor& send, Tensor& recv) override {
     reduce_scatter(send, recv);
     return std::make_unique<DoneRequest>();

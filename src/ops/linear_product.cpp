@@ -5,6 +5,7 @@
 #include "linear_parts.h"
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/delayed_scaling.h"
+#include "mixprec/amp/fp8_weights.h"
 #include "mixprec/autograd/grad_mode.h"
 #include "mixprec/backend/backend.h"
 
@@ -13,7 +14,7 @@ namespace mixprec::detail {
 // C [rows of a, rows of b] in f32; the caller rounds it once into its result's dtype.
 Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, const char* a_role,
                                   const Tensor& b, const char* b_role, const Tensor& bias,
-                                  amp::Fp8Product product) const {
+                                  amp::Fp8Product product, const backend::Quantized* b_cast) const {
   const backend::Backend& be = backend::current();
   const auto cast = [&](const Tensor& t, const backend::QuantSpec& spec, const char* role) {
     return delayed ? amp::delayed_quantize(t, spec, *delayed, module_path + "." + role, record_amax)
@@ -21,17 +22,48 @@ Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, 
   };
   Tensor c;
   if (amp::fp8_collecting()) {  // quantize makes operands contiguous anyway: once, for both
-    const Tensor ac = a.contiguous(), bc = b.contiguous();
-    const backend::Quantized qa = cast(ac, r.a, a_role), qb = cast(bc, r.b, b_role);
+    const Tensor ac = a.contiguous();
+    const backend::Quantized qa = cast(ac, r.a, a_role);
     amp::record_fp8_operand(fp8_site, product, 0, ac, qa);
-    amp::record_fp8_operand(fp8_site, product, 1, bc, qb);
-    c = be.scaled_gemm(qa, qb, DType::f32);
+    // A gathered FP8 weight has no high-precision source here to measure it against.
+    if (b_cast) {
+      c = be.scaled_gemm(qa, *b_cast, DType::f32);
+    } else {
+      const Tensor bc = b.contiguous();
+      const backend::Quantized qb = cast(bc, r.b, b_role);
+      amp::record_fp8_operand(fp8_site, product, 1, bc, qb);
+      c = be.scaled_gemm(qa, qb, DType::f32);
+    }
   } else {
-    c = be.scaled_gemm(cast(a, r.a, a_role), cast(b, r.b, b_role), DType::f32);
+    c = be.scaled_gemm(cast(a, r.a, a_role), b_cast ? *b_cast : cast(b, r.b, b_role), DType::f32);
   }
   if (bias.defined()) c = be.binary(backend::BinaryOp::add, c, bias, c.shape(), DType::f32);
   return c;
 }
+
+namespace {
+
+// An FP8-gathered weight serves the recipe's output and grad_input products as it is: it must
+// have been cast by that recipe's weight spec (the gather casts by the same table line).
+void check_filed_weight(const char* op, const backend::Quantized& w,
+                        const amp::LinearRecipe* recipe) {
+  const std::string path(amp::module_path());
+  MIXPREC_CHECK(recipe != nullptr, op,
+                "the weight of '" + path +
+                    "' was all-gathered in FP8 (enable_fsdp_float8_all_gather), but this linear "
+                    "runs no FP8 recipe here (an fp32 module or op override keeps it out); add '" +
+                    path + "' to filter_fqns");
+  const backend::QuantSpec& want = recipe->output.b;
+  MIXPREC_CHECK(!recipe->delayed && recipe->output.fp8 && recipe->grad_input.fp8 &&
+                    w.spec.element == want.element && w.spec.block == want.block &&
+                    w.spec.rule == want.rule && w.spec.pow2 == want.pow2,
+                op,
+                "the weight of '" + path + "' was all-gathered as " + backend::describe(w.spec) +
+                    ", which recipe " + recipe->name + " does not read (" +
+                    backend::describe(want) + ")");
+}
+
+}  // namespace
 
 LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tensor& weight,
                                      const Tensor& bias, std::optional<amp::RecipeSite> site) {
@@ -50,11 +82,16 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
   p.rows = p.in == 0 ? shape_numel(x.shape()) : x.numel() / p.in;
   p.precision = f32_precision(x, weight);
   p.x2 = precision_operand(x.detach().contiguous().view({p.rows, p.in}), p.precision);
-  p.w = precision_operand(weight.detach().contiguous(), p.precision);
   p.b = bias.defined() ? bias.detach().contiguous() : Tensor();  // not rounded
   p.x_shape = x.shape();
   p.x_dtype = x.dtype();
+  p.w_dtype = weight.dtype();
   if (site && p.rows > 0) p.recipe = amp::linear_recipe_here(p.out, p.in, *site);
+  p.w_fp8 = amp::filed_fp8_weight(weight);
+  if (p.w_fp8)
+    check_filed_weight(op, *p.w_fp8, p.recipe);
+  else
+    p.w = precision_operand(weight.detach().contiguous(), p.precision);
   if (p.recipe && p.recipe->delayed) {
     p.delayed = amp::delayed_scaling_here();
     MIXPREC_CHECK(p.delayed != nullptr, op,
@@ -77,7 +114,8 @@ Tensor LinearProduct::make_output() const {
 void LinearProduct::forward(const Tensor& y) const {
   if (recipe && recipe->output.fp8) {
     y.view({rows, out})
-        .copy_from(fp8_product(recipe->output, x2, "input", w, "weight", b, amp::Fp8Product::fwd));
+        .copy_from(fp8_product(recipe->output, x2, "input", w, "weight", b, amp::Fp8Product::fwd,
+                               w_fp8 ? &*w_fp8 : nullptr));
     return;
   }
   backend::current().gemm(rows, out, in, 1.0f, {x2.dtype(), x2.raw_data(), in},
@@ -91,16 +129,21 @@ LinearProduct::Grads LinearProduct::start_backward(const Tensor& dy, bool want_x
   Grads r;
   r.operand = precision_operand(g, precision);
   if (want_x) r.dx = Tensor::empty(x_shape, x_dtype);
-  if (want_w) r.dw = Tensor::empty({out, in}, acc_dtype(w.dtype()));
+  if (want_w) r.dw = Tensor::empty({out, in}, acc_dtype(w_dtype));
   if (want_b) r.db = backend::current().reduce_to_shape(g, {out}, acc_dtype(g.dtype()));
   return r;
 }
 
 void LinearProduct::grad_x(const Grads& g) const {
   if (recipe && recipe->grad_input.fp8) {  // dX = dY·W: A = dY [rows, out], B = Wᵀ [in, out]
+    std::optional<backend::Quantized> wt;  // the gathered FP8 weight's bytes and scales transposed
+    if (w_fp8)
+      wt = backend::Quantized{w_fp8->data.transpose(0, 1).contiguous(),
+                              w_fp8->scales.transpose(0, 1).contiguous(), recipe->grad_input.b};
     g.dx.view({rows, in})
-        .copy_from(fp8_product(recipe->grad_input, g.operand, "grad_output", w.transpose(0, 1),
-                               "weight", {}, amp::Fp8Product::dgrad));
+        .copy_from(fp8_product(recipe->grad_input, g.operand, "grad_output",
+                               w_fp8 ? Tensor() : w.transpose(0, 1), "weight", {},
+                               amp::Fp8Product::dgrad, wt ? &*wt : nullptr));
     return;
   }
   backend::current().gemm(rows, in, out, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out},

@@ -17,8 +17,12 @@ namespace mixprec::detail {
 
 struct LinearProduct {
   Tensor x2;  // x as [rows, In], rounded under the matmul precision
-  Tensor w;   // weight [Out, In], rounded the same way
-  Tensor b;   // bias [Out] as given (undefined: none)
+  Tensor w;   // weight [Out, In], rounded the same way (undefined when w_fp8 is filed)
+  // The weight as FSDP's FP8 all-gather delivered it (amp/fp8_weights.h): the output product's
+  // weight operand, transposed for grad_input's; the weight itself has no bytes.
+  std::optional<backend::Quantized> w_fp8;
+  DType w_dtype = DType::f32;
+  Tensor b;  // bias [Out] as given (undefined: none)
   Shape x_shape;
   DType x_dtype = DType::f32;
   amp::MatmulPrecision precision = amp::MatmulPrecision::highest;
@@ -39,7 +43,10 @@ struct LinearProduct {
   // or a grouped GEMM's group (none: the compute dtype's GEMMs, whatever the guards say).
   static LinearProduct prepare(const char* op, const Tensor& x, const Tensor& weight,
                                const Tensor& bias, std::optional<amp::RecipeSite> site = {});
-  void release() { x2 = w = b = Tensor(); }
+  void release() {
+    x2 = w = b = Tensor();
+    w_fp8.reset();
+  }
 
   // y [..., Out] in x's dtype, made here; forward() fills it: x2 · wᵀ + b.
   Tensor make_output() const;
@@ -58,12 +65,13 @@ struct LinearProduct {
 
  private:
   // C = A·Bᵀ in f32 by one FP8 product of the recipe, plus `bias`; `a_role` / `b_role` name the
-  // operands (input, weight, grad_output) for a delayed recipe's keys.
+  // operands (input, weight, grad_output) for a delayed recipe's keys. `b_cast`: B already
+  // quantized (an FP8-gathered weight), used as it is.
   // While the numerics monitor collects, both quantized operands are measured against their
   // sources under fp8_site and `product`.
   Tensor fp8_product(const amp::ProductRecipe& r, const Tensor& a, const char* a_role,
                      const Tensor& b, const char* b_role, const Tensor& bias,
-                     amp::Fp8Product product) const;
+                     amp::Fp8Product product, const backend::Quantized* b_cast = nullptr) const;
 };
 
 }  // namespace mixprec::detail

@@ -361,9 +361,20 @@ void Trainer::State::build_model() {
       models::ActivationCheckpoint::from_config(c.activation_checkpoint));
   if (c.activation_checkpoint.mode != "none")
     progress.message("activation checkpointing: " + model->activation_checkpoint().describe());
+  const bool fp8_gather = c.quantize.float8.enable_fsdp_float8_all_gather ||
+                          c.quantize.mx.enable_fsdp_float8_all_gather;
   parallelism = dist::make_parallelism(
       *model, *comm, c.training.policy,
-      dist::ShardingOptions{.reshard_after_forward = c.parallelism.reshard_after_forward});
+      dist::ShardingOptions{
+          .reshard_after_forward = c.parallelism.reshard_after_forward,
+          .fp8_all_gather = fp8_gather ? c.training.policy.linear_recipe : nullptr,
+          .fp8_skip = c.training.policy.linear_skip,
+          .precompute_fp8_scales = c.quantize.float8.precompute_float8_dynamic_scale_for_fsdp ||
+                                   c.quantize.mx.precompute_float8_dynamic_scale_for_fsdp});
+  if (fp8_gather && comm->size() == 1)
+    progress.message(
+        "enable_fsdp_float8_all_gather: nothing to gather at world size 1 (the "
+        "linears cast their weights as without it)");
   parallelism->materialize(static_cast<uint64_t>(c.training.seed));
   if (const std::string line = parallelism->describe(); !line.empty()) progress.message(line);
   optimizer = make_optimizer(c.optimizer, parallelism->parameters(),

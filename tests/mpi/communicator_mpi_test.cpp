@@ -86,6 +86,36 @@ TEST(MpiCommunicator, AllGatherPlacesEachRanksBlock) {
   for (int r = 0; r < comm.size(); ++r) EXPECT_EQ(all_bytes.to_doubles()[3 * r + 2], 10 + r);
 }
 
+TEST(MpiCommunicator, AllGatherVPlacesEachRanksCountEndToEnd) {
+  Communicator& comm = world();
+  std::vector<int64_t> counts;  // rank r sends 3r + 1 elements; one rank may send none
+  for (int r = 0; r < comm.size(); ++r) counts.push_back(r == 1 ? 0 : 3 * r + 1);
+  int64_t total = 0;
+  for (const int64_t c : counts) total += c;
+  const int64_t n = counts[static_cast<std::size_t>(comm.rank())];
+  const Tensor send = input_of(comm.rank(), n, DType::bf16, 3);
+  Tensor recv = Tensor::zeros({total}, DType::bf16);
+  comm.reset_stats();
+  comm.start_all_gather_v(send, recv, counts)->wait();
+  int64_t at = 0;
+  for (int r = 0; r < comm.size(); ++r) {
+    const int64_t c = counts[static_cast<std::size_t>(r)];
+    EXPECT_TRUE(same_bits(recv.slice(0, at, at + c), input_of(r, c, DType::bf16, 3)))
+        << "part of rank " << r;
+    at += c;
+  }
+  // As an all-gather of the whole: (W-1)/W of its bytes.
+  EXPECT_EQ(comm.stats().all_gather_bytes,
+            static_cast<uint64_t>(2 * total * (comm.size() - 1) / comm.size()));
+  // A count that does not match the send, or counts for another world size: local Errors.
+  Tensor wrong = Tensor::zeros({n + 1}, DType::bf16);
+  EXPECT_NE(
+      error_of([&] { comm.start_all_gather_v(wrong, recv, counts); }).find("this rank's count"),
+      std::string::npos);
+  EXPECT_NE(error_of([&] { comm.start_all_gather_v(send, recv, {1}); }).find("counts for"),
+            std::string::npos);
+}
+
 TEST(MpiCommunicator, AllGatherInPlaceFromOwnBlock) {
   Communicator& comm = world();
   const int64_t n = 17;

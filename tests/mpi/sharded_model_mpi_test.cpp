@@ -5,8 +5,12 @@
 #include <gtest/gtest.h>
 
 #include <cmath>
+#include <cstdio>
 #include <tuple>
 
+#include "mixprec/amp/compute_scope.h"
+#include "mixprec/amp/fp8_weights.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/dist/sharded_model.h"
 #include "mixprec/models/transformer/transformer.h"
 #include "mixprec/optim/adamw.h"
@@ -71,6 +75,98 @@ TEST(ShardedModelMpi, GradientsMatchThePlainModelOnTheWholeBatch) {
       }
     }
     EXPECT_LT(worst, tolerance) << "worst relative gradient error at " << where;
+  }
+}
+
+// FSDP's FP8 all-gather on 2 ranks: every gather's bytes are the wire formula's (FP8 weights
+// 1 byte, the rest 2, each rank's chunk padded to the larger one), the FP8 weights' part half
+// of what the bf16 gather moves for them, and each gathered weight is the quantized whole
+// master (the ranks' shards gathered and cast at once), for a tensorwise and a 128x128 recipe.
+TEST(ShardedModelMpi, Fp8AllGatherMovesHalfTheBytesOfBf16) {
+  config::ModelConfig mc = tiny_config("llama3");
+  mc.d_model = 64;
+  mc.n_heads = 4;
+  mc.d_ff = 192;
+  mc.vocab_size = 32;
+  const int W = world().size(), r = world().rank();
+  const Tensor x = token_grid(2, 8, mc.vocab_size).slice(0, r, r + 1).contiguous();
+  const Tensor y = token_grid(2, 8, mc.vocab_size, 1).slice(0, r, r + 1).contiguous();
+  for (const char* recipe_name : {"tensorwise", "deepseek_v3"}) {
+    SCOPED_TRACE(recipe_name);
+    amp::MixedPrecisionPolicy policy = amp::preset("bf16-mixed");
+    policy.linear_recipe = amp::find_any_linear_recipe(recipe_name);
+    policy.linear_skip = {"lm_head"};
+    // One step's all-gather bytes: the forward gathers every unit, the backward every block
+    // but the last again (reshard after forward).
+    auto step_bytes = [&](ShardingOptions options) {
+      models::Transformer model = models::testing::transformer(mc);
+      ShardedModel sharded(model, world(), policy, options);
+      sharded.materialize(11);
+      world().reset_stats();
+      sharded.begin_step(true);
+      {
+        amp::ComputeScope scope(policy);
+        model.loss(x, y).total.backward();
+      }
+      sharded.finish_backward();
+      return world().stats().all_gather_bytes;
+    };
+    const uint64_t bf16 = step_bytes({});
+    const uint64_t fp8 =
+        step_bytes({.fp8_all_gather = policy.linear_recipe, .fp8_skip = policy.linear_skip});
+
+    models::Transformer desc = models::testing::transformer(mc);
+    const ShardLayout layout(desc, W);
+    uint64_t want_bf16 = 0, want_fp8 = 0, fp8_elements = 0;
+    const auto ring = [&](int64_t bytes) { return static_cast<uint64_t>(bytes * (W - 1) / W); };
+    for (std::size_t u = 0; u < layout.units().size(); ++u) {
+      const UnitLayout& lay = layout.units()[u];
+      const int gathers = u == 0 || u + 1 == layout.units().size() ? 1 : 2;
+      int64_t fp8_count = 0;
+      for (const ParamSlot& p : lay.params) {
+        const models::ParamSpec& spec = desc.parameters().spec(p.name);
+        if (!spec.linear_module.empty() && spec.linear_module != "lm_head") fp8_count += p.numel;
+      }
+      want_bf16 += gathers * ring(2 * lay.padded);
+      // The FP8 weights one byte an element, the other parameters two, no padding (the root
+      // has no FP8 weight: its one all-gather of the padded unit).
+      want_fp8 += gathers * (fp8_count == 0 ? ring(2 * lay.padded)
+                                            : ring(fp8_count) + ring(2 * (lay.numel - fp8_count)));
+      fp8_elements += gathers * static_cast<uint64_t>(fp8_count);
+    }
+    EXPECT_EQ(bf16, want_bf16);
+    EXPECT_EQ(fp8, want_fp8);
+    if (r == 0)
+      std::printf("%s: one step's all-gather bytes per rank: bf16 %llu, fp8 %llu (%.3fx)\n",
+                  recipe_name, static_cast<unsigned long long>(bf16),
+                  static_cast<unsigned long long>(fp8),
+                  static_cast<double>(fp8) / static_cast<double>(bf16));
+
+    // The gathered weights equal quantizing the whole master, on every rank.
+    models::Transformer model = models::testing::transformer(mc);
+    ShardedModel sharded(model, world(), policy,
+                         {.reshard_after_forward = false,
+                          .fp8_all_gather = policy.linear_recipe,
+                          .fp8_skip = policy.linear_skip});
+    sharded.materialize(11);
+    sharded.begin_step(false);
+    {
+      amp::ComputeScope scope(policy);
+      model.loss(x, y);
+    }
+    for (std::size_t u = 1; u < layout.units().size(); ++u) {
+      const Tensor full = sharded.gather_unit(sharded.master_shard(u));
+      for (const ParamSlot& p : layout.units()[u].params) {
+        const std::optional<backend::Quantized> got = amp::filed_fp8_weight(sharded.weight(p.name));
+        if (!got) continue;
+        const backend::Quantized want = backend::cpu_backend().quantize(
+            full.slice(0, p.offset, p.offset + p.numel).view(p.shape),
+            policy.linear_recipe->output.b);
+        EXPECT_EQ(got->data.contiguous().to_doubles(), want.data.to_doubles()) << p.name;
+        EXPECT_EQ(got->scales.to_doubles(), want.scales.to_doubles()) << p.name;
+      }
+    }
+    sharded.end_forward();
   }
 }
 

@@ -70,5 +70,16 @@ std::string grouped_recipe_names(std::string_view section);
 inline constexpr const char* kAutoFilterSmallKn = "auto_filter_small_kn";
 // True when auto_filter_small_kn keeps a linear of weight [out, in] in high precision.
 bool too_small_for_fp8(SmallLinearRule rule, int64_t out, int64_t in);
+// Whether recipe r runs the linear at module `path` with weight [out, in], given its skip list
+// (filter_fqns: substrings of the path, and auto_filter_small_kn). torchtitan's module filter
+// also keeps dims that are not multiples of 16 (the FP8 GEMM kernels' alignment) in high
+// precision, whatever the recipe.
+bool recipe_converts(const LinearRecipe& r, std::span<const std::string> skip,
+                     std::string_view path, int64_t out, int64_t in);
+// True when one FP8 copy of a weight serves both products that read it: grad_input's Wᵀ is
+// quantized with output's W blocks transposed (tensorwise, 128x128), so a weight cast once
+// (FSDP's FP8 all-gather) is exact for both. Row scales and 1x32 blocks run along the other
+// dim in grad_input and need a second cast.
+bool weight_cast_serves_both_products(const LinearRecipe& r);
 
 }  // namespace mixprec::amp

@@ -29,6 +29,7 @@
 #include <cstdint>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "mixprec/tensor/tensor.h"
 
@@ -92,6 +93,11 @@ class Communicator {
   // alive and untouched until the request's wait() returns.
   virtual std::unique_ptr<Request> start_all_gather(const Tensor& send, Tensor& recv) = 0;
   virtual std::unique_ptr<Request> start_reduce_scatter(const Tensor& send, Tensor& recv) = 0;
+  // MPI_Iallgatherv: rank r sends counts[r] elements (send [counts[rank()]]), received end to
+  // end in rank order (recv [sum of counts], same dtype, not overlapping send). Every rank
+  // passes the same counts. Counted as an all-gather of the whole: (W-1)/W of recv's bytes.
+  virtual std::unique_ptr<Request> start_all_gather_v(const Tensor& send, Tensor& recv,
+                                                      const std::vector<int64_t>& counts) = 0;
 
   const CommStats& stats() const { return stats_; }
   void reset_stats() { stats_ = {}; }

@@ -17,8 +17,10 @@
 #include <memory>
 #include <string>
 #include <utility>
+#include <vector>
 
 #include "mixprec/amp/grad_scaler.h"
+#include "mixprec/amp/linear_recipe.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/dist/communicator.h"
 #include "mixprec/io/checkpoint_state.h"
@@ -30,6 +32,14 @@ namespace mixprec::dist {
 struct ShardingOptions {
   bool reshard_after_forward = true;  // false: keep every gathered block until backward ends
   bool prefetch = true;               // gather the next block while this one computes
+  // torchao's enable_fsdp_float8_all_gather: the linear weights this recipe converts (minus
+  // fp8_skip, its filter_fqns) are cast to FP8 from the master shards and all-gathered as FP8
+  // bytes (sharded_model.h). Null: every parameter travels in the param dtype.
+  const amp::LinearRecipe* fp8_all_gather = nullptr;
+  std::vector<std::string> fp8_skip = {};
+  // precompute_float8_dynamic_scale_for_fsdp: every FP8 weight's amaxes in one all-reduce per
+  // step, instead of one per unit as its gather starts (the same scales either way).
+  bool precompute_fp8_scales = false;
 };
 
 class Parallelism {

@@ -16,6 +16,13 @@
 //               reduce-scattered into the rank's gradient shard as soon as the unit's backward
 //               is done, then divided by the world size (each rank's loss is the mean over
 //               its part of the global batch);
+//   FP8         with ShardingOptions::fp8_all_gather (torchao's enable_fsdp_float8_all_gather),
+//               the linear weights its recipe converts are cast from the master shard to FP8
+//               with their blocks' scales from the global amaxes (one MAX all-reduce: per unit
+//               as its gather starts, or for all at begin_step with precompute_fp8_scales) and
+//               all-gathered as FP8 bytes, the other parameters in the param dtype (fp8_gather.h
+//               has the wire layout). The model reads such a weight as a placeholder without
+//               bytes, its FP8 form filed for the linear (amp/fp8_weights.h);
 //   optimizer   any of the library's, on this rank's pieces (Parameter::shard_piece), one per
 //               parameter overlapping the shard; join(scaler) all-reduces the non-finite flag
 //               and global_norm() the gradient norm, so every rank takes the same decision.
@@ -50,6 +57,9 @@
 #include "mixprec/optim/adam_mini.h"
 
 namespace mixprec::dist {
+namespace detail {
+struct Fp8GatherPlan;
+}
 
 class ShardedModel final : public Parallelism, public models::UnitHooks {
  public:
@@ -113,6 +123,11 @@ class ShardedModel final : public Parallelism, public models::UnitHooks {
     Tensor send;      // [shard] param dtype: the cast shard an all-gather sends
     Tensor gathered;  // [padded] param dtype; its storage is released between uses
     std::unique_ptr<Request> gather;
+    // With FP8 weights: the FP8 part of the gather (the FP8 weights end to end), and
+    // this step's scales of each FP8 weight; `send` and `gathered` then hold the others only.
+    Tensor send_fp8, gathered_fp8;
+    std::unique_ptr<Request> gather_fp8;
+    std::vector<Tensor> fp8_scales;
     std::map<std::string, Tensor, std::less<>> leaves;  // views of gathered, fresh per step
     Tensor full_grad;                                   // [padded] reduce dtype, in backward
     Tensor grad_shard;                                  // [shard] reduce dtype
@@ -130,6 +145,12 @@ class ShardedModel final : public Parallelism, public models::UnitHooks {
   void note_used(std::size_t u);  // which of the unit's leaves this step's graph read  // waits,
                                   // then frees the unit's full gradient buffer
   void set_grad_views(std::size_t u);
+  bool has_fp8(std::size_t u) const;
+  // This step's scales of the FP8 weights of units [first, last): one MAX all-reduce.
+  void refresh_fp8_scales(std::size_t first, std::size_t last);
+  void start_fp8_gather(std::size_t u);
+  void make_leaves(std::size_t u);
+  void forget_fp8_leaves(std::size_t u);
 
   models::Model& model_;
   Communicator& comm_;
@@ -145,6 +166,7 @@ class ShardedModel final : public Parallelism, public models::UnitHooks {
   std::map<std::string, std::size_t, std::less<>> param_unit_;
   bool training_ = false;
   bool in_step_ = false;
+  std::unique_ptr<detail::Fp8GatherPlan> fp8_;  // null: no FP8 all-gather
 };
 
 }  // namespace mixprec::dist

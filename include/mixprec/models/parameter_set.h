@@ -44,6 +44,9 @@ struct ParamSpec {
   // gets the values a parameter named init_slices[s] of the slice's shape would get, so the
   // stack starts from the very weights the parameters it replaces would have had.
   std::vector<std::string> init_slices = {};
+  // A linear layer's weight [out, in]: the module path its linear runs under (the recipe
+  // filters' subject: "blocks.0.attn.wq", "lm_head"); empty for every other parameter.
+  std::string linear_module = {};
   int64_t numel() const { return shape_numel(shape); }
   Tensor meta() const { return Tensor::empty(shape, DType::f32, Device::meta); }
 };

@@ -4,7 +4,9 @@
 // the config loader and `mixprec dtype`.
 #pragma once
 
+#include <cmath>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include "mixprec/numerics/float_format.h"
@@ -45,6 +47,19 @@ ScaleRule parse_scale_rule(std::string_view name, std::string_view where = "scal
 // The largest power-of-two exponent of the element format (emax: 8 for e4m3, 15 for e5m2).
 constexpr int max_exponent(const FloatFormat& f) {
   return static_cast<int>(f.max_finite_bits() >> f.mant_bits) - f.bias;
+}
+
+// The largest magnitude of x[0, n), NaN if any element is (torch.amax propagates NaN): the
+// amax every rule starts from. Written for the vectorizer: a running max and a NaN flag.
+inline float block_amax(const float* x, int64_t n) {
+  float m = 0;
+  bool nan = false;
+  for (int64_t i = 0; i < n; ++i) {
+    const float a = std::fabs(x[i]);
+    nan |= a != a;
+    m = a > m ? a : m;
+  }
+  return nan ? std::numeric_limits<float>::quiet_NaN() : m;
 }
 
 // The stored value for a block whose largest magnitude is `amax` (NaN if any element was NaN).

@@ -295,6 +295,16 @@ void resolve_grouped(TrainConfig& config, const Checker& c) {
 }
 
 // [quantize.linear.float8] / [quantize.linear.mx] into the policy's linear recipe.
+// The recipes FSDP's FP8 all-gather runs: one weight cast serves both products, from the
+// current amax.
+std::string fp8_all_gather_recipes() {
+  std::string out;
+  for (const amp::LinearRecipe& r : amp::linear_recipes())
+    if (amp::weight_cast_serves_both_products(r) && !r.delayed)
+      out += (out.empty() ? "" : ", ") + std::string(r.name);
+  return out;
+}
+
 void resolve_quantize(TrainConfig& config, const Origins& origins, const std::string& where) {
   const Checker c(config, origins, where);
   amp::MixedPrecisionPolicy& policy = config.training.policy;
@@ -318,14 +328,21 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
     c.require(
         recipe && recipe->section == std::string_view(name), key,
         "is not a " + std::string(name) + " recipe; valid: " + amp::linear_recipe_names(name));
-    for (const auto& [fsdp, set] :
-         {std::pair{"enable_fsdp_float8_all_gather", q->enable_fsdp_float8_all_gather},
-          std::pair{"precompute_float8_dynamic_scale_for_fsdp",
-                    q->precompute_float8_dynamic_scale_for_fsdp}}) {
-      c.require(!set, section + "." + fsdp,
-                "is not implemented yet: sharded runs all-gather the bf16 working copy (FP8 "
-                "all-gather is a later step of issue 33)");
-    }
+    if (q->enable_fsdp_float8_all_gather)
+      c.require(amp::weight_cast_serves_both_products(*recipe) && !recipe->delayed,
+                section + ".enable_fsdp_float8_all_gather",
+                "needs a recipe whose one weight cast serves output and grad_input (" +
+                    fp8_all_gather_recipes() + "); " + recipe->name +
+                    (recipe->delayed ? " casts with amax histories"
+                                     : " scales the weight along the other dim in grad_input"));
+    c.require(!q->precompute_float8_dynamic_scale_for_fsdp || q->enable_fsdp_float8_all_gather,
+              section + ".precompute_float8_dynamic_scale_for_fsdp",
+              "is set without enable_fsdp_float8_all_gather = true (it precomputes that "
+              "all-gather's scales)");
+    c.require(!q->enable_fsdp_float8_all_gather || policy.param_dtype == policy.compute_dtype,
+              section + ".enable_fsdp_float8_all_gather",
+              "needs the param dtype to be the compute dtype (" + c.show("training.precision") +
+                  "): the weights it gathers in FP8 arrive in no other dtype");
     for (const std::string& entry : q->filter_fqns)
       c.require(!entry.empty(), section + ".filter_fqns", "holds an empty module name");
     require_narrow_compute(c, policy, key);

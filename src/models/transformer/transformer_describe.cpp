@@ -57,8 +57,10 @@ void Transformer::describe_parameters() {
   };
   const optim::ParamRole no_decay{.no_weight_decay = true};
   std::string unit = "root";  // the unit the parameters added next belong to
-  auto add = [&](std::string name, Shape shape, InitRule init, optim::ParamRole role = {}) {
-    params_.add({std::move(name), std::move(shape), role, init, unit});
+  auto add = [&](std::string name, Shape shape, InitRule init, optim::ParamRole role = {},
+                 std::string linear_module = {}) {
+    params_.add(
+        {std::move(name), std::move(shape), role, init, unit, {}, std::move(linear_module)});
   };
   auto add_norm = [&](const std::string& prefix) {
     add(prefix + ".weight", {d}, {InitKind::ones}, no_decay);
@@ -67,7 +69,7 @@ void Transformer::describe_parameters() {
   // A linear's weight [out, in], and its bias [out] when the config asks for biases.
   auto add_linear = [&](const std::string& name, int64_t out, int64_t in, InitRule init,
                         optim::ParamRole role = {}) {
-    add(name, {out, in}, init, role);
+    add(name, {out, in}, init, role, name);
     if (c.bias) add(name + "_bias", {out}, {InitKind::zeros}, no_decay);
   };
   auto add_ffn = [&](const std::string& prefix, int64_t layer, int64_t ff) {
@@ -152,7 +154,8 @@ void Transformer::describe_parameters() {
   }
   unit = "root";
   add_norm("final_norm");
-  if (!c.tie_embeddings) add("lm_head.weight", {c.vocab_size, d}, llama ? out : weight);
+  if (!c.tie_embeddings)
+    add("lm_head.weight", {c.vocab_size, d}, llama ? out : weight, {}, "lm_head");
 }
 
 std::vector<std::string> Transformer::shard_units() const {

@@ -61,11 +61,32 @@ TEST(QuantizeConfig, CombinationsThatCannotRunNameTheKey) {
               has(m, "is not a float8 recipe") && has(m, "rowwise_with_gw_hp"))
       << m;
   m = load_error(
-      "[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n"
+      "[quantize.linear.float8]\nrecipe_name = \"rowwise\"\n"
       "enable_fsdp_float8_all_gather = true\n");
   EXPECT_TRUE(has(m, "line 3: quantize.linear.float8.enable_fsdp_float8_all_gather") &&
-              has(m, "not implemented yet"))
+              has(m, "tensorwise, te_current, te_blockwise, deepseek_v3, deepseek_v3_ue8m0") &&
+              has(m, "rowwise scales the weight along the other dim"))
       << m;
+  m = load_error(
+      "[quantize.linear.float8]\nrecipe_name = \"te_delayed\"\n"
+      "enable_fsdp_float8_all_gather = true\n");
+  EXPECT_TRUE(has(m, "te_delayed casts with amax histories")) << m;
+  m = load_error(
+      "[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n"
+      "precompute_float8_dynamic_scale_for_fsdp = true\n");
+  EXPECT_TRUE(has(m, "precompute_float8_dynamic_scale_for_fsdp") &&
+              has(m, "without enable_fsdp_float8_all_gather"))
+      << m;
+  m = load_error(
+      "[training]\nprecision = \"param=f32,compute=bf16\"\n[quantize.linear.float8]\n"
+      "recipe_name = \"tensorwise\"\nenable_fsdp_float8_all_gather = true\n");
+  EXPECT_TRUE(has(m, "enable_fsdp_float8_all_gather") && has(m, "param dtype to be the compute"))
+      << m;
+  const TrainConfig ag = load_text(
+      "[quantize.linear.float8]\nrecipe_name = \"deepseek_v3\"\n"
+      "enable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true\n");
+  EXPECT_TRUE(ag.quantize.float8.enable_fsdp_float8_all_gather);
+  EXPECT_EQ(load_text(to_toml(ag)), ag);
   m = load_error(
       "[training]\nprecision = \"fp32\"\n[quantize.linear.mx]\nrecipe_name = \"mxfp8\"\n");
   EXPECT_TRUE(has(m, "needs a bf16 or f16 compute dtype") && has(m, "fp32")) << m;

@@ -1,0 +1,23 @@
+// Weights that arrive already cast to FP8: FSDP's FP8 all-gather (torchao's
+// enable_fsdp_float8_all_gather) casts each rank's master shard and gathers the FP8 bytes, so
+// the full weight never exists in bf16. The gather files each such weight's quantized form
+// under the tensor the model reads as that weight (a placeholder whose bytes do not exist: a
+// read is an Error); a linear running its recipe then takes the filed form for the weight
+// operand of output (W) and of grad_input (Wᵀ: the same bytes and scales transposed) instead
+// of casting. Keyed by the weight's storage, so views and detached copies find it.
+#pragma once
+
+#include <optional>
+
+#include "mixprec/backend/quantized.h"
+#include "mixprec/tensor/tensor.h"
+
+namespace mixprec::amp {
+
+// Files q (data [out, in], scales by its spec) for `weight` until forget_fp8_weight.
+void file_fp8_weight(const Tensor& weight, backend::Quantized q);
+void forget_fp8_weight(const Tensor& weight);
+// The filed form of `weight`, if any.
+std::optional<backend::Quantized> filed_fp8_weight(const Tensor& weight);
+
+}  // namespace mixprec::amp

@@ -1,0 +1,45 @@
+// The table of weights filed in FP8 (amp/fp8_weights.h). A mutex: grouped GEMMs prepare their
+// products from worker threads.
+#include "mixprec/amp/fp8_weights.h"
+
+#include <map>
+#include <mutex>
+
+namespace mixprec::amp {
+namespace {
+
+struct Filed {
+  std::mutex mutex;
+  std::map<const Storage*, backend::Quantized> weights;
+};
+
+Filed& filed() {
+  static Filed f;
+  return f;
+}
+
+}  // namespace
+
+void file_fp8_weight(const Tensor& weight, backend::Quantized q) {
+  Filed& f = filed();
+  const std::lock_guard lock(f.mutex);
+  f.weights.insert_or_assign(weight.storage().get(), std::move(q));
+}
+
+void forget_fp8_weight(const Tensor& weight) {
+  if (!weight.defined()) return;
+  Filed& f = filed();
+  const std::lock_guard lock(f.mutex);
+  f.weights.erase(weight.storage().get());
+}
+
+std::optional<backend::Quantized> filed_fp8_weight(const Tensor& weight) {
+  if (!weight.defined()) return std::nullopt;
+  Filed& f = filed();
+  const std::lock_guard lock(f.mutex);
+  const auto it = f.weights.find(weight.storage().get());
+  if (it == f.weights.end()) return std::nullopt;
+  return it->second;
+}
+
+}  // namespace mixprec::amp
