@@ -23,6 +23,7 @@ struct Overrides {
   const LinearRecipe* grouped_recipe = nullptr;
   std::vector<std::string> grouped_fqns;  // substrings of the module path: an inclusion list
   DelayedScaling* delayed_scaling = nullptr;
+  const AccumulatorModel* accumulator = nullptr;
 };
 
 // A leaf's cast, keyed by (its autograd state, target dtype, grad mode at the cast): a cast

@@ -18,6 +18,9 @@ constexpr BlockShape kTensor{0, 0}, kRow{1, 0}, kMx{1, 32}, kTile{1, 128}, kBloc
 constexpr ProductRecipe fp8(QuantSpec a, QuantSpec b) {
   return {true, a, b};
 }
+constexpr ProductRecipe fp8_fast_accum(QuantSpec a, QuantSpec b) {
+  return {true, a, b, true};
+}
 constexpr ProductRecipe kHighPrecision{};
 
 constexpr QuantSpec torchao(DType d, BlockShape b, bool pow2 = false) {
@@ -38,37 +41,37 @@ constexpr LinearRecipe kRecipes[] = {
   // name, aliases, section, source;
   // output (X, W), grad_input (dY, Wᵀ), grad_weight (dYᵀ, Xᵀ); auto_filter_small_kn rule
   {"tensorwise", "", "float8", "torchao Float8LinearConfig() (torchtitan's default): E4M3 forward, E5M2 gradients, one scale per tensor",
-   fp8(torchao(e4m3, kTensor), torchao(e4m3, kTensor)),
+   fp8_fast_accum(torchao(e4m3, kTensor), torchao(e4m3, kTensor)),
    fp8(torchao(e5m2, kTensor), torchao(e4m3, kTensor)),
    fp8(torchao(e5m2, kTensor), torchao(e4m3, kTensor)), SmallLinearRule::tensorwise},
   {"rowwise", "", "float8", "torchao Float8LinearRecipeName.ROWWISE: E4M3 everywhere, one power-of-two scale per row along each product's contraction",
-   fp8(torchao(e4m3, kRow, true), torchao(e4m3, kRow, true)),
+   fp8_fast_accum(torchao(e4m3, kRow, true), torchao(e4m3, kRow, true)),
    fp8(torchao(e4m3, kRow, true), torchao(e4m3, kRow, true)),
    fp8(torchao(e4m3, kRow, true), torchao(e4m3, kRow, true)), SmallLinearRule::rowwise},
   {"rowwise_with_gw_hp", "", "float8", "torchao Float8LinearRecipeName.ROWWISE_WITH_GW_HP: rowwise forward, tensorwise weight in grad_input, grad_weight in high precision",
-   fp8(torchao(e4m3, kRow, true), torchao(e4m3, kRow, true)),
+   fp8_fast_accum(torchao(e4m3, kRow, true), torchao(e4m3, kRow, true)),
    fp8(torchao(e4m3, kRow, true), torchao(e4m3, kTensor, true)),
    kHighPrecision, SmallLinearRule::none},
   {"te_delayed", "delayed_scaling,te_delayed_scaling", "float8", "Transformer Engine DelayedScaling (HYBRID, its default): E4M3 forward, E5M2 gradients, per-tensor scales from an amax history ([quantize.linear.float8] amax_history_len, amax_compute_algo, margin)",
-   fp8(te(e4m3, kTensor), te(e4m3, kTensor)),
+   fp8_fast_accum(te(e4m3, kTensor), te(e4m3, kTensor)),
    fp8(te(e5m2, kTensor), te(e4m3, kTensor)),
    fp8(te(e5m2, kTensor), te(e4m3, kTensor)), SmallLinearRule::none, true},
   {"te_current", "float8_current_scaling", "float8", "Transformer Engine Float8CurrentScaling (HYBRID): E4M3 forward, E5M2 gradients, per-tensor scales from the current amax",
-   fp8(te(e4m3, kTensor), te(e4m3, kTensor)),
+   fp8_fast_accum(te(e4m3, kTensor), te(e4m3, kTensor)),
    fp8(te(e5m2, kTensor), te(e4m3, kTensor)),
    fp8(te(e5m2, kTensor), te(e4m3, kTensor)), SmallLinearRule::none},
   {"te_blockwise", "float8_block_scaling", "float8", "Transformer Engine Float8BlockScaling: E4M3, 1x128 activation and gradient tiles, 128x128 weight blocks, power-of-two f32 scales",
-   fp8(te(e4m3, kTile, true), te(e4m3, kBlock, true)),
-   fp8(te(e4m3, kTile, true), te(e4m3, kBlock, true)),
-   fp8(te(e4m3, kTile, true), te(e4m3, kTile, true)), SmallLinearRule::none},
+   fp8_fast_accum(te(e4m3, kTile, true), te(e4m3, kBlock, true)),
+   fp8_fast_accum(te(e4m3, kTile, true), te(e4m3, kBlock, true)),
+   fp8_fast_accum(te(e4m3, kTile, true), te(e4m3, kTile, true)), SmallLinearRule::none},
   {"deepseek_v3", "blockwise", "float8", "DeepSeek-V3 (arXiv:2412.19437 §3.3): E4M3 everywhere, 1x128 tiles (128x1 along tokens for grad_weight), 128x128 weight blocks, f32 scales",
-   fp8(deepseek(kTile, false), deepseek(kBlock, false)),
-   fp8(deepseek(kTile, false), deepseek(kBlock, false)),
-   fp8(deepseek(kTile, false), deepseek(kTile, false)), SmallLinearRule::none},
+   fp8_fast_accum(deepseek(kTile, false), deepseek(kBlock, false)),
+   fp8_fast_accum(deepseek(kTile, false), deepseek(kBlock, false)),
+   fp8_fast_accum(deepseek(kTile, false), deepseek(kTile, false)), SmallLinearRule::none},
   {"deepseek_v3_ue8m0", "", "float8", "DeepSeek-V3.1 scale_fmt = ue8m0: deepseek_v3 with power-of-two scales rounded up",
-   fp8(deepseek(kTile, true), deepseek(kBlock, true)),
-   fp8(deepseek(kTile, true), deepseek(kBlock, true)),
-   fp8(deepseek(kTile, true), deepseek(kTile, true)), SmallLinearRule::none},
+   fp8_fast_accum(deepseek(kTile, true), deepseek(kBlock, true)),
+   fp8_fast_accum(deepseek(kTile, true), deepseek(kBlock, true)),
+   fp8_fast_accum(deepseek(kTile, true), deepseek(kTile, true)), SmallLinearRule::none},
   {"mxfp8_cublas", "mxfp8,mxfp8_emulated", "mx", "torchao MXLinear (torchtitan's [quantize.linear.mx] default): E4M3, 1x32 blocks along each contraction, E8M0 scales, OCP FLOOR",
    fp8(mx(ScaleRule::mx_floor), mx(ScaleRule::mx_floor)),
    fp8(mx(ScaleRule::mx_floor), mx(ScaleRule::mx_floor)),

@@ -23,6 +23,12 @@ DelayedScaling* delayed_scaling_here() {
              : nullptr;
 }
 
+const AccumulatorModel* accumulator_here() {
+  return detail::t_autocast_active && detail::state().overrides
+             ? detail::state().overrides->accumulator
+             : nullptr;
+}
+
 const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site) {
   if (!detail::t_autocast_active) return nullptr;
   const detail::AutocastState& s = detail::state();
@@ -48,7 +54,8 @@ AutocastOptions ComputeScope::autocast_options(const MixedPrecisionPolicy& polic
           .recipe_skip = policy.linear_skip,
           .grouped_recipe = policy.grouped_recipe,
           .grouped_fqns = policy.grouped_fqns,
-          .delayed_scaling = delayed};
+          .delayed_scaling = delayed,
+          .accumulator = policy.accumulator};
 }
 
 }  // namespace mixprec::amp

@@ -14,6 +14,7 @@
 
 #include "mixprec/amp/linear_recipe.h"
 #include "mixprec/core/error.h"
+#include "mixprec/numerics/accumulator_model.h"
 
 namespace mixprec::amp {
 namespace {
@@ -73,7 +74,7 @@ constexpr std::array<const char*, 3> kUpdateNames{"nearest", "stochastic", "kaha
 
 constexpr const char* kValidKeys =
     "params (param, p), compute (c), reduce (r), output (o), master, update, matmul, "
-    "loss_scaling, linear, linear_skip, grouped, grouped_fqns";
+    "loss_scaling, linear, linear_skip, grouped, grouped_fqns, accumulator";
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -213,6 +214,7 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   std::optional<std::vector<std::string>> skip;
   std::optional<const LinearRecipe*> grouped;
   std::optional<std::vector<std::string>> grouped_fqns;
+  std::optional<const AccumulatorModel*> accumulator;
   const auto set = [&](auto& slot, auto value, const std::string& key) {
     MIXPREC_CHECK(!slot.has_value(), kWhere,
                   "key '" + key + "' is given twice in '" + std::string(text) + "'");
@@ -254,6 +256,8 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
       set(grouped, policy_recipe(value, key), "grouped");
     else if (key == "grouped_fqns")
       set(grouped_fqns, split_bars(value, key), "grouped_fqns");
+    else if (key == "accumulator")
+      set(accumulator, find_accumulator(lower(value), kWhere), "accumulator");
     else
       throw Error(kWhere, "unknown key '" + key + "' in '" + std::string(text) +
                               "'; valid keys: " + kValidKeys);
@@ -295,6 +299,10 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
                   "grouped_fqns is empty: no grouped GEMM would run by grouped=" +
                       std::string((*grouped)->name));
   }
+  p.accumulator = accumulator.value_or(nullptr);
+  MIXPREC_CHECK(!p.accumulator || recipe || grouped, kWhere,
+                "accumulator is given without a linear or grouped recipe (it sums their FP8 "
+                "products)");
   return p;
 }
 
@@ -366,6 +374,7 @@ std::string recipe_part(const MixedPrecisionPolicy& p) {
   if (p.grouped_recipe)
     out +=
         std::string(",grouped=") + p.grouped_recipe->name + ",grouped_fqns=" + bars(p.grouped_fqns);
+  if (p.accumulator) out += std::string(",accumulator=") + accumulator_name(p.accumulator);
   return out;
 }
 

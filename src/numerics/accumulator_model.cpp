@@ -70,6 +70,39 @@ AccumulatorModel deepseek_promoted_model() {
   return m;
 }
 
+namespace {
+
+const AccumulatorModel kHopper = hopper_fp8_fast_accum_model();
+
+// clang-format off
+constexpr NamedAccumulator kAccumulators[] = {
+  {"f32",  nullptr,  "exact products summed in f32 (mixprec's default; the GPU's split accumulator promotes near this)"},
+  {"h100", &kHopper, "H100 FP8 wgmma as measured bit for bit (arXiv 2512.07004, 2511.10909): 32 products and the accumulator aligned to the largest operand exponent sum, 13 fractional bits toward zero, the sum cut to 14 bits"},
+};
+// clang-format on
+
+}  // namespace
+
+std::span<const NamedAccumulator> named_accumulators() {
+  return kAccumulators;
+}
+
+const AccumulatorModel* find_accumulator(std::string_view name, std::string_view where) {
+  std::string names;
+  for (const NamedAccumulator& a : kAccumulators) {
+    if (name == a.name) return a.model;
+    names += (names.empty() ? "" : ", ") + std::string(a.name);
+  }
+  throw Error(std::string(where),
+              "unknown accumulator '" + std::string(name) + "'; valid: " + names);
+}
+
+const char* accumulator_name(const AccumulatorModel* model) {
+  for (const NamedAccumulator& a : kAccumulators)
+    if (a.model == model) return a.name;
+  return "custom";
+}
+
 void check_accumulator_model(const AccumulatorModel& model, std::string_view where) {
   const std::string w(where);
   MIXPREC_CHECK(model.kept_bits >= 2 && model.kept_bits <= 48, w,
@@ -85,17 +118,32 @@ void check_accumulator_model(const AccumulatorModel& model, std::string_view whe
                     " (a promotion happens between MMA steps)");
 }
 
-double aligned_sum(std::span<const double> terms, int kept_bits, AccumulatorDiscard discard) {
+int product_exponent(float x, int x_emin, float y, int y_emin) {
+  return std::max(std::ilogb(x), x_emin) + std::max(std::ilogb(y), y_emin);
+}
+
+double aligned_sum(std::span<const double> terms, int kept_bits, AccumulatorDiscard discard,
+                   std::span<const int> exponents) {
   MIXPREC_CHECK(kept_bits >= 2 && kept_bits <= 48, "aligned_sum",
                 "kept_bits = " + std::to_string(kept_bits) + " is outside 2..48");
-  MIXPREC_CHECK(kept_bits + std::bit_width(terms.size()) <= 62, "aligned_sum",
+  MIXPREC_CHECK(kept_bits + 2 + std::bit_width(terms.size()) <= 62, "aligned_sum",
                 std::to_string(terms.size()) + " terms of " + std::to_string(kept_bits) +
                     " bits could overflow the 62-bit fixed-point sum");
+  MIXPREC_CHECK(exponents.empty() || exponents.size() == terms.size(), "aligned_sum",
+                std::to_string(exponents.size()) + " exponents for " +
+                    std::to_string(terms.size()) + " terms");
   int max_exp = INT32_MIN;
   bool finite = true;
-  for (double t : terms) {
+  for (std::size_t i = 0; i < terms.size(); ++i) {
+    const double t = terms[i];
     finite = finite && std::isfinite(t);
-    if (t != 0 && std::isfinite(t)) max_exp = std::max(max_exp, std::ilogb(t));
+    if (t == 0 || !std::isfinite(t)) continue;
+    const int own = std::ilogb(t);
+    const int e = exponents.empty() ? own : exponents[i];
+    MIXPREC_CHECK(e >= own - 2, "aligned_sum",
+                  "reference exponent " + std::to_string(e) + " of a term with exponent " +
+                      std::to_string(own) + " (a product's significand is below 4)");
+    max_exp = std::max(max_exp, e);
   }
   if (!finite) {  // NaN / inf: nothing to align; propagate them as IEEE addition does
     double plain = 0;
@@ -119,24 +167,39 @@ double aligned_sum(std::span<const double> terms, int kept_bits, AccumulatorDisc
   return std::ldexp(static_cast<double>(sum), lsb);  // at most kept_bits + 1 bits: exact
 }
 
-float model_dot(std::span<const double> products, const AccumulatorModel& model) {
+float model_dot(std::span<const double> products, const AccumulatorModel& model,
+                std::span<const int> exponents) {
   check_accumulator_model(model, "model_dot");
+  MIXPREC_CHECK(exponents.empty() || exponents.size() == products.size(), "model_dot",
+                std::to_string(exponents.size()) + " exponents for " +
+                    std::to_string(products.size()) + " products");
   const std::size_t group = static_cast<std::size_t>(model.group_size);
   const std::size_t promote = static_cast<std::size_t>(model.promote_every);
+  const bool given = !exponents.empty();
   std::vector<double> terms;
+  std::vector<int> exps;  // the terms' reference exponents, when given
   terms.reserve(group + 1);
+  exps.reserve(group + 1);
   double partial = 0;  // the tensor core's limited-precision accumulator
   float total = 0;     // the f32 accumulator partial sums are promoted into
+  const auto own = [](double x) { return x == 0 ? 0 : std::ilogb(x); };
   for (std::size_t k0 = 0; k0 < products.size(); k0 += group) {
     const std::size_t k1 = std::min(products.size(), k0 + group);
     const std::span<const double> step = products.subspan(k0, k1 - k0);
+    const std::span<const int> step_exps =
+        given ? exponents.subspan(k0, k1 - k0) : std::span<const int>();
     terms.clear();
+    exps.clear();
     if (model.align_with_accumulator) {
       terms.push_back(partial);
       terms.insert(terms.end(), step.begin(), step.end());
-      partial = aligned_sum(terms, model.kept_bits, model.discard);
+      if (given) {
+        exps.push_back(own(partial));
+        exps.insert(exps.end(), step_exps.begin(), step_exps.end());
+      }
+      partial = aligned_sum(terms, model.kept_bits, model.discard, exps);
     } else {
-      const double step_sum = aligned_sum(step, model.kept_bits, model.discard);
+      const double step_sum = aligned_sum(step, model.kept_bits, model.discard, step_exps);
       terms = {partial, step_sum};
       partial = aligned_sum(terms, model.kept_bits, model.discard);
     }

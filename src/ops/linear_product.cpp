@@ -8,6 +8,7 @@
 #include "mixprec/amp/fp8_weights.h"
 #include "mixprec/autograd/grad_mode.h"
 #include "mixprec/backend/backend.h"
+#include "mixprec/backend/modeled_gemm.h"
 
 namespace mixprec::detail {
 
@@ -20,6 +21,10 @@ Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, 
     return delayed ? amp::delayed_quantize(t, spec, *delayed, module_path + "." + role, record_amax)
                    : be.quantize(t, spec);
   };
+  const auto gemm = [&](const backend::Quantized& qa, const backend::Quantized& qb) {
+    return accumulator && r.fast_accum ? backend::scaled_gemm_modeled(qa, qb, *accumulator)
+                                       : be.scaled_gemm(qa, qb, DType::f32);
+  };
   Tensor c;
   if (amp::fp8_collecting()) {  // quantize makes operands contiguous anyway: once, for both
     const Tensor ac = a.contiguous();
@@ -27,15 +32,15 @@ Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, 
     amp::record_fp8_operand(fp8_site, product, 0, ac, qa);
     // A gathered FP8 weight has no high-precision source here to measure it against.
     if (b_cast) {
-      c = be.scaled_gemm(qa, *b_cast, DType::f32);
+      c = gemm(qa, *b_cast);
     } else {
       const Tensor bc = b.contiguous();
       const backend::Quantized qb = cast(bc, r.b, b_role);
       amp::record_fp8_operand(fp8_site, product, 1, bc, qb);
-      c = be.scaled_gemm(qa, qb, DType::f32);
+      c = gemm(qa, qb);
     }
   } else {
-    c = be.scaled_gemm(cast(a, r.a, a_role), b_cast ? *b_cast : cast(b, r.b, b_role), DType::f32);
+    c = gemm(cast(a, r.a, a_role), b_cast ? *b_cast : cast(b, r.b, b_role));
   }
   if (bias.defined()) c = be.binary(backend::BinaryOp::add, c, bias, c.shape(), DType::f32);
   return c;
@@ -101,7 +106,10 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
     p.module_path = std::string(amp::module_path());
     p.record_amax = GradMode::is_enabled();
   }
-  if (p.recipe) p.fp8_site = amp::fp8_site_here();
+  if (p.recipe) {
+    p.fp8_site = amp::fp8_site_here();
+    p.accumulator = amp::accumulator_here();
+  }
   return p;
 }
 

@@ -33,6 +33,8 @@ struct LinearProduct {
   amp::DelayedScaling* delayed = nullptr;
   std::string module_path;
   bool record_amax = false;  // a training forward's (grad mode on): its casts feed the history
+  // The GPU accumulator model the recipe's fast-accumulation products are summed by (null: f32).
+  const AccumulatorModel* accumulator = nullptr;
   // With a recipe: the module path and order the numerics monitor files its FP8 operands
   // under, captured here because the backward runs outside the module's scope.
   amp::Fp8Site fp8_site;

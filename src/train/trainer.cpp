@@ -33,6 +33,7 @@
 #include "mixprec/io/checkpoint_export.h"
 #include "mixprec/io/checkpoint_state.h"
 #include "mixprec/io/hf_weights.h"
+#include "mixprec/numerics/accumulator_model.h"
 #include "mixprec/optim/clip.h"
 #include "mixprec/report/plot.h"
 #include "mixprec/tensor/allocator.h"
@@ -356,6 +357,14 @@ void Trainer::State::build_model() {
     progress.message(std::string("linear recipe: ") + r->name + " (" + r->source + "); kept in " +
                      dtype_name(c.training.policy.compute_dtype) + ": " +
                      (skip.empty() ? "none" : skip));
+  }
+  if (const AccumulatorModel* acc = c.training.policy.accumulator) {
+    for (const NamedAccumulator& a : named_accumulators())
+      if (a.model == acc)
+        progress.message(std::string("accumulator: ") + a.name +
+                         " on the recipes' fast-accumulation "
+                         "products (" +
+                         a.source + "); a scalar model, far slower than f32");
   }
   model->set_activation_checkpoint(
       models::ActivationCheckpoint::from_config(c.activation_checkpoint));

@@ -31,6 +31,10 @@
 #include "mixprec/amp/autocast_table.h"
 #include "mixprec/tensor/tensor.h"
 
+namespace mixprec {
+struct AccumulatorModel;  // numerics/accumulator_model.h
+}
+
 namespace mixprec::amp {
 
 struct LinearRecipe;
@@ -62,6 +66,9 @@ struct AutocastOptions {
   // The amax histories and scales a delayed recipe (te_delayed) casts with (delayed_scaling.h);
   // owned by the caller (the trainer), kept by linears for their backward.
   DelayedScaling* delayed_scaling = nullptr;
+  // The GPU accumulator model the recipes' fast-accumulation products are summed by (null:
+  // exact products in f32); static storage (named_accumulators()).
+  const AccumulatorModel* accumulator = nullptr;
 };
 
 // Enables autocast to `dtype` (bf16 or f16) for the scope; f32 means off. Nestable: an inner
@@ -107,6 +114,8 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in,
                                        RecipeSite site = RecipeSite::linear);
 // The delayed-scaling state of the guards in force (null: none).
 DelayedScaling* delayed_scaling_here();
+// The accumulator model of the guards in force (null: f32).
+const AccumulatorModel* accumulator_here();
 
 // What autocast did on this thread since the outermost enabled guard began (kept after it
 // ends, until the next one begins).

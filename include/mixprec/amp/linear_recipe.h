@@ -22,6 +22,11 @@ namespace mixprec::amp {
 struct ProductRecipe {
   bool fp8 = false;  // false: the product runs in the compute dtype, as under plain autocast
   backend::QuantSpec a, b;
+  // The source's GPU kernel sums this product in the tensor core's accumulator without
+  // promoting partial sums to f32 within a K-step (torchao's use_fast_accum, on the output
+  // product only; TE's fprop; DeepGEMM's 128-product blocks): the products a GPU accumulator
+  // model (policy `accumulator`) applies to. The others are taken as exact f32 sums.
+  bool fast_accum = false;
 };
 
 // torchao's auto_filter_small_kn: the linears too small for FP8 to pay on an H100, by the

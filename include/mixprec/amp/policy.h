@@ -10,6 +10,10 @@
 
 #include "mixprec/numerics/dtype.h"
 
+namespace mixprec {
+struct AccumulatorModel;  // numerics/accumulator_model.h
+}
+
 namespace mixprec::amp {
 
 struct LinearRecipe;  // linear_recipe.h
@@ -42,6 +46,9 @@ struct MixedPrecisionPolicy {
   // the groups whose module path contains one of grouped_fqns run by this recipe.
   const LinearRecipe* grouped_recipe = nullptr;
   std::vector<std::string> grouped_fqns;
+  // The recipes' fast-accumulation products (linear_recipe.h) summed by this GPU accumulator
+  // model (numerics/accumulator_model.h's table); null = exact products in f32.
+  const AccumulatorModel* accumulator = nullptr;
 
   DType master_dtype() const { return f32_master ? DType::f32 : param_dtype; }
   bool operator==(const MixedPrecisionPolicy&) const = default;
@@ -67,7 +74,8 @@ std::string preset_names();
 //   recipe on every linear but lm_head. In key=value form: linear=<recipe> and
 //   linear_skip=<module substrings separated by '|'> (default lm_head; "" for none); a recipe
 //   needs compute bf16 or f16. grouped=<recipe> and grouped_fqns=<substrings separated by '|'>
-//   (default experts) do the same for MoE experts' grouped GEMMs.
+//   (default experts) do the same for MoE experts' grouped GEMMs. accumulator=<f32 | h100>
+//   sums the recipes' fast-accumulation products by that GPU accumulator model.
 // Throws mixprec::Error naming the bad token and listing what is valid.
 MixedPrecisionPolicy parse_policy(std::string_view text);
 

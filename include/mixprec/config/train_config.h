@@ -272,6 +272,9 @@ struct QuantizeLinearConfig {
   std::int64_t amax_history_len = 1024;
   std::string amax_compute_algo = "max";  // max | most_recent
   std::int64_t margin = 0;
+  // The GPU accumulator the recipes' fast-accumulation products are summed by
+  // (numerics/accumulator_model.h's table: "f32" none, "h100"); mixprec's, float8 only.
+  std::string accumulator = "f32";
   bool operator==(const QuantizeLinearConfig&) const = default;
 };
 

@@ -1,10 +1,10 @@
 // A model of a limited-precision GEMM accumulator, such as the one in Hopper's FP8 tensor
 // cores, so an FP8 recipe can be run on the CPU the way a GPU sums it (issue 33, item 5).
 //
-// THIS IS A MODEL, NOT AN EMULATION OF ANY GPU. NVIDIA documents none of it; the parameters
-// below come from published measurements, and the model reproduces their reported error
-// magnitudes, not the bits of any kernel. mixprec's default is no model at all: products are
-// summed in f32 (or better) as everywhere else; nothing here runs unless a caller asks for it.
+// NVIDIA documents none of it: the parameters come from published measurements, and the step
+// matches two simulators that reproduce an H100 bit for bit (below); the placement of promotions
+// and the split accumulator of non-fast products are assumptions. mixprec's default is no model
+// at all: products are summed in f32 (or better) as everywhere else.
 //
 // What is published (paraphrased; README "The GPU accumulator model" has the table):
 //  - DeepSeek-V3 (arXiv 2412.19437) §3.3: FP8 GEMMs on H800 keep only about 14 bits of
@@ -32,10 +32,22 @@
 // discarded (two's complement "sign-fill" shifting is floor, sign-magnitude dropping is
 // toward zero), and that the promotion is one correctly rounded f32 addition.
 //
+// Since measured bit for bit on an H100 by two independent simulators (Khattak & Mikaitis,
+// "Accurate Models of NVIDIA Tensor Cores", arXiv 2512.07004, and MMA-Sim, arXiv 2511.10909):
+// an FP8 wgmma adds 32 products and the accumulator in one fused step; the reference exponent
+// is the largest of the accumulator's and the products' operand exponent sums e_a + e_b (the
+// product's significand left unnormalized in [1, 4)); every term keeps 13 fractional bits
+// below it, truncated toward zero; the exact sum is cut toward zero to 14 significant bits
+// (f32 with 13 stored mantissa bits). That is this model with kept_bits 14, group 32, the
+// accumulator aligned, toward zero, and the products' exponents given (model_dot's
+// `exponents`; from the products themselves the reference is one bit coarser when a product's
+// significand is >= 2).
+//
 // The model, one MMA step at a time (group_size products, in order, then the next group):
-//   aligned_sum(terms): E = largest exponent among the nonzero terms; each term is cut to a
-//     multiple of 2^(E - kept_bits + 1) (kept_bits bits below and including E's leading bit),
-//     the cut terms are added exactly, and the sum is cut again to kept_bits significant bits.
+//   aligned_sum(terms): E = largest reference exponent among the nonzero terms (a term's own,
+//     floor(log2 |t|), unless given); each term is cut to a multiple of 2^(E - kept_bits + 1)
+//     (kept_bits - 1 fractional bits below E), the cut terms are added exactly, and the sum is
+//     cut again to kept_bits significant bits.
 //   align_with_accumulator = true:  partial = aligned_sum({partial, p_1, ..., p_g})
 //   align_with_accumulator = false: partial = aligned_sum({partial, aligned_sum({p_1..p_g})})
 //   promote_every = N_C > 0: after every N_C products, total_f32 += f32(partial); partial = 0.
@@ -66,28 +78,51 @@ struct AccumulatorModel {
   int promote_every = 0;  // N_C: products per promotion to f32 (a multiple of group_size); 0 never
 };
 
-// The setting this file documents as Hopper FP8 "fast accumulation" (no promotion): the
-// published mechanism read literally (14 bits, 32 products per step aligned with the running
-// sum, truncation). What it gives at K = 4096 (accumulator_model_test prints the table): on
-// U(0,1) operands cast to E4M3 a max relative error of ~8%, 4x DeepSeek's "near 2%"; the same
-// mechanism lands on 2% at 16 kept bits. Reading the alignment the other way (the products of
-// a step aligned among themselves, then added to the 14-bit running sum) gives ~0.3%. Neither
-// reading reproduces 2% at exactly 14 bits; the published "about 14 bits" and "near 2%" bracket
-// the model within a factor of 4. With promotion every 128 the error falls ~100x, to within a
-// small factor of the f32 summation bound K·2^-24, still ~1000x plain f32's observed error.
+// Hopper FP8 "fast accumulation" (no promotion): the measured wgmma step above (14 bits, 32
+// products per step aligned with the running sum, toward zero; give model_dot the operands'
+// exponent sums). At K = 4096 on E4M3 operands (accumulator_model_test prints the table) its
+// max relative error is 1.3% of the result on N(0,1) operands, DeepSeek-V3's "near 2%", and
+// 7.8% on U(0,1), whose running sum dwarfs each product; promotion every 128 cuts both ~10x
+// or more, to within the f32 summation bound K·2^-24 of Σ|a·b|.
 AccumulatorModel hopper_fp8_fast_accum_model();
 // The same with DeepSeek-V3 / DeepGEMM's promotion to f32 every 128 products.
 AccumulatorModel deepseek_promoted_model();
+
+// The accumulators an FP8 recipe can be run with, by name (config `accumulator`, policy key
+// `accumulator=`): "f32" (none: the exact products summed in f32, the default) and "h100"
+// (hopper_fp8_fast_accum_model with the products' operand exponents: the measured H100 wgmma,
+// applied to the products whose GPU kernel sums them that way, linear_recipe.h's fast_accum).
+struct NamedAccumulator {
+  const char* name;
+  const AccumulatorModel* model;  // null: f32
+  const char* source;
+};
+std::span<const NamedAccumulator> named_accumulators();
+// The model called `name` (null for "f32"); throws mixprec::Error naming `where` and listing
+// the names when there is none.
+const AccumulatorModel* find_accumulator(std::string_view name, std::string_view where);
+// The name of a model of the table ("f32" for null).
+const char* accumulator_name(const AccumulatorModel* model);
 
 // Throws mixprec::Error naming the field (prefixed by `where`) when a parameter is out of range.
 void check_accumulator_model(const AccumulatorModel& model, std::string_view where);
 
 // The multi-term adder above: `terms` exact doubles; NaN or inf among them gives their
-// ordinary sum. Exact integer arithmetic inside; kept_bits + bit_width(terms.size()) <= 62.
-double aligned_sum(std::span<const double> terms, int kept_bits, AccumulatorDiscard discard);
+// ordinary sum. `exponents` (empty: each term's own) gives each term's reference exponent, at
+// least its own - 2 (above its own for subnormal operands). Exact integer arithmetic inside;
+// kept_bits + 2 + bit_width(terms.size()) <= 62.
+double aligned_sum(std::span<const double> terms, int kept_bits, AccumulatorDiscard discard,
+                   std::span<const int> exponents = {});
 
-// One dot product under the model: `products` are the exact products a_k·b_k, in K order.
-float model_dot(std::span<const double> products, const AccumulatorModel& model);
+// One dot product under the model: `products` are the exact products a_k·b_k, in K order;
+// `exponents` (empty: the products' own) their operands' exponent sums (product_exponent).
+float model_dot(std::span<const double> products, const AccumulatorModel& model,
+                std::span<const int> exponents = {});
+
+// The exponent a tensor core aligns a product by: e_a + e_b, each operand's exponent being
+// floor(log2 |x|) clamped below at its format's smallest normal exponent (subnormals have
+// that exponent and a significand below 1). x and y nonzero and finite.
+int product_exponent(float x, int x_emin, float y, int y_emin);
 
 // C = A·Bᵀ under the model, for small matrices: A is m×k, B is n×k, both row-major; C is m×n.
 // Each product is formed exactly in f64 (an f32 times an f32 always is).

@@ -148,6 +148,7 @@ std::vector<Field> make_fields() {
       FIELD("quantize.linear.float8", quantize.float8, amax_history_len),
       FIELD("quantize.linear.float8", quantize.float8, amax_compute_algo, "max", "most_recent"),
       FIELD("quantize.linear.float8", quantize.float8, margin),
+      FIELD("quantize.linear.float8", quantize.float8, accumulator),
       FIELD("quantize.linear.mx", quantize.mx, recipe_name),
       FIELD("quantize.linear.mx", quantize.mx, filter_fqns),
       FIELD("quantize.linear.mx", quantize.mx, mxfp8_dim1_cast_kernel_choice, "triton", "cuda",

@@ -15,6 +15,7 @@
 #include "mixprec/models/registry.h"
 #include "mixprec/models/transformer/decoder_rules.h"
 #include "mixprec/models/transformer/ffn_sizing.h"
+#include "mixprec/numerics/accumulator_model.h"
 
 namespace mixprec::config::detail {
 namespace {
@@ -348,6 +349,17 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
     require_narrow_compute(c, policy, key);
     policy.linear_recipe = recipe;
     policy.linear_skip = q->filter_fqns;
+    if (q->accumulator != "f32") {
+      const std::string acc_key = section + ".accumulator";
+      std::string names;
+      bool known = false;
+      for (const NamedAccumulator& a : named_accumulators()) {
+        known = known || q->accumulator == a.name;
+        names += (names.empty() ? "" : ", ") + std::string(a.name);
+      }
+      c.require(known, acc_key, "is not an accumulator; valid: " + names);
+      policy.accumulator = find_accumulator(q->accumulator, acc_key);
+    }
   }
   resolve_grouped(config, c);
   check_delayed_scaling(config, c);

@@ -7,6 +7,7 @@
 #include "config_testing.h"
 #include "mixprec/amp/linear_recipe.h"
 #include "mixprec/config/train_config.h"
+#include "mixprec/numerics/accumulator_model.h"
 
 namespace mixprec::config {
 namespace {
@@ -82,6 +83,18 @@ TEST(QuantizeConfig, CombinationsThatCannotRunNameTheKey) {
       "recipe_name = \"tensorwise\"\nenable_fsdp_float8_all_gather = true\n");
   EXPECT_TRUE(has(m, "enable_fsdp_float8_all_gather") && has(m, "param dtype to be the compute"))
       << m;
+  m = load_error(
+      "[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\naccumulator = \"a100\"\n");
+  EXPECT_TRUE(has(m, "line 3: quantize.linear.float8.accumulator") &&
+              has(m, "is not an accumulator; valid: f32, h100"))
+      << m;
+  const TrainConfig acc =
+      load_text("[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\naccumulator = \"h100\"\n");
+  EXPECT_EQ(acc.training.policy.accumulator, find_accumulator("h100", "test"));
+  EXPECT_EQ(load_text(to_toml(acc)), acc);
+  EXPECT_EQ(load_text("[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n")
+                .training.policy.accumulator,
+            nullptr);
   const TrainConfig ag = load_text(
       "[quantize.linear.float8]\nrecipe_name = \"deepseek_v3\"\n"
       "enable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true\n");
@@ -113,6 +126,14 @@ TEST(QuantizeConfig, PrecisionSpellingsNameRecipes) {
   EXPECT_EQ(amp::parse_policy(amp::to_string(q)), q);
   EXPECT_THROW(amp::parse_policy("linear=rowwise"), Error);  // compute f32
   EXPECT_THROW(amp::parse_policy("compute=bf16,linear_skip=lm_head"), Error);
+  // The GPU accumulator: a key of the spelling, round-tripped; meaningless without a recipe.
+  const amp::MixedPrecisionPolicy h =
+      amp::parse_policy("compute=bf16,linear=tensorwise,accumulator=H100");
+  EXPECT_EQ(h.accumulator, find_accumulator("h100", "test"));
+  EXPECT_NE(amp::to_string(h).find(",accumulator=h100"), std::string::npos) << amp::to_string(h);
+  EXPECT_EQ(amp::parse_policy(amp::to_string(h)), h);
+  EXPECT_THROW(amp::parse_policy("compute=bf16,accumulator=h100"), Error);
+  EXPECT_THROW(amp::parse_policy("compute=bf16,linear=tensorwise,accumulator=b200"), Error);
 }
 
 const char* grouped_of(const TrainConfig& c) {
