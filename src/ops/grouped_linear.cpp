@@ -107,7 +107,7 @@ class GroupedLinearBackward final : public Node {
     // group of a set: its operands share dtype and precision.
     for (std::size_t g = 0; g < products_.size(); ++g) {
       SetGrads& s = sets_[groups_[g].set];
-      s.dw_dtype = accumulate_dtype(products_[g].w.dtype());
+      s.dw_dtype = accumulate_dtype(products_[g].w_dtype);
       s.db_dtype = accumulate_dtype(products_[g].x_dtype);
     }
   }

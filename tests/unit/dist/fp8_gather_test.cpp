@@ -187,5 +187,43 @@ TEST(Fp8Gather, ShardedModelFilesTheGatheredWeightsForTheLinears) {
   }
 }
 
+// Per-expert linears (idle_experts = "skip": 2-d weights that run in the grouped GEMM by the
+// linear recipe) gather in FP8 as well, and a step through them trains.
+TEST(Fp8Gather, PerExpertLinearsOfTheGroupedGemmReadTheirGatheredWeights) {
+  config::ModelConfig mc = fp8_config();
+  mc.kind = "moe";
+  mc.moe.idle_experts = "skip";
+  mc.d_ff = 32;
+  amp::MixedPrecisionPolicy policy = amp::preset("bf16-mixed");
+  policy.linear_recipe = amp::find_any_linear_recipe("deepseek_v3");
+  policy.linear_skip = {"lm_head"};
+  models::Transformer model = models::testing::transformer(mc);
+  const auto comm = make_single_process_communicator();
+  ShardedModel sharded(model, *comm, policy,
+                       {.fp8_all_gather = policy.linear_recipe, .fp8_skip = policy.linear_skip});
+  sharded.materialize(5);
+  // 2 blocks x (4 attention projections + 4 experts x 3 SwiGLU projections).
+  EXPECT_NE(sharded.describe().find("FP8 all-gather of 32 linear weights"), std::string::npos)
+      << sharded.describe();
+  const Tensor x = models::testing::token_grid(2, 8, mc.vocab_size);
+  const Tensor y = models::testing::token_grid(2, 8, mc.vocab_size, 1);
+  sharded.begin_step(true);
+  Tensor loss;
+  {
+    amp::ComputeScope scope(policy);
+    loss = model.loss(x, y).total;
+  }
+  loss.backward();
+  sharded.finish_backward();
+  EXPECT_TRUE(std::isfinite(loss.item()));
+  int64_t expert_pieces = 0;
+  for (const auto& piece : sharded.parameters())
+    if (piece->name().find("experts.") != std::string::npos) {
+      ++expert_pieces;
+      for (const double g : piece->grad().to_doubles()) ASSERT_TRUE(std::isfinite(g));
+    }
+  EXPECT_GT(expert_pieces, 0);
+}
+
 }  // namespace
 }  // namespace mixprec::dist
