@@ -47,7 +47,7 @@ std::shared_ptr<const detail::Overrides> merge(
     const std::shared_ptr<const detail::Overrides>& outer, const AutocastOptions& options) {
   if (options.fp32_modules.empty() && options.fp32_ops.empty() &&
       options.lower_precision_ops.empty() && !options.linear_recipe && !options.grouped_recipe &&
-      !options.delayed_scaling && !options.accumulator)
+      !options.delayed_scaling && !options.accumulator && !options.save_fp8_activations)
     return outer;
   auto merged =
       outer ? std::make_shared<detail::Overrides>(*outer) : std::make_shared<detail::Overrides>();
@@ -69,6 +69,7 @@ std::shared_ptr<const detail::Overrides> merge(
   }
   if (options.delayed_scaling) merged->delayed_scaling = options.delayed_scaling;
   if (options.accumulator) merged->accumulator = options.accumulator;
+  if (options.save_fp8_activations) merged->save_fp8_activations = true;
   if (options.grouped_recipe) {
     merged->grouped_recipe = options.grouped_recipe;
     merged->grouped_fqns = options.grouped_fqns;
@@ -99,6 +100,7 @@ AutocastGuard::AutocastGuard(DType dtype, const AutocastOptions& options, bool e
   saved_ = std::make_unique<Saved>(Saved{s.enabled, s.dtype, s.cache_casts, s.overrides, on});
   if (on && s.enabled_depth++ == 0) {  // a new region: a fresh cache and fresh counters
     s.cache.clear();
+    s.fp8_inputs.clear();
     s.stats = {};
   }
   s.enabled = on;
@@ -114,7 +116,10 @@ AutocastGuard::~AutocastGuard() {
   s.dtype = saved_->dtype;
   s.cache_casts = saved_->cache_casts;
   s.overrides = std::move(saved_->overrides);
-  if (saved_->counted && --s.enabled_depth == 0) s.cache.clear();
+  if (saved_->counted && --s.enabled_depth == 0) {
+    s.cache.clear();
+    s.fp8_inputs.clear();
+  }
   detail::t_autocast_active = s.enabled;
 }
 

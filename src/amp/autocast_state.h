@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "mixprec/amp/autocast.h"
+#include "mixprec/backend/quantized.h"
 
 namespace mixprec::amp::detail {
 
@@ -24,6 +25,7 @@ struct Overrides {
   std::vector<std::string> grouped_fqns;  // substrings of the module path: an inclusion list
   DelayedScaling* delayed_scaling = nullptr;
   const AccumulatorModel* accumulator = nullptr;
+  bool save_fp8_activations = false;
 };
 
 // A leaf's cast, keyed by (its autograd state, target dtype, grad mode at the cast): a cast
@@ -34,6 +36,13 @@ struct CachedCast {
   Tensor cast;
 };
 
+// A linear input's FP8 cast (fp8_input_cache.h), keyed by (storage, offset, shape, spec).
+using Fp8InputKey = std::tuple<const void*, int64_t, Shape, DType, int64_t, int64_t, int, bool>;
+struct CachedFp8Input {
+  std::weak_ptr<Storage> source;  // watched: a dead source's address may be reused
+  backend::Quantized cast;
+};
+
 struct AutocastState {
   bool enabled = false;
   DType dtype = DType::bf16;
@@ -42,6 +51,7 @@ struct AutocastState {
   int enabled_depth = 0;                       // enabled guards alive; the cache's lifetime
   std::string module_path;
   std::map<CastKey, CachedCast> cache;
+  std::map<Fp8InputKey, CachedFp8Input> fp8_inputs;  // cleared with the cast cache
   AutocastStats stats;
 };
 

@@ -161,11 +161,26 @@ bool recipe_converts(const LinearRecipe& r, std::span<const std::string> skip,
   return true;
 }
 
+namespace {
+
+// The cast of a matrix by `a` equals the transposed cast of its transpose by `b`.
+bool transposed_alike(const QuantSpec& a, const QuantSpec& b) {
+  return a.element == b.element && a.rule == b.rule && a.pow2 == b.pow2 &&
+         a.block.rows == b.block.cols && a.block.cols == b.block.rows;
+}
+
+}  // namespace
+
 bool weight_cast_serves_both_products(const LinearRecipe& r) {
-  const QuantSpec& w = r.output.b;
-  const QuantSpec& wt = r.grad_input.b;
-  return r.output.fp8 && r.grad_input.fp8 && w.element == wt.element && w.rule == wt.rule &&
-         w.pow2 == wt.pow2 && w.block.rows == wt.block.cols && w.block.cols == wt.block.rows;
+  return r.output.fp8 && r.grad_input.fp8 && transposed_alike(r.output.b, r.grad_input.b);
+}
+
+bool saves_fp8_input(const LinearRecipe& r) {
+  return r.output.fp8 && r.grad_weight.fp8 && !r.delayed;
+}
+
+bool input_cast_serves_grad_weight(const LinearRecipe& r) {
+  return saves_fp8_input(r) && transposed_alike(r.output.a, r.grad_weight.b);
 }
 
 }  // namespace mixprec::amp

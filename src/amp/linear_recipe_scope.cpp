@@ -29,6 +29,11 @@ const AccumulatorModel* accumulator_here() {
              : nullptr;
 }
 
+bool save_fp8_activations_here() {
+  return detail::t_autocast_active && detail::state().overrides &&
+         detail::state().overrides->save_fp8_activations;
+}
+
 const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site) {
   if (!detail::t_autocast_active) return nullptr;
   const detail::AutocastState& s = detail::state();
@@ -55,7 +60,8 @@ AutocastOptions ComputeScope::autocast_options(const MixedPrecisionPolicy& polic
           .grouped_recipe = policy.grouped_recipe,
           .grouped_fqns = policy.grouped_fqns,
           .delayed_scaling = delayed,
-          .accumulator = policy.accumulator};
+          .accumulator = policy.accumulator,
+          .save_fp8_activations = policy.save_fp8_activations};
 }
 
 }  // namespace mixprec::amp

@@ -74,7 +74,7 @@ constexpr std::array<const char*, 3> kUpdateNames{"nearest", "stochastic", "kaha
 
 constexpr const char* kValidKeys =
     "params (param, p), compute (c), reduce (r), output (o), master, update, matmul, "
-    "loss_scaling, linear, linear_skip, grouped, grouped_fqns, accumulator";
+    "loss_scaling, linear, linear_skip, grouped, grouped_fqns, accumulator, save_fp8_activations";
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -215,6 +215,7 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   std::optional<const LinearRecipe*> grouped;
   std::optional<std::vector<std::string>> grouped_fqns;
   std::optional<const AccumulatorModel*> accumulator;
+  std::optional<bool> save_fp8;
   const auto set = [&](auto& slot, auto value, const std::string& key) {
     MIXPREC_CHECK(!slot.has_value(), kWhere,
                   "key '" + key + "' is given twice in '" + std::string(text) + "'");
@@ -258,6 +259,8 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
       set(grouped_fqns, split_bars(value, key), "grouped_fqns");
     else if (key == "accumulator")
       set(accumulator, find_accumulator(lower(value), kWhere), "accumulator");
+    else if (key == "save_fp8_activations")
+      set(save_fp8, parse_bool(value, key), "save_fp8_activations");
     else
       throw Error(kWhere, "unknown key '" + key + "' in '" + std::string(text) +
                               "'; valid keys: " + kValidKeys);
@@ -299,6 +302,11 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
                   "grouped_fqns is empty: no grouped GEMM would run by grouped=" +
                       std::string((*grouped)->name));
   }
+  p.save_fp8_activations = save_fp8.value_or(false);
+  MIXPREC_CHECK(!p.save_fp8_activations || (recipe && saves_fp8_input(**recipe)), kWhere,
+                "save_fp8_activations=true needs a linear recipe whose grad_weight casts the "
+                "input from its FP8 copy (not rowwise_with_gw_hp's high-precision grad_weight, "
+                "not te_delayed's amax histories)");
   p.accumulator = accumulator.value_or(nullptr);
   MIXPREC_CHECK(!p.accumulator || recipe || grouped, kWhere,
                 "accumulator is given without a linear or grouped recipe (it sums their FP8 "
@@ -375,6 +383,7 @@ std::string recipe_part(const MixedPrecisionPolicy& p) {
     out +=
         std::string(",grouped=") + p.grouped_recipe->name + ",grouped_fqns=" + bars(p.grouped_fqns);
   if (p.accumulator) out += std::string(",accumulator=") + accumulator_name(p.accumulator);
+  if (p.save_fp8_activations) out += ",save_fp8_activations=true";
   return out;
 }
 

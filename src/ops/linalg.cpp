@@ -147,6 +147,7 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   const auto [x, weight, bias] = amp::autocast_args("linear", x_in, weight_in, bias_in);
   detail::LinearProduct p =
       detail::LinearProduct::prepare("linear", x, weight, bias, amp::RecipeSite::linear);
+  p.cast_input_for_saving();
   // A selective checkpoint's recompute may hand back the product its forward kept.
   const SavedOp saved("linear");
   Tensor y;
@@ -157,6 +158,7 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
     p.forward(y);
     saved.keep({y});
   }
+  p.drop_high_precision_input();
   if (any_requires_grad({&x, &weight, &bias})) {
     auto node = std::make_shared<LinearBackward>(std::move(p));
     connect(*node, {x, weight, bias});  // an undefined bias gets a null edge

@@ -5,6 +5,7 @@
 #include "linear_parts.h"
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/delayed_scaling.h"
+#include "mixprec/amp/fp8_input_cache.h"
 #include "mixprec/amp/fp8_weights.h"
 #include "mixprec/autograd/grad_mode.h"
 #include "mixprec/backend/backend.h"
@@ -15,7 +16,8 @@ namespace mixprec::detail {
 // C [rows of a, rows of b] in f32; the caller rounds it once into its result's dtype.
 Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, const char* a_role,
                                   const Tensor& b, const char* b_role, const Tensor& bias,
-                                  amp::Fp8Product product, const backend::Quantized* b_cast) const {
+                                  amp::Fp8Product product, const backend::Quantized* b_cast,
+                                  const backend::Quantized* a_cast) const {
   const backend::Backend& be = backend::current();
   const auto cast = [&](const Tensor& t, const backend::QuantSpec& spec, const char* role) {
     return delayed ? amp::delayed_quantize(t, spec, *delayed, module_path + "." + role, record_amax)
@@ -28,7 +30,7 @@ Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, 
   Tensor c;
   if (amp::fp8_collecting()) {  // quantize makes operands contiguous anyway: once, for both
     const Tensor ac = a.contiguous();
-    const backend::Quantized qa = cast(ac, r.a, a_role);
+    const backend::Quantized qa = a_cast ? *a_cast : cast(ac, r.a, a_role);
     amp::record_fp8_operand(fp8_site, product, 0, ac, qa);
     // A gathered FP8 weight has no high-precision source here to measure it against.
     if (b_cast) {
@@ -40,7 +42,7 @@ Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, 
       c = gemm(qa, qb);
     }
   } else {
-    c = gemm(cast(a, r.a, a_role), b_cast ? *b_cast : cast(b, r.b, b_role));
+    c = gemm(a_cast ? *a_cast : cast(a, r.a, a_role), b_cast ? *b_cast : cast(b, r.b, b_role));
   }
   if (bias.defined()) c = be.binary(backend::BinaryOp::add, c, bias, c.shape(), DType::f32);
   return c;
@@ -123,7 +125,7 @@ void LinearProduct::forward(const Tensor& y) const {
   if (recipe && recipe->output.fp8) {
     y.view({rows, out})
         .copy_from(fp8_product(recipe->output, x2, "input", w, "weight", b, amp::Fp8Product::fwd,
-                               w_fp8 ? &*w_fp8 : nullptr));
+                               w_fp8 ? &*w_fp8 : nullptr, x_fp8 ? &*x_fp8 : nullptr));
     return;
   }
   backend::current().gemm(rows, out, in, 1.0f, {x2.dtype(), x2.raw_data(), in},
@@ -158,11 +160,26 @@ void LinearProduct::grad_x(const Grads& g) const {
                           {w.dtype(), w.raw_data(), in}, 0.0f, {x_dtype, g.dx.raw_data(), in}, 1);
 }
 
+void LinearProduct::cast_input_for_saving() {
+  if (!recipe || !amp::save_fp8_activations_here() || !amp::saves_fp8_input(*recipe)) return;
+  x_fp8 = amp::quantize_once(x2, recipe->output.a);
+}
+
 void LinearProduct::grad_w(const Grads& g) const {
   if (recipe && recipe->grad_weight.fp8) {  // dW = dYᵀ·X: A = dYᵀ [out, rows], B = Xᵀ [in, rows]
+    // A saved FP8 input: transposed as it is when grad_weight's blocks are output's transposed
+    // (tensorwise); else widened back and cast by grad_weight's blocks (DeepSeek-V3's 1x128
+    // tiles turned into 128x1: the input is rounded twice).
+    std::optional<backend::Quantized> xt;
+    Tensor x_source = x_fp8 ? Tensor() : x2.transpose(0, 1);
+    if (x_fp8 && amp::input_cast_serves_grad_weight(*recipe))
+      xt = backend::Quantized{x_fp8->data.transpose(0, 1).contiguous(),
+                              x_fp8->scales.transpose(0, 1).contiguous(), recipe->grad_weight.b};
+    else if (x_fp8)
+      x_source = backend::dequantize(*x_fp8, x_dtype).transpose(0, 1);
     Tensor(g.dw).copy_from(fp8_product(recipe->grad_weight, g.operand.transpose(0, 1),
-                                       "grad_output", x2.transpose(0, 1), "input", {},
-                                       amp::Fp8Product::wgrad));
+                                       "grad_output", x_source, "input", {}, amp::Fp8Product::wgrad,
+                                       xt ? &*xt : nullptr));
     return;
   }
   backend::current().gemm(out, in, rows, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out, true},

@@ -22,6 +22,9 @@ struct LinearProduct {
   // weight operand, transposed for grad_input's; the weight itself has no bytes.
   std::optional<backend::Quantized> w_fp8;
   DType w_dtype = DType::f32;
+  // The input as the output product's FP8 cast, kept for backward instead of x2 (policy
+  // save_fp8_activations; linear_recipe.h saves_fp8_input).
+  std::optional<backend::Quantized> x_fp8;
   Tensor b;  // bias [Out] as given (undefined: none)
   Shape x_shape;
   DType x_dtype = DType::f32;
@@ -48,6 +51,14 @@ struct LinearProduct {
   void release() {
     x2 = w = b = Tensor();
     w_fp8.reset();
+    x_fp8.reset();
+  }
+  // With save_fp8_activations in force and a recipe that allows it: x cast once for the output
+  // product (amp::quantize_once: shared with the other linears that read x), to be kept for
+  // backward; after forward() drop_high_precision_input() lets x2 go.
+  void cast_input_for_saving();
+  void drop_high_precision_input() {
+    if (x_fp8) x2 = Tensor();
   }
 
   // y [..., Out] in x's dtype, made here; forward() fills it: x2 · wᵀ + b.
@@ -67,13 +78,14 @@ struct LinearProduct {
 
  private:
   // C = A·Bᵀ in f32 by one FP8 product of the recipe, plus `bias`; `a_role` / `b_role` name the
-  // operands (input, weight, grad_output) for a delayed recipe's keys. `b_cast`: B already
-  // quantized (an FP8-gathered weight), used as it is.
+  // operands (input, weight, grad_output) for a delayed recipe's keys. `b_cast` / `a_cast`: the
+  // operand already quantized (an FP8-gathered weight, a saved FP8 input), used as it is.
   // While the numerics monitor collects, both quantized operands are measured against their
   // sources under fp8_site and `product`.
   Tensor fp8_product(const amp::ProductRecipe& r, const Tensor& a, const char* a_role,
                      const Tensor& b, const char* b_role, const Tensor& bias,
-                     amp::Fp8Product product, const backend::Quantized* b_cast = nullptr) const;
+                     amp::Fp8Product product, const backend::Quantized* b_cast = nullptr,
+                     const backend::Quantized* a_cast = nullptr) const;
 };
 
 }  // namespace mixprec::detail

@@ -69,6 +69,9 @@ struct AutocastOptions {
   // The GPU accumulator model the recipes' fast-accumulation products are summed by (null:
   // exact products in f32); static storage (named_accumulators()).
   const AccumulatorModel* accumulator = nullptr;
+  // The recipe's linears save their inputs for backward as their FP8 casts (saves_fp8_input),
+  // one cast per input tensor however many linears read it (q/k/v, gate/up).
+  bool save_fp8_activations = false;
 };
 
 // Enables autocast to `dtype` (bf16 or f16) for the scope; f32 means off. Nestable: an inner
@@ -116,6 +119,8 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in,
 DelayedScaling* delayed_scaling_here();
 // The accumulator model of the guards in force (null: f32).
 const AccumulatorModel* accumulator_here();
+// Whether the guards in force save linears' inputs in FP8.
+bool save_fp8_activations_here();
 
 // What autocast did on this thread since the outermost enabled guard began (kept after it
 // ends, until the next one begins).

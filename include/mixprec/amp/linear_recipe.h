@@ -86,5 +86,13 @@ bool recipe_converts(const LinearRecipe& r, std::span<const std::string> skip,
 // (FSDP's FP8 all-gather) is exact for both. Row scales and 1x32 blocks run along the other
 // dim in grad_input and need a second cast.
 bool weight_cast_serves_both_products(const LinearRecipe& r);
+// True when a linear may save its input for backward as the output product's FP8 cast (policy
+// save_fp8_activations, DeepSeek-V3's cached FP8 activations): grad_weight is an FP8 product
+// that quantizes Xᵀ from it (exactly, by transposing, when its blocks are output's transposed;
+// else dequantized and cast again, as DeepSeek turns 1x128 tiles into 128x1), and the scales
+// come from the tensor itself, not an amax history.
+bool saves_fp8_input(const LinearRecipe& r);
+// Whether grad_weight's Xᵀ cast is output's X cast transposed (tensorwise, te_current).
+bool input_cast_serves_grad_weight(const LinearRecipe& r);
 
 }  // namespace mixprec::amp

@@ -49,6 +49,9 @@ struct MixedPrecisionPolicy {
   // The recipes' fast-accumulation products (linear_recipe.h) summed by this GPU accumulator
   // model (numerics/accumulator_model.h's table); null = exact products in f32.
   const AccumulatorModel* accumulator = nullptr;
+  // The recipe's linears save their input for backward as its FP8 cast, not in the compute
+  // dtype (DeepSeek-V3's FP8 activation cache; linear_recipe.h saves_fp8_input).
+  bool save_fp8_activations = false;
 
   DType master_dtype() const { return f32_master ? DType::f32 : param_dtype; }
   bool operator==(const MixedPrecisionPolicy&) const = default;
@@ -75,7 +78,8 @@ std::string preset_names();
 //   linear_skip=<module substrings separated by '|'> (default lm_head; "" for none); a recipe
 //   needs compute bf16 or f16. grouped=<recipe> and grouped_fqns=<substrings separated by '|'>
 //   (default experts) do the same for MoE experts' grouped GEMMs. accumulator=<f32 | h100>
-//   sums the recipes' fast-accumulation products by that GPU accumulator model.
+//   sums the recipes' fast-accumulation products by that GPU accumulator model;
+//   save_fp8_activations=true keeps the recipe's linears' inputs for backward in FP8.
 // Throws mixprec::Error naming the bad token and listing what is valid.
 MixedPrecisionPolicy parse_policy(std::string_view text);
 

@@ -275,6 +275,9 @@ struct QuantizeLinearConfig {
   // The GPU accumulator the recipes' fast-accumulation products are summed by
   // (numerics/accumulator_model.h's table: "f32" none, "h100"); mixprec's, float8 only.
   std::string accumulator = "f32";
+  // Linears keep their input for backward as its FP8 cast (DeepSeek-V3's FP8 activation
+  // cache); mixprec's key.
+  bool save_fp8_activations = false;
   bool operator==(const QuantizeLinearConfig&) const = default;
 };
 

@@ -349,6 +349,15 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
     require_narrow_compute(c, policy, key);
     policy.linear_recipe = recipe;
     policy.linear_skip = q->filter_fqns;
+    if (q->save_fp8_activations) {
+      c.require(
+          amp::saves_fp8_input(*recipe), section + ".save_fp8_activations",
+          std::string("needs a recipe whose grad_weight casts the input from its FP8 copy; ") +
+              recipe->name +
+              (recipe->delayed ? " casts with amax histories"
+                               : " runs grad_weight in high precision"));
+      policy.save_fp8_activations = true;
+    }
     if (q->accumulator != "f32") {
       const std::string acc_key = section + ".accumulator";
       std::string names;

@@ -21,6 +21,10 @@
 //               2c·R·F); experts' outputs c·R·d (the gated combine keeps them); shared
 //               experts' hidden 3c·N·S·F (S = n_shared_experts); an MoE's first
 //               n_dense_layers blocks are dense MLPs of width dense_d_ff
+// With save_fp8_activations (and a recipe that allows it) the dense linears' inputs (q/k/v, wo,
+// the MLP's shared input, w_down) are kept as their FP8 casts, N·width bytes plus 4 per block
+// scale, one cast per input however many linears read it. A linear recipe's backward adds the
+// largest FP8 product's operands, their f32 widenings and its f32 result (fp8_transient).
 // Root: final norm input r·N·d + statistics, LM head input c·N·d, logits c·N·V (cross-entropy
 // keeps the narrow logits), its row max and log-sum 2a·N. Embedding and add save nothing (the
 // embedding's ids are the batch).
@@ -41,6 +45,8 @@
 
 #include <algorithm>
 
+#include "mixprec/amp/linear_recipe.h"
+#include "mixprec/backend/quantized.h"
 #include "mixprec/numerics/dtype.h"
 
 namespace mixprec::models {
@@ -60,20 +66,51 @@ struct Sizes {
   int64_t kv_heads;
   bool qk_norm;
   bool moe;  // blocks from model.moe.n_dense_layers on have experts
+  // The bytes the dense linears keep of their inputs: the compute dtype's, or with
+  // save_fp8_activations their FP8 casts (1 byte an element and the block scales).
+  Bytes qkv_in = 0, wo_in = 0, mlp_in = 0, down_in = 0;
+  // Under a linear recipe, the largest FP8 backward product's working set (fp8_transient).
+  Bytes fp8_product = 0;
 };
+
+// An FP8 product's working set in backward for a linear of [out, in] over N tokens: the FP8
+// operands and their f32 widenings for the GEMM (bf16 where the CPU multiplies bf16 natively:
+// then less), and grad_input's f32 result before rounding: the larger of grad_weight's
+// 5·N·(in + out) and grad_input's 5·N·out + 5·in·out + 4·N·in.
+Bytes fp8_transient(int64_t n, int64_t in, int64_t out) {
+  const Bytes wgrad = 5 * u(n * (in + out));
+  const Bytes dgrad = 5 * u(n * out) + 5 * u(in * out) + 4 * u(n * in);
+  return std::max(wgrad, dgrad);
+}
+
+// What the linears reading one input of [N, width] keep of it: the FP8 cast when all of them
+// save it so (one cast shared), both when some do, else the compute dtype's copy.
+Bytes linear_input_bytes(const amp::MixedPrecisionPolicy& p, const Sizes& s, int64_t width,
+                         std::initializer_list<std::pair<const char*, int64_t>> readers) {
+  const Bytes narrow = s.c * u(s.N * width);
+  const amp::LinearRecipe* r = p.linear_recipe;
+  if (!r || !p.save_fp8_activations || !amp::saves_fp8_input(*r)) return narrow;
+  int converted = 0;
+  for (const auto& [path, out] : readers)
+    converted += amp::recipe_converts(*r, p.linear_skip, path, out, width) ? 1 : 0;
+  if (converted == 0) return narrow;
+  const Shape scales = backend::scale_shape(r->output.a, s.N, width);
+  const Bytes fp8 = u(s.N * width) + 4 * u(scales[0] * scales[1]);
+  return converted == static_cast<int>(readers.size()) ? fp8 : fp8 + narrow;
+}
 
 Bytes norm_saved(const Sizes& s, bool layernorm) {
   return s.r * u(s.N * s.d) + (layernorm ? 2 : 1) * s.a * u(s.N);
 }
 
 Bytes attention_saved(const Sizes& s, bool layernorm) {
-  const Bytes nd = u(s.N * s.d), nq = u(s.N * s.q), nkv = u(s.N * s.kv);
+  const Bytes nq = u(s.N * s.q), nkv = u(s.N * s.kv);
   const Bytes qk_norms = s.qk_norm ? s.c * (nq + nkv) + s.a * u(s.N * (s.H + s.kv_heads)) : 0;
-  return norm_saved(s, layernorm) + s.c * nd  // shared q/k/v input
+  return norm_saved(s, layernorm) + s.qkv_in  // shared q/k/v input
          + qk_norms                           // the q/k norms' inputs and statistics
          + s.c * (nq + 2 * nkv)               // q, k, v
          + s.a * nq + s.a * u(s.N * s.H)      // f32 output, log-sum-exp
-         + s.c * nq;                          // wo input
+         + s.wo_in;                           // wo input
 }
 
 // Latent attention (model.mla; W = H·D with D = max(nope + rope, v) the padded head width): the
@@ -115,9 +152,11 @@ int64_t dense_width(const Sizes& s, const config::ModelConfig& m) {
 
 Bytes mlp_saved(const Sizes& s, const config::ModelConfig& m, bool moe_block) {
   const bool layernorm = m.norm == "layernorm";
-  const Bytes base = norm_saved(s, layernorm) + s.c * u(s.N * s.d);  // norm, shared input
   const Bytes hidden = u(ffn_hidden_tensors(m));
-  if (!moe_block) return base + hidden * s.c * u(s.N * dense_width(s, m));
+  if (!moe_block)  // norm, shared input, the activation's inputs, w_down's input
+    return norm_saved(s, layernorm) + s.mlp_in + (hidden - 1) * s.c * u(s.N * dense_width(s, m)) +
+           s.down_in;
+  const Bytes base = norm_saved(s, layernorm) + s.c * u(s.N * s.d);  // norm, shared input
   const Bytes R = u(routed_rows(m, s.N));
   return base + moe_router_saved(s, m) + 2 * s.c * R * u(s.d)     // dispatched rows, outputs
          + hidden * s.c * R * u(s.F)                              // experts' hidden
@@ -152,7 +191,7 @@ Bytes block_backward_transient(const Sizes& s, const config::ModelConfig& m) {
                             + s.a * rd                   // dy
                             + (narrow ? s.c * rd : 0));  // dy rounded
   }
-  return std::max(attention, mlp);
+  return std::max(attention, mlp) + s.fp8_product;
 }
 
 }  // namespace
@@ -181,6 +220,21 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   s.moe = arch_.experts;
   const bool layernorm = m.norm == "layernorm";
   const Bytes n = u(s.N), nv = u(s.N * s.V);
+  // Block 0's module paths stand for every block's (the filters are substrings of them).
+  const int64_t dense_f = arch_.experts ? m.moe.dense_d_ff : m.d_ff;
+  s.qkv_in = linear_input_bytes(
+      policy, s, s.d,
+      {{"blocks.0.attn.wq", s.q}, {"blocks.0.attn.wk", s.kv}, {"blocks.0.attn.wv", s.kv}});
+  s.wo_in = linear_input_bytes(policy, s, s.q, {{"blocks.0.attn.wo", s.d}});
+  s.mlp_in =
+      m.mlp == "swiglu"
+          ? linear_input_bytes(policy, s, s.d,
+                               {{"blocks.0.mlp.w_gate", dense_f}, {"blocks.0.mlp.w_up", dense_f}})
+          : linear_input_bytes(policy, s, s.d, {{"blocks.0.mlp.w_up", dense_f}});
+  s.down_in = linear_input_bytes(policy, s, dense_f, {{"blocks.0.mlp.w_down", s.d}});
+  if (policy.linear_recipe)  // the block's widest linears: the MLP's, or the attention's
+    s.fp8_product = std::max({fp8_transient(s.N, s.d, dense_f), fp8_transient(s.N, dense_f, s.d),
+                              fp8_transient(s.N, s.d, s.q)});
 
   ActivationEstimate e;
   e.batch = 2 * 8 * n;

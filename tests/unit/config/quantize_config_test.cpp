@@ -95,6 +95,19 @@ TEST(QuantizeConfig, CombinationsThatCannotRunNameTheKey) {
   EXPECT_EQ(load_text("[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\n")
                 .training.policy.accumulator,
             nullptr);
+  m = load_error(
+      "[quantize.linear.float8]\nrecipe_name = \"rowwise_with_gw_hp\"\nsave_fp8_activations = "
+      "true\n");
+  EXPECT_TRUE(has(m, "line 3: quantize.linear.float8.save_fp8_activations") &&
+              has(m, "runs grad_weight in high precision"))
+      << m;
+  const TrainConfig saved =
+      load_text("[quantize.linear.mx]\nrecipe_name = \"mxfp8\"\nsave_fp8_activations = true\n");
+  EXPECT_TRUE(saved.training.policy.save_fp8_activations);
+  EXPECT_EQ(load_text(to_toml(saved)), saved);
+  EXPECT_EQ(amp::parse_policy(amp::to_string(saved.training.policy)), saved.training.policy);
+  EXPECT_THROW(amp::parse_policy("compute=bf16,linear=te_delayed,save_fp8_activations=true"),
+               Error);
   const TrainConfig ag = load_text(
       "[quantize.linear.float8]\nrecipe_name = \"deepseek_v3\"\n"
       "enable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true\n");

@@ -270,6 +270,35 @@ TEST(MemoryPlanMeasured, DeepSeekV3Within10PercentOfThePeak) {
       {"training.seq_len=64", "training.batch_size=8", "model.mla.q_lora_rank=96"});
 }
 // Gradient accumulation: one micro-batch's activations at a time.
+// FP8 recipes: the casts' transients, and with save_fp8_activations the linears' inputs kept
+// in FP8 (one cast per input tensor) instead of bf16: both within 10%, and the saving the plan
+// predicts is the one measured, within 25%.
+TEST(MemoryPlanMeasured, Fp8SavedActivationsWithin10PercentOfThePeak) {
+  std::vector<std::pair<std::size_t, std::size_t>> peaks;  // predicted, measured
+  for (const auto& [recipe, save] :
+       {std::pair{"tensorwise", "false"}, std::pair{"tensorwise", "true"},
+        std::pair{"deepseek_v3", "true"}}) {
+    const std::vector<std::string> o = {
+        "training.batch_size=4", "model.n_layers=4",
+        std::string("quantize.linear.float8.recipe_name=") + recipe,
+        std::string("quantize.linear.float8.save_fp8_activations=") + save};
+    const config::TrainConfig c = config::load_config(config_path("llama3_debug.toml"), o);
+    peaks.emplace_back(plan_memory(c, 1).peak, measured_peak(c, TempDir(), 3));
+    const double ratio = static_cast<double>(peaks.back().first) / peaks.back().second;
+    std::printf(
+        "llama3_debug %s save_fp8_activations=%s: predicted %zu, measured %zu, ratio %.4f\n",
+        recipe, save, peaks.back().first, peaks.back().second, ratio);
+    EXPECT_GT(ratio, 0.9) << recipe << " " << save;
+    EXPECT_LT(ratio, 1.1) << recipe << " " << save;
+  }
+  const double planned_saving = static_cast<double>(peaks[0].first) - peaks[1].first;
+  const double measured_saving = static_cast<double>(peaks[0].second) - peaks[1].second;
+  std::printf("save_fp8_activations saves %.0f bytes planned, %.0f measured\n", planned_saving,
+              measured_saving);
+  EXPECT_GT(planned_saving, 0);
+  EXPECT_NEAR(measured_saving, planned_saving, 0.25 * planned_saving);
+}
+
 TEST(MemoryPlanMeasured, AccumulationWithin10PercentOfThePeak) {
   expect_within_10_percent("moe_small.toml", "", {"training.local_batch_size=4"});
 }
