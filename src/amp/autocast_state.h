@@ -38,9 +38,18 @@ struct CachedCast {
 
 // A linear input's FP8 cast (fp8_input_cache.h), keyed by (storage, offset, shape, spec).
 using Fp8InputKey = std::tuple<const void*, int64_t, Shape, DType, int64_t, int64_t, int, bool>;
+// Weak throughout: the linears that save a cast keep it alive, the cache only shares it (a
+// dead source's address may be reused; a cast no linear kept is gone).
+struct WeakTensor {
+  std::weak_ptr<Storage> storage;
+  Shape shape, strides;
+  int64_t offset = 0;
+  DType dtype = DType::f32;
+};
 struct CachedFp8Input {
-  std::weak_ptr<Storage> source;  // watched: a dead source's address may be reused
-  backend::Quantized cast;
+  std::weak_ptr<Storage> source;
+  WeakTensor data, scales;
+  backend::QuantSpec spec;
 };
 
 struct AutocastState {

@@ -1,5 +1,5 @@
-// The table of weights filed in FP8 (amp/fp8_weights.h). A mutex: grouped GEMMs prepare their
-// products from worker threads.
+// The table of weights filed in FP8 (amp/fp8_weights.h). A mutex: it is one table for every
+// thread (a gather files on the main thread, linears may look up from others).
 #include "mixprec/amp/fp8_weights.h"
 
 #include <map>

@@ -175,6 +175,10 @@ bool weight_cast_serves_both_products(const LinearRecipe& r) {
   return r.output.fp8 && r.grad_input.fp8 && transposed_alike(r.output.b, r.grad_input.b);
 }
 
+bool gathers_weight_in_fp8(const LinearRecipe& r) {
+  return weight_cast_serves_both_products(r) && !r.delayed;
+}
+
 bool saves_fp8_input(const LinearRecipe& r) {
   return r.output.fp8 && r.grad_weight.fp8 && !r.delayed;
 }

@@ -47,10 +47,11 @@ int64_t bits_of(float amax) {
 
 Fp8GatherPlan plan_fp8_gather(const ShardLayout& layout, const models::Model& model,
                               const amp::LinearRecipe& recipe, std::span<const std::string> skip) {
-  MIXPREC_CHECK(amp::weight_cast_serves_both_products(recipe), kWhere,
+  MIXPREC_CHECK(amp::gathers_weight_in_fp8(recipe), kWhere,
                 std::string("recipe ") + recipe.name +
-                    " reads the weight with other blocks in grad_input than in output: one FP8 "
-                    "copy cannot serve both");
+                    (recipe.delayed ? " casts the weight with an amax history's scale"
+                                    : " reads the weight with other blocks in grad_input than in "
+                                      "output: one FP8 copy cannot serve both"));
   const int W = layout.world_size();
   Fp8GatherPlan plan;
   for (const UnitLayout& lay : layout.units()) {

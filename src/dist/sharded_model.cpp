@@ -177,7 +177,7 @@ void ShardedModel::start_fp8_gather(std::size_t u) {
 
 void ShardedModel::start_gather(std::size_t u) {
   Unit& unit = units_[u];
-  if (unit.gather || resident(u)) return;  // in flight, or there already
+  if (unit.gather || unit.gather_fp8 || resident(u)) return;  // in flight, or there already
   MIXPREC_CHECK(unit.master.defined(), kWhere, "materialize() was not called");
   NoGradGuard no_grad;
   if (has_fp8(u)) {
@@ -495,7 +495,7 @@ std::string ShardedModel::describe() const {
   return text + "; FP8 all-gather of " + std::to_string(weights) + " linear weights (" +
          std::to_string(elements) + " of " + std::to_string(layout_.numel()) + " parameters) as " +
          backend::describe(options_.fp8_all_gather->output.b) +
-         (options_.precompute_fp8_scales ? ", scales precomputed in one all-reduce per step"
+         (options_.precompute_fp8_scales ? ", scales precomputed in one all-reduce per forward"
                                          : ", one amax all-reduce per unit");
 }
 

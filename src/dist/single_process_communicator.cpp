@@ -44,7 +44,7 @@ class SingleProcessCommunicator final : public Communicator {
   std::unique_ptr<Request> start_all_gather_v(const Tensor& send, Tensor& recv,
                                               const std::vector<int64_t>& counts) override {
     detail::check_all_gather_v(site("all_gather_v"), send, recv, counts);
-    std::memcpy(recv.raw_data(), send.raw_data(), send.nbytes());
+    if (send.nbytes() > 0) std::memcpy(recv.raw_data(), send.raw_data(), send.nbytes());
     return std::make_unique<DoneRequest>();
   }
   std::unique_ptr<Request> start_reduce_scatter(const Tensor& send, Tensor& recv) override {

@@ -72,7 +72,7 @@ AccumulatorModel deepseek_promoted_model() {
 
 namespace {
 
-const AccumulatorModel kHopper = hopper_fp8_fast_accum_model();
+constexpr AccumulatorModel kHopper{};  // hopper_fp8_fast_accum_model(): the defaults
 
 // clang-format off
 constexpr NamedAccumulator kAccumulators[] = {
@@ -87,14 +87,23 @@ std::span<const NamedAccumulator> named_accumulators() {
   return kAccumulators;
 }
 
-const AccumulatorModel* find_accumulator(std::string_view name, std::string_view where) {
+const NamedAccumulator* named_accumulator(std::string_view name) {
+  for (const NamedAccumulator& a : kAccumulators)
+    if (name == a.name) return &a;
+  return nullptr;
+}
+
+std::string accumulator_names() {
   std::string names;
-  for (const NamedAccumulator& a : kAccumulators) {
-    if (name == a.name) return a.model;
+  for (const NamedAccumulator& a : kAccumulators)
     names += (names.empty() ? "" : ", ") + std::string(a.name);
-  }
+  return names;
+}
+
+const AccumulatorModel* find_accumulator(std::string_view name, std::string_view where) {
+  if (const NamedAccumulator* a = named_accumulator(name)) return a->model;
   throw Error(std::string(where),
-              "unknown accumulator '" + std::string(name) + "'; valid: " + names);
+              "unknown accumulator '" + std::string(name) + "'; valid: " + accumulator_names());
 }
 
 const char* accumulator_name(const AccumulatorModel* model) {

@@ -7,6 +7,7 @@
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/autograd/function.h"
+#include "mixprec/autograd/grad_mode.h"
 #include "mixprec/autograd/saved_ops.h"
 #include "mixprec/backend/backend.h"
 #include "mixprec/numerics/convert.h"
@@ -147,7 +148,8 @@ Tensor linear(const Tensor& x_in, const Tensor& weight_in, const Tensor& bias_in
   const auto [x, weight, bias] = amp::autocast_args("linear", x_in, weight_in, bias_in);
   detail::LinearProduct p =
       detail::LinearProduct::prepare("linear", x, weight, bias, amp::RecipeSite::linear);
-  p.cast_input_for_saving();
+  // Only a product with a backward saves anything (not evaluation, not a checkpoint's forward).
+  if (GradMode::is_enabled() && any_requires_grad({&x, &weight, &bias})) p.cast_input_for_saving();
   // A selective checkpoint's recompute may hand back the product its forward kept.
   const SavedOp saved("linear");
   Tensor y;

@@ -1,6 +1,7 @@
 #include "linear_product.h"
 
 #include <string>
+#include <vector>
 
 #include "linear_parts.h"
 #include "mixprec/amp/autocast.h"
@@ -10,6 +11,8 @@
 #include "mixprec/autograd/grad_mode.h"
 #include "mixprec/backend/backend.h"
 #include "mixprec/backend/modeled_gemm.h"
+#include "mixprec/core/parallel.h"
+#include "mixprec/numerics/convert.h"
 
 namespace mixprec::detail {
 
@@ -32,7 +35,8 @@ Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, 
     const Tensor ac = a.contiguous();
     const backend::Quantized qa = a_cast ? *a_cast : cast(ac, r.a, a_role);
     amp::record_fp8_operand(fp8_site, product, 0, ac, qa);
-    // A gathered FP8 weight has no high-precision source here to measure it against.
+    // An operand handed over already cast (an FP8-gathered weight, a saved FP8 input) has no
+    // high-precision source here to measure it against: not recorded.
     if (b_cast) {
       c = gemm(qa, *b_cast);
     } else {
@@ -61,13 +65,12 @@ void check_filed_weight(const char* op, const backend::Quantized& w,
                     "runs no FP8 recipe here (an fp32 module or op override keeps it out); add '" +
                     path + "' to filter_fqns");
   const backend::QuantSpec& want = recipe->output.b;
-  MIXPREC_CHECK(!recipe->delayed && recipe->output.fp8 && recipe->grad_input.fp8 &&
-                    w.spec.element == want.element && w.spec.block == want.block &&
-                    w.spec.rule == want.rule && w.spec.pow2 == want.pow2,
-                op,
-                "the weight of '" + path + "' was all-gathered as " + backend::describe(w.spec) +
-                    ", which recipe " + recipe->name + " does not read (" +
-                    backend::describe(want) + ")");
+  MIXPREC_CHECK(
+      amp::gathers_weight_in_fp8(*recipe) && w.spec.element == want.element &&
+          w.spec.block == want.block && w.spec.rule == want.rule && w.spec.pow2 == want.pow2,
+      op,
+      "the weight of '" + path + "' was all-gathered as " + backend::describe(w.spec) +
+          ", which recipe " + recipe->name + " does not read (" + backend::describe(want) + ")");
 }
 
 }  // namespace
@@ -95,9 +98,13 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
   p.w_dtype = weight.dtype();
   if (site && p.rows > 0) p.recipe = amp::linear_recipe_here(p.out, p.in, *site);
   p.w_fp8 = amp::filed_fp8_weight(weight);
-  if (p.w_fp8)
+  if (p.w_fp8) {
+    MIXPREC_CHECK(p.w_fp8->data.shape() == weight.shape() && weight.offset() == 0, op,
+                  "the weight of '" + std::string(amp::module_path()) +
+                      "' is a view of an FP8-gathered weight (" +
+                      shape_to_string(p.w_fp8->data.shape()) + "); only the whole weight is read");
     check_filed_weight(op, *p.w_fp8, p.recipe);
-  else
+  } else
     p.w = precision_operand(weight.detach().contiguous(), p.precision);
   if (p.recipe && p.recipe->delayed) {
     p.delayed = amp::delayed_scaling_here();
@@ -160,6 +167,35 @@ void LinearProduct::grad_x(const Grads& g) const {
                           {w.dtype(), w.raw_data(), in}, 0.0f, {x_dtype, g.dx.raw_data(), in}, 1);
 }
 
+namespace {
+
+// Xᵀ [cols, rows] in f32 from a saved FP8 cast of X [rows, cols]: each value times its block's
+// descale in f32. That is the value's correct rounding for the recipes that come here: their
+// descales are powers of two, or DeepSeek's divide-form f32 scale, whose product with an FP8
+// value (at most 4 significant bits) rounds once.
+Tensor widen_transposed(const backend::Quantized& q) {
+  const int64_t rows = q.data.size(0), cols = q.data.size(1);
+  const backend::BlockShape blk = backend::resolved_block(q.spec, rows, cols);
+  const Tensor data = q.data.contiguous(), scales = q.scales.contiguous();
+  const int64_t scale_cols = scales.size(1);
+  const auto* in = static_cast<const uint8_t*>(data.raw_data());
+  Tensor out = Tensor::empty({cols, rows}, DType::f32);
+  float* o = out.data<float>();
+  parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
+    std::vector<float> buf(static_cast<std::size_t>(cols));
+    for (int64_t r = r0; r < r1; ++r) {
+      widen_row_f32(q.spec.element, in + r * cols, buf.data(), buf.size());
+      const float* v = scales.data<float>() + (r / blk.rows) * scale_cols;
+      for (int64_t c = 0; c < cols; ++c)
+        o[c * rows + r] =
+            buf[static_cast<std::size_t>(c)] * descale_of(q.spec.rule, v[c / blk.cols]);
+    }
+  });
+  return out;
+}
+
+}  // namespace
+
 void LinearProduct::cast_input_for_saving() {
   if (!recipe || !amp::save_fp8_activations_here() || !amp::saves_fp8_input(*recipe)) return;
   x_fp8 = amp::quantize_once(x2, recipe->output.a);
@@ -168,15 +204,15 @@ void LinearProduct::cast_input_for_saving() {
 void LinearProduct::grad_w(const Grads& g) const {
   if (recipe && recipe->grad_weight.fp8) {  // dW = dYᵀ·X: A = dYᵀ [out, rows], B = Xᵀ [in, rows]
     // A saved FP8 input: transposed as it is when grad_weight's blocks are output's transposed
-    // (tensorwise); else widened back and cast by grad_weight's blocks (DeepSeek-V3's 1x128
-    // tiles turned into 128x1: the input is rounded twice).
+    // (tensorwise); else widened back to f32 and cast by grad_weight's blocks (DeepSeek-V3's
+    // 1x128 tiles turned into 128x1: the input is quantized twice).
     std::optional<backend::Quantized> xt;
     Tensor x_source = x_fp8 ? Tensor() : x2.transpose(0, 1);
     if (x_fp8 && amp::input_cast_serves_grad_weight(*recipe))
       xt = backend::Quantized{x_fp8->data.transpose(0, 1).contiguous(),
                               x_fp8->scales.transpose(0, 1).contiguous(), recipe->grad_weight.b};
     else if (x_fp8)
-      x_source = backend::dequantize(*x_fp8, x_dtype).transpose(0, 1);
+      x_source = widen_transposed(*x_fp8);
     Tensor(g.dw).copy_from(fp8_product(recipe->grad_weight, g.operand.transpose(0, 1),
                                        "grad_output", x_source, "input", {}, amp::Fp8Product::wgrad,
                                        xt ? &*xt : nullptr));

@@ -78,10 +78,11 @@ TEST(ShardedModelMpi, GradientsMatchThePlainModelOnTheWholeBatch) {
   }
 }
 
-// FSDP's FP8 all-gather on 2 ranks: every gather's bytes are the wire formula's (FP8 weights
-// 1 byte, the rest 2, each rank's chunk padded to the larger one), the FP8 weights' part half
-// of what the bf16 gather moves for them, and each gathered weight is the quantized whole
-// master (the ranks' shards gathered and cast at once), for a tensorwise and a 128x128 recipe.
+// FSDP's FP8 all-gather on 2 ranks: every gather's bytes (the communicator's ring count) are
+// the wire formula's (FP8 weights 1 byte an element, the rest 2, no padding), the FP8
+// weights' part half of what the bf16 gather moves for them, and each gathered weight is the
+// quantized whole master (the ranks' shards gathered and cast at once), for a tensorwise and
+// a 128x128 recipe.
 TEST(ShardedModelMpi, Fp8AllGatherMovesHalfTheBytesOfBf16) {
   config::ModelConfig mc = tiny_config("llama3");
   mc.d_model = 64;

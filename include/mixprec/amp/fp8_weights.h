@@ -4,7 +4,8 @@
 // under the tensor the model reads as that weight (a placeholder whose bytes do not exist: a
 // read is an Error); a linear running its recipe then takes the filed form for the weight
 // operand of output (W) and of grad_input (Wᵀ: the same bytes and scales transposed) instead
-// of casting. Keyed by the weight's storage, so views and detached copies find it.
+// of casting. Keyed by the weight's storage, so detached tensors find it (a linear checks it
+// reads the whole weight).
 #pragma once
 
 #include <optional>

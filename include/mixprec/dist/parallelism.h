@@ -37,8 +37,9 @@ struct ShardingOptions {
   // bytes (sharded_model.h). Null: every parameter travels in the param dtype.
   const amp::LinearRecipe* fp8_all_gather = nullptr;
   std::vector<std::string> fp8_skip = {};
-  // precompute_float8_dynamic_scale_for_fsdp: every FP8 weight's amaxes in one all-reduce per
-  // step, instead of one per unit as its gather starts (the same scales either way).
+  // precompute_float8_dynamic_scale_for_fsdp: every FP8 weight's amaxes in one all-reduce at
+  // begin_step (each micro-batch, each evaluation batch), instead of one per unit as its gather
+  // starts (the same scales either way).
   bool precompute_fp8_scales = false;
 };
 

@@ -58,6 +58,7 @@
 
 #include <cstdint>
 #include <span>
+#include <string>
 #include <string_view>
 #include <vector>
 
@@ -98,6 +99,9 @@ struct NamedAccumulator {
   const char* source;
 };
 std::span<const NamedAccumulator> named_accumulators();
+// The line called `name` (null when there is none), and the names for messages: "f32, h100".
+const NamedAccumulator* named_accumulator(std::string_view name);
+std::string accumulator_names();
 // The model called `name` (null for "f32"); throws mixprec::Error naming `where` and listing
 // the names when there is none.
 const AccumulatorModel* find_accumulator(std::string_view name, std::string_view where);

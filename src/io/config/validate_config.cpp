@@ -301,8 +301,7 @@ void resolve_grouped(TrainConfig& config, const Checker& c) {
 std::string fp8_all_gather_recipes() {
   std::string out;
   for (const amp::LinearRecipe& r : amp::linear_recipes())
-    if (amp::weight_cast_serves_both_products(r) && !r.delayed)
-      out += (out.empty() ? "" : ", ") + std::string(r.name);
+    if (amp::gathers_weight_in_fp8(r)) out += (out.empty() ? "" : ", ") + std::string(r.name);
   return out;
 }
 
@@ -315,7 +314,20 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
         std::tuple{"mx", &config.quantize.mx, "mxfp8_cublas"}}) {
     const std::string section = std::string("quantize.linear.") + name;
     const bool listed = converter_listed(config, section);
-    if (!listed && q->recipe_name.empty()) continue;
+    if (!listed && q->recipe_name.empty()) {
+      // The keys only an active section's recipe can apply: refused, not silently ignored.
+      for (const auto& [key, set] :
+           {std::pair{"enable_fsdp_float8_all_gather", q->enable_fsdp_float8_all_gather},
+            std::pair{"precompute_float8_dynamic_scale_for_fsdp",
+                      q->precompute_float8_dynamic_scale_for_fsdp},
+            std::pair{"save_fp8_activations", q->save_fp8_activations},
+            std::pair{"accumulator", q->accumulator != "f32"}})
+        c.require(!set, section + "." + key,
+                  "is set while [" + section +
+                      "] is off: give it a recipe_name or list it in model.converters (a recipe "
+                      "named by training.precision does not turn the section on)");
+      continue;
+    }
     const std::string key = section + ".recipe_name";
     c.require(on_section.empty(), key,
               "turns on [" + section + "] while [" + on_section +
@@ -330,8 +342,7 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
         recipe && recipe->section == std::string_view(name), key,
         "is not a " + std::string(name) + " recipe; valid: " + amp::linear_recipe_names(name));
     if (q->enable_fsdp_float8_all_gather)
-      c.require(amp::weight_cast_serves_both_products(*recipe) && !recipe->delayed,
-                section + ".enable_fsdp_float8_all_gather",
+      c.require(amp::gathers_weight_in_fp8(*recipe), section + ".enable_fsdp_float8_all_gather",
                 "needs a recipe whose one weight cast serves output and grad_input (" +
                     fp8_all_gather_recipes() + "); " + recipe->name +
                     (recipe->delayed ? " casts with amax histories"
@@ -360,14 +371,9 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
     }
     if (q->accumulator != "f32") {
       const std::string acc_key = section + ".accumulator";
-      std::string names;
-      bool known = false;
-      for (const NamedAccumulator& a : named_accumulators()) {
-        known = known || q->accumulator == a.name;
-        names += (names.empty() ? "" : ", ") + std::string(a.name);
-      }
-      c.require(known, acc_key, "is not an accumulator; valid: " + names);
-      policy.accumulator = find_accumulator(q->accumulator, acc_key);
+      const NamedAccumulator* named = named_accumulator(q->accumulator);
+      c.require(named != nullptr, acc_key, "is not an accumulator; valid: " + accumulator_names());
+      policy.accumulator = named->model;
     }
   }
   resolve_grouped(config, c);

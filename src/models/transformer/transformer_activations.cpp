@@ -76,9 +76,10 @@ struct Sizes {
 // An FP8 product's working set in backward for a linear of [out, in] over N tokens: the FP8
 // operands and their f32 widenings for the GEMM (bf16 where the CPU multiplies bf16 natively:
 // then less), and grad_input's f32 result before rounding: the larger of grad_weight's
-// 5·N·(in + out) and grad_input's 5·N·out + 5·in·out + 4·N·in.
-Bytes fp8_transient(int64_t n, int64_t in, int64_t out) {
-  const Bytes wgrad = 5 * u(n * (in + out));
+// 5·N·(in + out) and grad_input's 5·N·out + 5·in·out + 4·N·in; a saved FP8 input cast again
+// for grad_weight (`recast`) first widens to an f32 Xᵀ, 4·N·in more.
+Bytes fp8_transient(int64_t n, int64_t in, int64_t out, bool recast) {
+  const Bytes wgrad = 5 * u(n * (in + out)) + (recast ? 4 * u(n * in) : 0);
   const Bytes dgrad = 5 * u(n * out) + 5 * u(in * out) + 4 * u(n * in);
   return std::max(wgrad, dgrad);
 }
@@ -232,9 +233,14 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
                                {{"blocks.0.mlp.w_gate", dense_f}, {"blocks.0.mlp.w_up", dense_f}})
           : linear_input_bytes(policy, s, s.d, {{"blocks.0.mlp.w_up", dense_f}});
   s.down_in = linear_input_bytes(policy, s, dense_f, {{"blocks.0.mlp.w_down", s.d}});
-  if (policy.linear_recipe)  // the block's widest linears: the MLP's, or the attention's
-    s.fp8_product = std::max({fp8_transient(s.N, s.d, dense_f), fp8_transient(s.N, dense_f, s.d),
-                              fp8_transient(s.N, s.d, s.q)});
+  if (const amp::LinearRecipe* r = policy.linear_recipe) {
+    // The block's widest linears: the MLP's, or the attention's.
+    const bool recast = policy.save_fp8_activations && amp::saves_fp8_input(*r) &&
+                        !amp::input_cast_serves_grad_weight(*r);
+    s.fp8_product =
+        std::max({fp8_transient(s.N, s.d, dense_f, recast),
+                  fp8_transient(s.N, dense_f, s.d, recast), fp8_transient(s.N, s.d, s.q, recast)});
+  }
 
   ActivationEstimate e;
   e.batch = 2 * 8 * n;

@@ -4,10 +4,12 @@
 // tiles into 128x1), the bf16 input is not kept, and linears reading one input share one cast.
 #include <gtest/gtest.h>
 
+#include <optional>
 #include <vector>
 
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/linear_recipe.h"
+#include "mixprec/autograd/grad_mode.h"
 #include "mixprec/ops.h"
 #include "mixprec/tensor/allocator.h"
 #include "support/op_testing.h"
@@ -77,6 +79,26 @@ TEST(Fp8SavedInput, DeepSeekCastsTheSavedInputAgainForGradWeight) {
       bf16.results[2].to(DType::f64).norm().item();
   EXPECT_LT(rel, 0.05);
   EXPECT_LT(fp8.kept_after_forward, bf16.kept_after_forward);
+}
+
+// Evaluation and a checkpoint's forward (no grad) save nothing, and the region's cache holds
+// no cast: inside the guard only the outputs remain.
+TEST(Fp8SavedInput, ForwardsWithoutBackwardKeepNothing) {
+  const LinearRecipe* tw = find_any_linear_recipe("tensorwise");
+  const Tensor w = randn({128, 256}, DType::bf16, 3, 0.05);
+  for (const bool grad : {false, true}) {
+    Tensor x = randn({64, 256}, DType::bf16, 4);
+    if (grad) x.set_requires_grad();
+    std::optional<NoGradGuard> no_grad;
+    if (!grad) no_grad.emplace();
+    AutocastGuard guard(DType::bf16, {.linear_recipe = tw, .save_fp8_activations = true});
+    const std::size_t before = Allocator::instance().stats().current_bytes;
+    std::vector<Tensor> ys;
+    for (int i = 0; i < 3; ++i) ys.push_back(linear(x, w));
+    const std::size_t kept = Allocator::instance().stats().current_bytes - before;
+    // Three bf16 outputs [64, 128]; with grad one FP8 cast of x [64, 256] and its scale more.
+    EXPECT_EQ(kept, 3u * 64 * 128 * 2 + (grad ? 64u * 256 + 4 : 0u)) << "grad " << grad;
+  }
 }
 
 TEST(Fp8SavedInput, RecipesWithoutAnFp8GradWeightKeepTheInput) {

@@ -108,6 +108,13 @@ TEST(QuantizeConfig, CombinationsThatCannotRunNameTheKey) {
   EXPECT_EQ(amp::parse_policy(amp::to_string(saved.training.policy)), saved.training.policy);
   EXPECT_THROW(amp::parse_policy("compute=bf16,linear=te_delayed,save_fp8_activations=true"),
                Error);
+  for (const char* key : {"enable_fsdp_float8_all_gather = true", "save_fp8_activations = true",
+                          "accumulator = \"h100\""}) {
+    m = load_error(
+        std::string("[training]\nprecision = \"tensorwise\"\n[quantize.linear.float8]\n") + key +
+        "\n");
+    EXPECT_TRUE(has(m, "line 4: quantize.linear.float8.") && has(m, "is off")) << m;
+  }
   const TrainConfig ag = load_text(
       "[quantize.linear.float8]\nrecipe_name = \"deepseek_v3\"\n"
       "enable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true\n");

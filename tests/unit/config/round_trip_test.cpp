@@ -86,8 +86,8 @@ TEST(ConfigRoundTrip, EveryFieldAwayFromItsDefault) {
   c.quantize.float8 = {.recipe_name = "",
                        .filter_fqns = {},
                        .emulate = true,
-                       .enable_fsdp_float8_all_gather = true,
-                       .precompute_float8_dynamic_scale_for_fsdp = true,
+                       .enable_fsdp_float8_all_gather = false,  // refused while off
+                       .precompute_float8_dynamic_scale_for_fsdp = false,
                        .mxfp8_dim1_cast_kernel_choice = "triton"};  // not a float8 key
   c.quantize.mx = {.recipe_name = "mxfp8_cublas_rceil",
                    .filter_fqns = {"lm_head", "blocks.0.attn", "a \"q\""},

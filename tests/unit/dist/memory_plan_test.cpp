@@ -269,7 +269,6 @@ TEST(MemoryPlanMeasured, DeepSeekV3Within10PercentOfThePeak) {
       "deepseek_v3_debug.toml", "fp32",
       {"training.seq_len=64", "training.batch_size=8", "model.mla.q_lora_rank=96"});
 }
-// Gradient accumulation: one micro-batch's activations at a time.
 // FP8 recipes: the casts' transients, and with save_fp8_activations the linears' inputs kept
 // in FP8 (one cast per input tensor) instead of bf16: both within 10%, and the saving the plan
 // predicts is the one measured, within 25%.
@@ -299,6 +298,7 @@ TEST(MemoryPlanMeasured, Fp8SavedActivationsWithin10PercentOfThePeak) {
   EXPECT_NEAR(measured_saving, planned_saving, 0.25 * planned_saving);
 }
 
+// Gradient accumulation: one micro-batch's activations at a time.
 TEST(MemoryPlanMeasured, AccumulationWithin10PercentOfThePeak) {
   expect_within_10_percent("moe_small.toml", "", {"training.local_batch_size=4"});
 }
