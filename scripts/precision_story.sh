@@ -5,19 +5,29 @@
 # draws their curves into one plot.
 #
 #   scripts/precision_story.sh [STEPS] [extra `mixprec train` arguments...]
+#   scripts/precision_story.sh fp8 [STEPS] [...]   # FP8 / MX recipes on configs/llama3_debug.toml
 #
 # Recipes: fp32; bf16-mixed (bf16 compute, f32 masters); fp16-mixed with dynamic loss
 # scaling; fp16-mixed without scaling (gradients below 2^-24 flush to zero); bf16-pure (no f32
-# masters: bf16 weights and AdamW state, stochastic rounding). Runs go to
-# outputs/precision/<recipe>/ (a finished run is reused, so rerunning only re-reports).
+# masters: bf16 weights and AdamW state, stochastic rounding). With `fp8`: bf16-mixed and every
+# linear recipe of amp/linear_recipe.h (about 40 minutes each on 2 cores of a Zen 3 at 600
+# steps). Runs go to outputs/precision/<recipe>/ or outputs/fp8/<recipe>/; a finished run is
+# reused and an interrupted one resumes from its last checkpoint, so rerunning continues.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+set_name=precision
+config=configs/moe_small.toml
+if [ "${1:-}" = fp8 ]; then
+  set_name=fp8
+  config=configs/llama3_debug.toml
+  shift
+fi
 steps=${1:-600}
 shift || true
 scripts/setup.sh
 cmake -S . -B build -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build build --parallel "$(nproc)" --target mixprec_cli >/dev/null
-out=outputs/precision
+out=outputs/$set_name
 declare -A recipes=(
   [fp32]="fp32"
   [bf16-mixed]="bf16-mixed"
@@ -26,9 +36,14 @@ declare -A recipes=(
   [bf16-pure-sr]="bf16-pure"
 )
 order=(fp32 bf16-mixed fp16-mixed fp16-unscaled bf16-pure-sr)
+if [ "$set_name" = fp8 ]; then  # a recipe's name is a --precision spelling (bf16-mixed + it)
+  order=(bf16-mixed tensorwise rowwise rowwise_with_gw_hp te_delayed te_current te_blockwise
+         deepseek_v3 deepseek_v3_ue8m0 mxfp8_cublas mxfp8_cublas_rceil)
+  for name in "${order[@]:1}"; do recipes[$name]=$name; done
+fi
 for name in "${order[@]}"; do
   echo "== $name (${recipes[$name]}), $steps steps"
-  build/mixprec train configs/moe_small.toml --precision "${recipes[$name]}" --steps "$steps" \
+  build/mixprec train "$config" --precision "${recipes[$name]}" --steps "$steps" \
     --run-dir "$out/$name" --resume --progress lines \
     --set checkpoint.export_bf16=false --set metrics.plot=false "$@"
 done
@@ -36,4 +51,4 @@ dirs=()
 for name in "${order[@]}"; do dirs+=("$out/$name"); done
 echo
 build/mixprec summary --markdown "${dirs[@]}"
-build/mixprec plot "${dirs[@]}" -o "$out/precision.png" | tail -1
+build/mixprec plot "${dirs[@]}" -o "$out/$set_name.png" | tail -1
