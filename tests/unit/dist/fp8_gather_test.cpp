@@ -137,14 +137,32 @@ TEST(Fp8Gather, RecipesThatScaleTheWeightAlongTheOtherDimAreRefused) {
         << name;
 }
 
+// bf16-mixed with the linear recipe `name` on every linear but lm_head.
+amp::MixedPrecisionPolicy recipe_policy(const char* name) {
+  amp::MixedPrecisionPolicy policy = amp::preset("bf16-mixed");
+  policy.linear_recipe = amp::find_any_linear_recipe(name);
+  policy.linear_skip = {"lm_head"};
+  return policy;
+}
+
+// One training forward of the sharded model on a fixed batch (the caller runs backward and
+// finish_backward).
+Tensor forward_loss(models::Transformer& model, ShardedModel& sharded,
+                    const amp::MixedPrecisionPolicy& policy, const config::ModelConfig& mc) {
+  sharded.begin_step(true);
+  amp::ComputeScope scope(policy);
+  return model
+      .loss(models::testing::token_grid(2, 8, mc.vocab_size),
+            models::testing::token_grid(2, 8, mc.vocab_size, 1))
+      .total;
+}
+
 // World size 1 through ShardedModel: the weights the model reads are placeholders whose FP8
 // form is filed, equal to quantizing the master; the step trains; a read of a placeholder's
 // values is an Error; nothing stays filed after the step.
 TEST(Fp8Gather, ShardedModelFilesTheGatheredWeightsForTheLinears) {
   const config::ModelConfig mc = fp8_config();
-  amp::MixedPrecisionPolicy policy = amp::preset("bf16-mixed");
-  policy.linear_recipe = amp::find_any_linear_recipe("tensorwise");
-  policy.linear_skip = {"lm_head"};
+  const amp::MixedPrecisionPolicy policy = recipe_policy("tensorwise");
   models::Transformer model = models::testing::transformer(mc);
   const auto comm = make_single_process_communicator();
   ShardedModel sharded(model, *comm, policy,
@@ -155,14 +173,7 @@ TEST(Fp8Gather, ShardedModelFilesTheGatheredWeightsForTheLinears) {
   EXPECT_NE(sharded.describe().find("FP8 all-gather of 14 linear weights"), std::string::npos)
       << sharded.describe();
 
-  const Tensor x = models::testing::token_grid(2, 8, mc.vocab_size);
-  const Tensor y = models::testing::token_grid(2, 8, mc.vocab_size, 1);
-  sharded.begin_step(true);
-  Tensor loss;
-  {
-    amp::ComputeScope scope(policy);
-    loss = model.loss(x, y).total;
-  }
+  const Tensor loss = forward_loss(model, sharded, policy, mc);
   const Tensor wq = sharded.weight("blocks.0.attn.wq");
   const std::optional<backend::Quantized> filed = amp::filed_fp8_weight(wq);
   ASSERT_TRUE(filed.has_value());
@@ -194,9 +205,7 @@ TEST(Fp8Gather, PerExpertLinearsOfTheGroupedGemmReadTheirGatheredWeights) {
   mc.kind = "moe";
   mc.moe.idle_experts = "skip";
   mc.d_ff = 32;
-  amp::MixedPrecisionPolicy policy = amp::preset("bf16-mixed");
-  policy.linear_recipe = amp::find_any_linear_recipe("deepseek_v3");
-  policy.linear_skip = {"lm_head"};
+  const amp::MixedPrecisionPolicy policy = recipe_policy("deepseek_v3");
   models::Transformer model = models::testing::transformer(mc);
   const auto comm = make_single_process_communicator();
   ShardedModel sharded(model, *comm, policy,
@@ -205,14 +214,7 @@ TEST(Fp8Gather, PerExpertLinearsOfTheGroupedGemmReadTheirGatheredWeights) {
   // 2 blocks x (4 attention projections + 4 experts x 3 SwiGLU projections).
   EXPECT_NE(sharded.describe().find("FP8 all-gather of 32 linear weights"), std::string::npos)
       << sharded.describe();
-  const Tensor x = models::testing::token_grid(2, 8, mc.vocab_size);
-  const Tensor y = models::testing::token_grid(2, 8, mc.vocab_size, 1);
-  sharded.begin_step(true);
-  Tensor loss;
-  {
-    amp::ComputeScope scope(policy);
-    loss = model.loss(x, y).total;
-  }
+  const Tensor loss = forward_loss(model, sharded, policy, mc);
   loss.backward();
   sharded.finish_backward();
   EXPECT_TRUE(std::isfinite(loss.item()));
