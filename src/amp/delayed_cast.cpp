@@ -7,6 +7,7 @@
 #include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/dtype.h"
+#include "mixprec/numerics/scaled_cast.h"
 
 namespace mixprec::amp {
 
@@ -27,25 +28,15 @@ backend::Quantized delayed_quantize(const Tensor& x_in, const backend::QuantSpec
   const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(x.dtype());
   Tensor data = Tensor::empty({rows, cols}, spec.element);
   auto* q = static_cast<uint8_t*>(data.raw_data());
-  ConvertOptions saturating;
-  saturating.saturate = true;
+  const ScaleForm form = scale_rule_info(spec.rule).form;
   std::vector<float> row_amax(static_cast<std::size_t>(rows), 0.0f);
   parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
     std::vector<float> buf(static_cast<std::size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
       widen_row_f32(x.dtype(), src + static_cast<std::size_t>(r) * row_bytes, buf.data(),
                     static_cast<std::size_t>(cols));
-      float amax = 0;
-      bool nan = false;
-      for (float& v : buf) {
-        const float a = std::fabs(v);
-        nan = nan || std::isnan(a);
-        amax = a > amax ? a : amax;
-        v *= scale;
-      }
-      row_amax[static_cast<std::size_t>(r)] = nan ? NAN : amax;
-      convert_from_f32(buf.data(), spec.element, q + r * cols, static_cast<std::size_t>(cols),
-                       saturating);
+      row_amax[static_cast<std::size_t>(r)] = block_amax(buf.data(), cols);
+      scale_and_cast_row(buf.data(), 0, cols, cols, &scale, form, spec.element, q + r * cols);
     }
   });
   if (record) {

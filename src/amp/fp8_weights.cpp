@@ -20,6 +20,12 @@ Filed& filed() {
 
 }  // namespace
 
+Tensor fp8_weight_placeholder(const Shape& shape, DType dtype) {
+  Tensor one = Tensor::empty({1}, dtype);
+  one.storage()->release();
+  return one.as_strided(shape, Shape(shape.size(), 0), 0);
+}
+
 void file_fp8_weight(const Tensor& weight, backend::Quantized q) {
   Filed& f = filed();
   const std::lock_guard lock(f.mutex);

@@ -45,8 +45,10 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site)
   if (effective_category("linear") != CastCategory::lower_precision) return nullptr;
   const std::string_view path = s.module_path;
   // Grouped GEMMs: torchtitan converts the MoE modules its fqns name, and nothing else.
+  // (The 16-multiple rule is recipe_converts' with no skip list.)
   if (grouped)
-    return out % 16 == 0 && in % 16 == 0 && path_contains_any(path, s.overrides->grouped_fqns)
+    return recipe_converts(*r, {}, path, out, in) &&
+                   path_contains_any(path, s.overrides->grouped_fqns)
                ? r
                : nullptr;
   if (!recipe_converts(*r, s.overrides->recipe_skip, path, out, in)) return nullptr;

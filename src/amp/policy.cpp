@@ -382,7 +382,7 @@ std::string recipe_part(const MixedPrecisionPolicy& p) {
   if (p.grouped_recipe)
     out +=
         std::string(",grouped=") + p.grouped_recipe->name + ",grouped_fqns=" + bars(p.grouped_fqns);
-  if (p.accumulator) out += std::string(",accumulator=") + accumulator_name(p.accumulator);
+  if (p.accumulator) out += std::string(",accumulator=") + named_accumulator_of(p.accumulator).name;
   if (p.save_fp8_activations) out += ",save_fp8_activations=true";
   return out;
 }

@@ -19,13 +19,6 @@ std::vector<float> values_of(const Quantized& q) {
   return v;
 }
 
-std::vector<float> descales_of(const Quantized& q) {
-  const Tensor s = q.scales.contiguous();
-  std::vector<float> d(static_cast<std::size_t>(s.numel()));
-  for (std::size_t i = 0; i < d.size(); ++i) d[i] = descale_of(q.spec.rule, s.data<float>()[i]);
-  return d;
-}
-
 int min_exponent(DType element) {  // the smallest normal exponent: subnormals align there
   return info(element).format->min_exp();
 }
@@ -37,11 +30,8 @@ Tensor scaled_gemm_modeled(const Quantized& a, const Quantized& b, const Accumul
   const int64_t step = scaled_gemm_k_step(a, b, "scaled_gemm_modeled");
   const int64_t m = a.data.size(0), n = b.data.size(0), k = a.data.size(1);
   const std::vector<float> av = values_of(a), bv = values_of(b);
-  const std::vector<float> da = descales_of(a), db = descales_of(b);
+  const Descales da = descales(a), db = descales(b);
   const int ea = min_exponent(a.spec.element), eb = min_exponent(b.spec.element);
-  const int64_t a_rows = resolved_block(a.spec, m, k).rows;
-  const int64_t b_rows = resolved_block(b.spec, n, k).rows;
-  const int64_t a_cols = a.scales.size(1), b_cols = b.scales.size(1);
   Tensor out = Tensor::zeros({m, n}, DType::f32);
   float* c = out.data<float>();
   parallel_for(m, 1, [&](int64_t r0, int64_t r1) {
@@ -64,11 +54,7 @@ Tensor scaled_gemm_modeled(const Quantized& a, const Quantized& b, const Accumul
           const float partial =
               model_dot(std::span<const double>(products).first(static_cast<std::size_t>(ks)),
                         model, std::span<const int>(exponents).first(static_cast<std::size_t>(ks)));
-          const float sa =
-              da[static_cast<std::size_t>((i / a_rows) * a_cols + (a_cols == 1 ? 0 : j))];
-          const float sb =
-              db[static_cast<std::size_t>((col / b_rows) * b_cols + (b_cols == 1 ? 0 : j))];
-          acc += partial * sa * sb;
+          acc += partial * da.at(i, j) * db.at(col, j);
         }
         c[i * n + col] = acc;
       }

@@ -64,6 +64,17 @@ int64_t scaled_gemm_k_step(const Quantized& a, const Quantized& b, const char* w
   return step;
 }
 
+Descales descales(const Quantized& q) {
+  const Tensor s = q.scales.contiguous();
+  Descales d;
+  d.values.resize(static_cast<std::size_t>(s.numel()));
+  for (std::size_t i = 0; i < d.values.size(); ++i)
+    d.values[i] = descale_of(q.spec.rule, s.data<float>()[i]);
+  d.block_rows = resolved_block(q.spec, q.data.size(0), q.data.size(1)).rows;
+  d.cols = s.size(1);
+  return d;
+}
+
 Tensor dequantize(const Quantized& q, DType dtype) {
   const int64_t rows = q.data.size(0), cols = q.data.size(1);
   const BlockShape blk = resolved_block(q.spec, rows, cols);

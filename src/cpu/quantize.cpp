@@ -8,6 +8,7 @@
 #include "mixprec/core/parallel.h"
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/numerics/convert.h"
+#include "mixprec/numerics/scaled_cast.h"
 
 namespace mixprec::cpu {
 
@@ -29,15 +30,6 @@ Tensor widen_for_gemm(const Tensor& fp8) {
   return fp8.to(bf16_gemm_is_native() ? DType::bf16 : DType::f32);
 }
 
-// descale_of for every stored scale of q: [row blocks, col blocks] f32.
-std::vector<float> descales(const Quantized& q) {
-  const Tensor s = q.scales.contiguous();
-  const float* v = s.data<float>();
-  std::vector<float> d(static_cast<std::size_t>(s.numel()));
-  for (std::size_t i = 0; i < d.size(); ++i) d[i] = descale_of(q.spec.rule, v[i]);
-  return d;
-}
-
 }  // namespace
 
 Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
@@ -53,7 +45,6 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
   const Shape ss = backend::scale_shape(spec, rows, cols);
   const int64_t col_blocks = ss[1];
   const FloatFormat& f = *info(spec.element).format;
-  const bool divide = scale_rule_info(spec.rule).form == ScaleForm::divide;
   const auto* src = static_cast<const char*>(x.raw_data());
   const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(in_dtype);
   auto read_row = [&](int64_t r, std::vector<float>& buf) {
@@ -65,22 +56,10 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
   float* v = scales.data<float>();
   Tensor data = Tensor::empty({rows, cols}, spec.element);
   auto* q = static_cast<uint8_t*>(data.raw_data());
-  ConvertOptions saturating;
-  saturating.saturate = true;
-  // A row (widened to f32 in buf) scaled block by block by vr in f32, then cast by the vector
-  // kernels: saturating, nearest even (numerics/convert.h; the scalar encoder's bits).
+  const ScaleForm form = scale_rule_info(spec.rule).form;
+  // A row (widened to f32 in buf) scaled block by block by vr, then cast (scaled_cast.h).
   auto scale_and_cast = [&](int64_t r, std::vector<float>& buf, const float* vr) {
-    for (int64_t b = 0; b < col_blocks; ++b) {
-      const float sv = vr[b];
-      float* x = buf.data() + b * blk.cols;
-      const int64_t n = std::min(cols, (b + 1) * blk.cols) - b * blk.cols;
-      if (divide)
-        for (int64_t c = 0; c < n; ++c) x[c] /= sv;
-      else
-        for (int64_t c = 0; c < n; ++c) x[c] *= sv;
-    }
-    convert_from_f32(buf.data(), spec.element, q + r * cols, static_cast<std::size_t>(cols),
-                     saturating);
+    scale_and_cast_row(buf.data(), 0, cols, blk.cols, vr, form, spec.element, q + r * cols);
   };
   auto row_block_amax = [&](const std::vector<float>& buf, int64_t b) {
     const int64_t c0 = b * blk.cols;
@@ -138,10 +117,9 @@ bool all_powers_of_two(const std::vector<float>& d) {
 
 // q·descale for every element, in f32: exact when the descales are powers of two (an FP8
 // value has at most 4 significant bits and E8M0 keeps every such product inside f32's range).
-Tensor dequantize_f32(const Quantized& q, const std::vector<float>& d) {
+Tensor dequantize_f32(const Quantized& q, const backend::Descales& d) {
   const int64_t rows = q.data.size(0), cols = q.data.size(1);
   const backend::BlockShape blk = backend::resolved_block(q.spec, rows, cols);
-  const int64_t scale_cols = q.scales.size(1);
   const Tensor src = q.data.contiguous();
   const auto* in = static_cast<const uint8_t*>(src.raw_data());
   Tensor out = Tensor::empty({rows, cols}, DType::f32);
@@ -150,8 +128,7 @@ Tensor dequantize_f32(const Quantized& q, const std::vector<float>& d) {
     for (int64_t r = r0; r < r1; ++r) {
       float* orow = o + r * cols;
       widen_row_f32(q.spec.element, in + r * cols, orow, static_cast<std::size_t>(cols));
-      const float* dr = d.data() + (r / blk.rows) * scale_cols;
-      for (int64_t c = 0; c < cols; ++c) orow[c] *= dr[c / blk.cols];
+      for (int64_t c = 0; c < cols; ++c) orow[c] *= d.at(r, c / blk.cols);
     }
   });
   return out;
@@ -162,11 +139,11 @@ Tensor dequantize_f32(const Quantized& q, const std::vector<float>& d) {
 Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
   const int64_t step = backend::scaled_gemm_k_step(a, b, "scaled_gemm");
   const int64_t m = a.data.size(0), n = b.data.size(0), k = a.data.size(1);
-  const std::vector<float> da = descales(a), db = descales(b);
+  const backend::Descales da = backend::descales(a), db = backend::descales(b);
   // Power-of-two descales (MX's E8M0, pow2 block scales) scale a K-step's sum exactly, so the
   // operands may be dequantized exactly and summed over all of K in one GEMM: the same exact
   // products in f32, instead of one GEMM and one pass over C per K-step.
-  if (step < k && all_powers_of_two(da) && all_powers_of_two(db)) {
+  if (step < k && all_powers_of_two(da.values) && all_powers_of_two(db.values)) {
     const Tensor ad = dequantize_f32(a, da), bd = dequantize_f32(b, db);
     Tensor c = Tensor::empty({m, n}, DType::f32);
     gemm(m, n, k, 1.0f, {DType::f32, ad.raw_data(), k}, {DType::f32, bd.raw_data(), k, true}, 0.0f,
@@ -178,9 +155,6 @@ Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
   const auto* ap = static_cast<const char*>(aw.raw_data());
   const auto* bp = static_cast<const char*>(bw.raw_data());
   const auto at = [&](const char* base, int64_t i) { return base + i * dtype_size(wd); };
-  const int64_t a_rows = backend::resolved_block(a.spec, m, k).rows;
-  const int64_t b_rows = backend::resolved_block(b.spec, n, k).rows;
-  const int64_t a_cols = a.scales.size(1), b_cols = b.scales.size(1);
   Tensor acc = Tensor::zeros({m, n}, DType::f32);
   Tensor part = Tensor::empty({m, n}, DType::f32);
   float* c = acc.data<float>();
@@ -189,13 +163,11 @@ Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
     const int64_t ks = std::min(step, k - k0);
     // The K-step's exact products summed in f32: A[:, k0:k0+ks] · B[:, k0:k0+ks]ᵀ.
     gemm(m, n, ks, 1.0f, {wd, at(ap, k0), k}, {wd, at(bp, k0), k, true}, 0.0f, {DType::f32, p, n});
-    // A block spanning all of k has one column of scales; a K-step block has one per step.
-    const int64_t ja = a_cols == 1 ? 0 : j, jb = b_cols == 1 ? 0 : j;
     parallel_for(m, 16, [&](int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i) {
-        const float sa = da[static_cast<std::size_t>((i / a_rows) * a_cols + ja)];
+        const float sa = da.at(i, j);
         for (int64_t col = 0; col < n; ++col) {
-          const float sb = db[static_cast<std::size_t>((col / b_rows) * b_cols + jb)];
+          const float sb = db.at(col, j);
           c[i * n + col] += p[i * n + col] * sa * sb;
         }
       }

@@ -8,6 +8,7 @@
 #include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/dtype.h"
+#include "mixprec/numerics/scaled_cast.h"
 
 namespace mixprec::dist::detail {
 namespace {
@@ -155,8 +156,6 @@ void pack_fp8_sends(const UnitLayout& unit, const Fp8UnitPlan& plan, int rank,
   MIXPREC_CHECK(send_fp8.numel() == plan.fp8_count[static_cast<std::size_t>(rank)] &&
                     send_rest.numel() == plan.rest_count[static_cast<std::size_t>(rank)],
                 kWhere, "send buffers of the wrong size");
-  ConvertOptions saturating;
-  saturating.saturate = true;
   int64_t fp8_at = 0, rest_at = 0;
   auto* q = static_cast<uint8_t*>(send_fp8.raw_data());
   for (const ShardPiece& p : unit.pieces(rank)) {
@@ -169,26 +168,18 @@ void pack_fp8_sends(const UnitLayout& unit, const Fp8UnitPlan& plan, int rank,
     }
     const Fp8Weight& w = plan.weights[static_cast<std::size_t>(wi)];
     const float* v = scales[static_cast<std::size_t>(wi)].data<float>();
-    const bool divide = scale_rule_info(w.spec.rule).form == ScaleForm::divide;
+    const ScaleForm form = scale_rule_info(w.spec.rule).form;
     const std::vector<Segment> segs = segments(p, w.cols);
-    const int64_t bc = w.block.cols;
     uint8_t* dst = q + fp8_at;
     parallel_for(static_cast<int64_t>(segs.size()), 4, [&](int64_t s0, int64_t s1) {
       std::vector<float> buf(static_cast<std::size_t>(w.cols));
       for (int64_t si = s0; si < s1; ++si) {
         const Segment& s = segs[static_cast<std::size_t>(si)];
         widen(master_shard, p, s, buf.data());
-        const float* vr = v + (s.row / w.block.rows) * w.grid_cols;
-        for (int64_t b = s.col0 / bc; b * bc < s.col1; ++b) {
-          const int64_t c0 = std::max(s.col0, b * bc), c1 = std::min(s.col1, (b + 1) * bc);
-          float* x = buf.data() + (c0 - s.col0);
-          if (divide)
-            for (int64_t c = 0; c < c1 - c0; ++c) x[c] /= vr[b];
-          else
-            for (int64_t c = 0; c < c1 - c0; ++c) x[c] *= vr[b];
-        }
-        convert_from_f32(buf.data(), w.spec.element, dst + s.at,
-                         static_cast<std::size_t>(s.col1 - s.col0), saturating);
+        // The quantize kernel's own step (scaled_cast.h): the same bytes as casting it whole.
+        scale_and_cast_row(buf.data(), s.col0, s.col1 - s.col0, w.block.cols,
+                           v + (s.row / w.block.rows) * w.grid_cols, form, w.spec.element,
+                           dst + s.at);
       }
     });
     fp8_at += p.numel();

@@ -36,15 +36,6 @@ class UnitBoundary final : public Node {
   const char* name_;
 };
 
-// The tensor the model reads as an FP8-gathered weight: its shape and dtype over one released
-// element (strides 0), so any read of its values fails, while autograd accumulates its
-// gradient as any leaf's. Its own storage: the filed FP8 form is keyed by it.
-Tensor placeholder(const Shape& shape, DType dtype) {
-  Tensor one = Tensor::empty({1}, dtype);
-  one.storage()->release();
-  return one.as_strided(shape, Shape(shape.size(), 0), 0);
-}
-
 Tensor through_boundary(const Tensor& x, std::function<void()> hook, const char* name) {
   if (!any_requires_grad({x})) return x;
   auto node = std::make_shared<UnitBoundary>(std::move(hook), name);
@@ -218,7 +209,7 @@ void ShardedModel::make_leaves(std::size_t u) {
     const int fp8 = has_fp8(u) ? fp8_->units[u].weight_of_slot[i] : -1;
     Tensor leaf;
     if (fp8 >= 0) {
-      leaf = placeholder(p.shape, policy_.param_dtype);
+      leaf = amp::fp8_weight_placeholder(p.shape, policy_.param_dtype);
       const auto w = static_cast<std::size_t>(fp8);
       amp::file_fp8_weight(leaf, detail::gathered_weight(fp8_->units[u].weights[w],
                                                          unit.gathered_fp8, unit.fp8_scales[w]));

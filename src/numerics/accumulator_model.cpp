@@ -106,10 +106,10 @@ const AccumulatorModel* find_accumulator(std::string_view name, std::string_view
               "unknown accumulator '" + std::string(name) + "'; valid: " + accumulator_names());
 }
 
-const char* accumulator_name(const AccumulatorModel* model) {
+const NamedAccumulator& named_accumulator_of(const AccumulatorModel* model) {
   for (const NamedAccumulator& a : kAccumulators)
-    if (a.model == model) return a.name;
-  return "custom";
+    if (a.model == model) return a;
+  throw Error("accumulator", "a model that is not a line of the table (named_accumulators)");
 }
 
 void check_accumulator_model(const AccumulatorModel& model, std::string_view where) {

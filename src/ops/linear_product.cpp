@@ -175,9 +175,9 @@ namespace {
 // value (at most 4 significant bits) rounds once.
 Tensor widen_transposed(const backend::Quantized& q) {
   const int64_t rows = q.data.size(0), cols = q.data.size(1);
-  const backend::BlockShape blk = backend::resolved_block(q.spec, rows, cols);
-  const Tensor data = q.data.contiguous(), scales = q.scales.contiguous();
-  const int64_t scale_cols = scales.size(1);
+  const int64_t block_cols = backend::resolved_block(q.spec, rows, cols).cols;
+  const backend::Descales d = backend::descales(q);
+  const Tensor data = q.data.contiguous();
   const auto* in = static_cast<const uint8_t*>(data.raw_data());
   Tensor out = Tensor::empty({cols, rows}, DType::f32);
   float* o = out.data<float>();
@@ -185,10 +185,8 @@ Tensor widen_transposed(const backend::Quantized& q) {
     std::vector<float> buf(static_cast<std::size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
       widen_row_f32(q.spec.element, in + r * cols, buf.data(), buf.size());
-      const float* v = scales.data<float>() + (r / blk.rows) * scale_cols;
       for (int64_t c = 0; c < cols; ++c)
-        o[c * rows + r] =
-            buf[static_cast<std::size_t>(c)] * descale_of(q.spec.rule, v[c / blk.cols]);
+        o[c * rows + r] = buf[static_cast<std::size_t>(c)] * d.at(r, c / block_cols);
     }
   });
   return out;

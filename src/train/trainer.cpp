@@ -359,12 +359,10 @@ void Trainer::State::build_model() {
                      (skip.empty() ? "none" : skip));
   }
   if (const AccumulatorModel* acc = c.training.policy.accumulator) {
-    for (const NamedAccumulator& a : named_accumulators())
-      if (a.model == acc)
-        progress.message(std::string("accumulator: ") + a.name +
-                         " on the recipes' fast-accumulation "
-                         "products (" +
-                         a.source + "); a scalar model, far slower than f32");
+    const NamedAccumulator& a = named_accumulator_of(acc);
+    progress.message(std::string("accumulator: ") + a.name +
+                     " on the recipes' fast-accumulation products (" + a.source +
+                     "); a scalar model, far slower than f32");
   }
   model->set_activation_checkpoint(
       models::ActivationCheckpoint::from_config(c.activation_checkpoint));

@@ -84,11 +84,7 @@ TEST(ShardedModelMpi, GradientsMatchThePlainModelOnTheWholeBatch) {
 // quantized whole master (the ranks' shards gathered and cast at once), for a tensorwise and
 // a 128x128 recipe.
 TEST(ShardedModelMpi, Fp8AllGatherMovesHalfTheBytesOfBf16) {
-  config::ModelConfig mc = tiny_config("llama3");
-  mc.d_model = 64;
-  mc.n_heads = 4;
-  mc.d_ff = 192;
-  mc.vocab_size = 32;
+  const config::ModelConfig mc = models::testing::fp8_tiny_config();
   const int W = world().size(), r = world().rank();
   const Tensor x = token_grid(2, 8, mc.vocab_size).slice(0, r, r + 1).contiguous();
   const Tensor y = token_grid(2, 8, mc.vocab_size, 1).slice(0, r, r + 1).contiguous();

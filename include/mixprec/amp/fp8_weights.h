@@ -15,6 +15,11 @@
 
 namespace mixprec::amp {
 
+// The tensor the model reads as such a weight: its shape and dtype over one released element
+// (strides 0), so any read of its values is an Error, while autograd accumulates its gradient
+// as any leaf's. Each has its own storage: the filed form is keyed by it.
+Tensor fp8_weight_placeholder(const Shape& shape, DType dtype);
+
 // Files q (data [out, in], scales by its spec) for `weight` until forget_fp8_weight.
 void file_fp8_weight(const Tensor& weight, backend::Quantized q);
 void forget_fp8_weight(const Tensor& weight);

@@ -9,6 +9,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "mixprec/numerics/scale_rules.h"
 #include "mixprec/tensor/tensor.h"
@@ -46,6 +47,19 @@ Shape scale_shape(const QuantSpec& spec, int64_t rows, int64_t cols);
 // must be constant over each step, so each one's block along k is either all of k or the step
 // itself. Throws naming `where` and both specs otherwise, or when k differs.
 int64_t scaled_gemm_k_step(const Quantized& a, const Quantized& b, const char* where);
+
+// Every block's descale (descale_of its stored scale) as the scales are laid out; at() is the
+// one of row `row` in column block `col_block` (a block spanning all columns has one: every
+// col_block reads it), which in a scaled GEMM is that row's K-step.
+struct Descales {
+  std::vector<float> values;
+  int64_t block_rows = 1, cols = 1;
+  float at(int64_t row, int64_t col_block) const {
+    return values[static_cast<std::size_t>((row / block_rows) * cols +
+                                           (cols == 1 ? 0 : col_block))];
+  }
+};
+Descales descales(const Quantized& q);
 
 // Each element's value, q / v or q·v by the rule's form, computed in f64 and converted to
 // `dtype` (for f64 the value torchao's emulation divides out, to f64's precision).

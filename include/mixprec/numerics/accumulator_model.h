@@ -105,8 +105,8 @@ std::string accumulator_names();
 // The model called `name` (null for "f32"); throws mixprec::Error naming `where` and listing
 // the names when there is none.
 const AccumulatorModel* find_accumulator(std::string_view name, std::string_view where);
-// The name of a model of the table ("f32" for null).
-const char* accumulator_name(const AccumulatorModel* model);
+// The line of a model of the table (null: the "f32" line); Error for any other model.
+const NamedAccumulator& named_accumulator_of(const AccumulatorModel* model);
 
 // Throws mixprec::Error naming the field (prefixed by `where`) when a parameter is out of range.
 void check_accumulator_model(const AccumulatorModel& model, std::string_view where);

@@ -19,13 +19,6 @@ using mixprec::testing::error_of;
 using mixprec::testing::randn;
 using mixprec::testing::same_bits;
 
-// A [rows, cols] tensor without bytes, as ShardedModel makes one.
-Tensor placeholder(int64_t rows, int64_t cols) {
-  Tensor one = Tensor::empty({1}, DType::bf16);
-  one.storage()->release();
-  return one.as_strided({rows, cols}, {0, 0}, 0);
-}
-
 TEST(Fp8Weights, ALinearReadsTheFiledWeightAsTheMastersCasts) {
   const backend::Backend& be = backend::current();
   const int64_t tokens = 48, in = 272, out = 144;
@@ -34,7 +27,7 @@ TEST(Fp8Weights, ALinearReadsTheFiledWeightAsTheMastersCasts) {
     const LinearRecipe* r = find_any_linear_recipe(name);
     ASSERT_TRUE(gathers_weight_in_fp8(*r));
     const Tensor master = randn({out, in}, DType::f32, 21, 0.05);
-    Tensor w = placeholder(out, in);
+    Tensor w = fp8_weight_placeholder({out, in}, DType::bf16);
     w.set_requires_grad(true, DType::f32);
     file_fp8_weight(w, be.quantize(master, r->output.b));
     Tensor x = randn({tokens, in}, DType::f32, 22).set_requires_grad();
@@ -71,7 +64,7 @@ TEST(Fp8Weights, ALinearReadsTheFiledWeightAsTheMastersCasts) {
 
 TEST(Fp8Weights, AFiledWeightReadOtherwiseIsAnError) {
   const LinearRecipe* tw = find_any_linear_recipe("tensorwise");
-  Tensor w = placeholder(32, 64);
+  Tensor w = fp8_weight_placeholder({32, 64}, DType::bf16);
   file_fp8_weight(w, backend::current().quantize(randn({32, 64}, DType::f32, 1), tw->output.b));
   const Tensor x = randn({4, 64}, DType::bf16, 2);
   // No recipe here: the linear would have to read bf16 bytes that do not exist.

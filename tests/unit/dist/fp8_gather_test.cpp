@@ -21,16 +21,6 @@
 namespace mixprec::dist {
 namespace {
 
-// Dims that are multiples of 16 (the recipe's filter), rows of 192 that cut 128x128 blocks.
-config::ModelConfig fp8_config() {
-  config::ModelConfig c = models::testing::tiny_config("llama3");
-  c.d_model = 64;
-  c.n_heads = 4;
-  c.d_ff = 192;
-  c.vocab_size = 32;
-  return c;
-}
-
 // Every unit's master values, flat and padded (element e of unit u: a spread of magnitudes
 // over twelve binades, some past E4M3's range after scaling by a small block's scale, and one
 // all-zero 128x128 block).
@@ -59,7 +49,8 @@ void expect_same_bytes(const Tensor& a, const Tensor& b, const std::string& what
 }
 
 TEST(Fp8Gather, EveryWorldSizeGathersTheBytesOfQuantizingEachWholeMaster) {
-  const models::Transformer model = models::testing::transformer(fp8_config());
+  const models::Transformer model =
+      models::testing::transformer(models::testing::fp8_tiny_config());
   const std::vector<std::string> skip = {"lm_head"};
   for (const char* name :
        {"tensorwise", "te_current", "te_blockwise", "deepseek_v3", "deepseek_v3_ue8m0"}) {
@@ -129,7 +120,8 @@ TEST(Fp8Gather, EveryWorldSizeGathersTheBytesOfQuantizingEachWholeMaster) {
 }
 
 TEST(Fp8Gather, RecipesThatScaleTheWeightAlongTheOtherDimAreRefused) {
-  const models::Transformer model = models::testing::transformer(fp8_config());
+  const models::Transformer model =
+      models::testing::transformer(models::testing::fp8_tiny_config());
   const ShardLayout layout(model, 2);
   for (const char* name : {"rowwise", "rowwise_with_gw_hp", "mxfp8_cublas"})
     EXPECT_THROW(detail::plan_fp8_gather(layout, model, *amp::find_any_linear_recipe(name), {}),
@@ -161,7 +153,7 @@ Tensor forward_loss(models::Transformer& model, ShardedModel& sharded,
 // form is filed, equal to quantizing the master; the step trains; a read of a placeholder's
 // values is an Error; nothing stays filed after the step.
 TEST(Fp8Gather, ShardedModelFilesTheGatheredWeightsForTheLinears) {
-  const config::ModelConfig mc = fp8_config();
+  const config::ModelConfig mc = models::testing::fp8_tiny_config();
   const amp::MixedPrecisionPolicy policy = recipe_policy("tensorwise");
   models::Transformer model = models::testing::transformer(mc);
   const auto comm = make_single_process_communicator();
@@ -201,7 +193,7 @@ TEST(Fp8Gather, ShardedModelFilesTheGatheredWeightsForTheLinears) {
 // Per-expert linears (idle_experts = "skip": 2-d weights that run in the grouped GEMM by the
 // linear recipe) gather in FP8 as well, and a step through them trains.
 TEST(Fp8Gather, PerExpertLinearsOfTheGroupedGemmReadTheirGatheredWeights) {
-  config::ModelConfig mc = fp8_config();
+  config::ModelConfig mc = models::testing::fp8_tiny_config();
   mc.kind = "moe";
   mc.moe.idle_experts = "skip";
   mc.d_ff = 32;

@@ -43,6 +43,17 @@ inline config::ModelConfig tiny_config(const char* kind) {
   return c;
 }
 
+// A tiny Llama 3 whose linears an FP8 recipe converts (dims multiples of 16) and whose
+// d_ff = 192 rows cut 128x128 blocks.
+inline config::ModelConfig fp8_tiny_config() {
+  config::ModelConfig c = tiny_config("llama3");
+  c.d_model = 64;
+  c.n_heads = 4;
+  c.d_ff = 192;
+  c.vocab_size = 32;
+  return c;
+}
+
 // The decoder a family makes of `c` (checked by make_model), by value: the gpt, llama3 and moe
 // families' models are Transformers.
 inline Transformer transformer(const config::ModelConfig& c) {

@@ -129,7 +129,7 @@ TEST(H100Accumulator, AWholeDotIsTheStepsChained) {
   const AccumulatorModel* h100 = find_accumulator("h100", "test");
   ASSERT_NE(h100, nullptr);
   EXPECT_EQ(find_accumulator("f32", "test"), nullptr);
-  EXPECT_STREQ(accumulator_name(h100), "h100");
+  EXPECT_STREQ(named_accumulator_of(h100).name, "h100");
   std::mt19937_64 rng(2511'10909);
   for (int trial = 0; trial < 50; ++trial) {
     const std::size_t k = 32 * (1 + rng() % 16) + (trial % 2 == 0 ? 0 : 17);  // a short last step
