@@ -22,6 +22,10 @@ void parallel_for(int64_t n, int64_t grain, const std::function<void(int64_t, in
   if (n <= 0) return;
   grain = std::max<int64_t>(grain, 1);
   const int64_t chunks = (n + grain - 1) / grain;
+  if (chunks == 1) {  // no OpenMP region at all: kernels call this once per row inside theirs
+    fn(0, n);
+    return;
+  }
   // The same chunks on one thread as on many: fn may rely on end - begin <= grain.
   // An exception must not leave an OpenMP region (that terminates): the first one is kept
   // and rethrown after it.

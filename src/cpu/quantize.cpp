@@ -8,6 +8,7 @@
 #include "mixprec/core/parallel.h"
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/numerics/convert.h"
+#include "mixprec/numerics/float_format.h"
 #include "mixprec/numerics/scaled_cast.h"
 
 namespace mixprec::cpu {
@@ -115,20 +116,51 @@ bool all_powers_of_two(const std::vector<float>& d) {
                      [](float v) { return std::isfinite(v) && v > 0 && pow2_floor(v) == v; });
 }
 
-// q·descale for every element, in f32: exact when the descales are powers of two (an FP8
-// value has at most 4 significant bits and E8M0 keeps every such product inside f32's range).
-Tensor dequantize_f32(const Quantized& q, const backend::Descales& d) {
+// The binary exponents of an operand's smallest nonzero and largest finite dequantized
+// magnitudes: the FP8 format's extremes times the smallest and largest (power-of-two) descale.
+struct ExponentRange {
+  int lo, hi;
+};
+ExponentRange dequantized_range(const Quantized& q, const backend::Descales& d) {
+  const FloatFormat& f = *info(q.spec.element).format;
+  const auto [dmin, dmax] = std::minmax_element(d.values.begin(), d.values.end());
+  return {std::ilogb(min_subnormal(f)) + std::ilogb(*dmin),
+          std::ilogb(max_finite(f)) + std::ilogb(*dmax)};
+}
+
+// Whether the power-of-two-scaled operands may be dequantized to bf16 for this CPU's native
+// bf16 GEMM: every dequantized value is then exact and normal in bf16 (<= 4 significant bits),
+// and every product of two normal f32 too, so the kernels' flushing of subnormals (vdpbf16ps,
+// AMX) changes nothing: the same exact products in f32 as the f32 GEMM, at twice its speed.
+bool bf16_dequant_is_exact(const Quantized& a, const backend::Descales& da, const Quantized& b,
+                           const backend::Descales& db) {
+  if (!bf16_gemm_is_native()) return false;
+  const ExponentRange ra = dequantized_range(a, da), rb = dequantized_range(b, db);
+  constexpr int kMinNormal = -126, kMaxFinite = 127;
+  return ra.lo >= kMinNormal && rb.lo >= kMinNormal && ra.hi < kMaxFinite && rb.hi < kMaxFinite &&
+         ra.lo + rb.lo >= kMinNormal && ra.hi + rb.hi + 2 < kMaxFinite;
+}
+
+// q·descale for every element, in `dtype` (f32 or bf16): exact when the descales are powers of
+// two (an FP8 value has at most 4 significant bits and E8M0 keeps every such product inside
+// f32's range; bf16 only where bf16_dequant_is_exact says so).
+Tensor dequantize_pow2(const Quantized& q, const backend::Descales& d, DType dtype) {
   const int64_t rows = q.data.size(0), cols = q.data.size(1);
   const backend::BlockShape blk = backend::resolved_block(q.spec, rows, cols);
   const Tensor src = q.data.contiguous();
   const auto* in = static_cast<const uint8_t*>(src.raw_data());
-  Tensor out = Tensor::empty({rows, cols}, DType::f32);
-  float* o = out.data<float>();
+  Tensor out = Tensor::empty({rows, cols}, dtype);
+  auto* o = static_cast<char*>(out.raw_data());
+  const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(dtype);
   parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
+    std::vector<float> row(static_cast<std::size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
-      float* orow = o + r * cols;
-      widen_row_f32(q.spec.element, in + r * cols, orow, static_cast<std::size_t>(cols));
-      for (int64_t c = 0; c < cols; ++c) orow[c] *= d.at(r, c / blk.cols);
+      widen_row_f32(q.spec.element, in + r * cols, row.data(), row.size());
+      for (int64_t c0 = 0; c0 < cols; c0 += blk.cols) {
+        const float s = d.at(r, c0 / blk.cols);
+        for (int64_t c = c0; c < std::min(cols, c0 + blk.cols); ++c) row[c] *= s;
+      }
+      narrow_row_f32(row.data(), dtype, o + static_cast<std::size_t>(r) * row_bytes, row.size());
     }
   });
   return out;
@@ -144,9 +176,10 @@ Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
   // operands may be dequantized exactly and summed over all of K in one GEMM: the same exact
   // products in f32, instead of one GEMM and one pass over C per K-step.
   if (step < k && all_powers_of_two(da.values) && all_powers_of_two(db.values)) {
-    const Tensor ad = dequantize_f32(a, da), bd = dequantize_f32(b, db);
+    const DType wd = bf16_dequant_is_exact(a, da, b, db) ? DType::bf16 : DType::f32;
+    const Tensor ad = dequantize_pow2(a, da, wd), bd = dequantize_pow2(b, db, wd);
     Tensor c = Tensor::empty({m, n}, DType::f32);
-    gemm(m, n, k, 1.0f, {DType::f32, ad.raw_data(), k}, {DType::f32, bd.raw_data(), k, true}, 0.0f,
+    gemm(m, n, k, 1.0f, {wd, ad.raw_data(), k}, {wd, bd.raw_data(), k, true}, 0.0f,
          {DType::f32, c.raw_data(), n});
     return c.to(out_dtype);
   }
@@ -159,17 +192,18 @@ Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
   Tensor part = Tensor::empty({m, n}, DType::f32);
   float* c = acc.data<float>();
   float* p = part.data<float>();
+  std::vector<float> sb(static_cast<std::size_t>(n));  // B's descales of the K-step, by column
   for (int64_t k0 = 0, j = 0; k0 < k; k0 += step, ++j) {
     const int64_t ks = std::min(step, k - k0);
     // The K-step's exact products summed in f32: A[:, k0:k0+ks] · B[:, k0:k0+ks]ᵀ.
     gemm(m, n, ks, 1.0f, {wd, at(ap, k0), k}, {wd, at(bp, k0), k, true}, 0.0f, {DType::f32, p, n});
+    for (int64_t col = 0; col < n; ++col) sb[static_cast<std::size_t>(col)] = db.at(col, j);
     parallel_for(m, 16, [&](int64_t r0, int64_t r1) {
       for (int64_t i = r0; i < r1; ++i) {
         const float sa = da.at(i, j);
-        for (int64_t col = 0; col < n; ++col) {
-          const float sb = db.at(col, j);
-          c[i * n + col] += p[i * n + col] * sa * sb;
-        }
+        float* ci = c + i * n;
+        const float* pi = p + i * n;
+        for (int64_t col = 0; col < n; ++col) ci[col] += pi[col] * sa * sb[col];
       }
     });
   }

@@ -1,9 +1,12 @@
 // Copies: strided gathers/scatters and dtype conversion of whole tensors.
+#include <algorithm>
 #include <bit>
 #include <cmath>
 #include <cstring>
 #include <limits>
+#include <string>
 
+#include "mixprec/core/error.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/tensor/dispatch.h"
@@ -18,6 +21,62 @@ struct StridedRef {
   const Shape* strides;  // in elements
 };
 
+// One strided row of n elements of E bytes (a fixed-size memcpy: one load and store each).
+template <std::size_t E>
+void copy_row(char* dp, int64_t ds, const char* sp, int64_t ss, int64_t n) {
+  for (int64_t j = 0; j < n; ++j)
+    std::memcpy(dp + j * ds * int64_t{E}, sp + j * ss * int64_t{E}, E);
+}
+
+// Rows [r, r + t) of a transposed source (their dim has source stride 1, the last dim a long
+// one), copied in column tiles so the source block they read stays in cache.
+template <std::size_t E>
+void copy_transposed_rows(char* dp, int64_t drow, int64_t ds, const char* sp, int64_t ss, int64_t t,
+                          int64_t n) {
+  constexpr int64_t kTile = 64;
+  for (int64_t j0 = 0; j0 < n; j0 += kTile) {
+    const int64_t j1 = std::min(n, j0 + kTile);
+    for (int64_t i = 0; i < t; ++i)
+      copy_row<E>(dp + (i * drow + j0 * ds) * int64_t{E}, ds, sp + (i + j0 * ss) * int64_t{E}, ss,
+                  j1 - j0);
+  }
+}
+
+template <std::size_t E>
+void copy_rows(const Shape& shape, StridedRef dst, const char* src, const Shape& src_strides,
+               int64_t r0, int64_t r1) {
+  const int nd = static_cast<int>(shape.size());
+  const int64_t row_len = shape[static_cast<size_t>(nd - 1)];
+  const int64_t ds = (*dst.strides)[static_cast<size_t>(nd - 1)];
+  const int64_t ss = src_strides[static_cast<size_t>(nd - 1)];
+  // A transposed source: consecutive rows are consecutive source elements.
+  const bool transposed = nd >= 2 && ss != 1 && src_strides[static_cast<size_t>(nd - 2)] == 1;
+  const int64_t inner = nd >= 2 ? shape[static_cast<size_t>(nd - 2)] : 1;
+  for (int64_t r = r0; r < r1;) {
+    int64_t rem = r, doff = 0, soff = 0;
+    for (int d = nd - 2; d >= 0; --d) {
+      const int64_t i = rem % shape[static_cast<size_t>(d)];
+      rem /= shape[static_cast<size_t>(d)];
+      doff += i * (*dst.strides)[static_cast<size_t>(d)];
+      soff += i * src_strides[static_cast<size_t>(d)];
+    }
+    char* dp = dst.data + doff * int64_t{E};
+    const char* sp = src + soff * int64_t{E};
+    if (ds == 1 && ss == 1) {
+      std::memcpy(dp, sp, static_cast<std::size_t>(row_len) * E);
+      ++r;
+    } else if (transposed) {  // up to 16 rows of the same outer index at once
+      const int64_t t = std::min({r1 - r, inner - r % inner, int64_t{16}});
+      copy_transposed_rows<E>(dp, (*dst.strides)[static_cast<size_t>(nd - 2)], ds, sp, ss, t,
+                              row_len);
+      r += t;
+    } else {
+      copy_row<E>(dp, ds, sp, ss, row_len);
+      ++r;
+    }
+  }
+}
+
 // Copies every element of `shape` from src to dst (both strided), elem_size bytes each.
 // Rows along the last dim are the unit of work; they go to threads in fixed chunks.
 void strided_copy(const Shape& shape, StridedRef dst, const char* src, const Shape& src_strides,
@@ -31,27 +90,19 @@ void strided_copy(const Shape& shape, StridedRef dst, const char* src, const Sha
   }
   const int64_t row_len = shape[static_cast<size_t>(nd - 1)];
   const int64_t rows = numel / row_len;
-  const int64_t ds = (*dst.strides)[static_cast<size_t>(nd - 1)];
-  const int64_t ss = src_strides[static_cast<size_t>(nd - 1)];
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 15) / row_len);
-  const auto esz = static_cast<int64_t>(elem_size);
   parallel_for(rows, grain, [&](int64_t r0, int64_t r1) {
-    for (int64_t r = r0; r < r1; ++r) {
-      int64_t rem = r, doff = 0, soff = 0;
-      for (int d = nd - 2; d >= 0; --d) {
-        const int64_t i = rem % shape[static_cast<size_t>(d)];
-        rem /= shape[static_cast<size_t>(d)];
-        doff += i * (*dst.strides)[static_cast<size_t>(d)];
-        soff += i * src_strides[static_cast<size_t>(d)];
-      }
-      char* dp = dst.data + doff * esz;
-      const char* sp = src + soff * esz;
-      if (ds == 1 && ss == 1) {
-        std::memcpy(dp, sp, static_cast<std::size_t>(row_len * esz));
-      } else {
-        for (int64_t j = 0; j < row_len; ++j)
-          std::memcpy(dp + j * ds * esz, sp + j * ss * esz, elem_size);
-      }
+    switch (elem_size) {
+      case 1:
+        return copy_rows<1>(shape, dst, src, src_strides, r0, r1);
+      case 2:
+        return copy_rows<2>(shape, dst, src, src_strides, r0, r1);
+      case 4:
+        return copy_rows<4>(shape, dst, src, src_strides, r0, r1);
+      case 8:
+        return copy_rows<8>(shape, dst, src, src_strides, r0, r1);
+      default:
+        MIXPREC_CHECK(false, "strided_copy", "element size " + std::to_string(elem_size));
     }
   });
 }
@@ -142,6 +193,8 @@ void convert_buffer(DType src_dtype, const void* src, DType dst_dtype, void* dst
     convert_from_f32(static_cast<const float*>(src), dst_dtype, dst, n, opts);
   } else if (dst_dtype == DType::f32) {
     widen_to_f32(src_dtype, src, static_cast<float*>(dst), n);
+  } else if (widen_fp8_to_16(src_dtype, src, dst_dtype, dst, n)) {
+    // FP8 -> bf16 / f16: exact, by table
   } else {  // narrow -> narrow: widen exactly to f32, then round once
     constexpr std::size_t kChunk = 1 << 14;
     std::vector<float> tmp(std::min(n, kChunk));

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "mixprec/core/error.h"
+#include "mixprec/core/parallel.h"
 #include "mixprec/tensor/allocator.h"
 #include "mixprec/tensor/tensor.h"
 
@@ -298,6 +299,29 @@ TEST(TensorContiguity, ContiguousGathersLargeStridedTensorsCorrectly) {
   for (int64_t j = 0; j < cols; ++j)
     for (int64_t i = 0; i < rows; ++i) bad += p[j * rows + i] != static_cast<float>(i * cols + j);
   EXPECT_EQ(bad, 0);
+}
+
+TEST(TensorContiguity, TransposedCopiesOfEveryElementSizeTileWithoutLosingAnElement) {
+  // The transposed path copies up to 16 rows in 64-column tiles: odd sizes leave partial
+  // tiles, a batch dim makes tiles stop at each matrix's edge, and 1 and 2 threads split the
+  // rows differently. The expected order is built by index arithmetic from the base's values.
+  const int saved = num_threads();
+  for (const DType d : {DType::u8, DType::bf16, DType::f32, DType::f64, DType::i64})
+    for (const int threads : {1, 2}) {
+      set_num_threads(threads);
+      const Shape shape = dtype_size(d) == 1 ? Shape{3, 5, 17} : Shape{3, 37, 101};
+      const Tensor base = iota(shape, DType::f64).to(d);
+      const Tensor t = base.transpose(1, 2).contiguous();
+      const Values v = base.to_doubles();
+      Values want;
+      for (int64_t b = 0; b < shape[0]; ++b)
+        for (int64_t j = 0; j < shape[2]; ++j)
+          for (int64_t i = 0; i < shape[1]; ++i)
+            want.push_back(v[static_cast<std::size_t>((b * shape[1] + i) * shape[2] + j)]);
+      ASSERT_EQ(t.shape(), (Shape{shape[0], shape[2], shape[1]}));
+      EXPECT_EQ(t.to_doubles(), want) << dtype_name(d) << " at " << threads << " threads";
+    }
+  set_num_threads(saved);
 }
 
 TEST(TensorContiguity, ViewOfANonContiguousTensorThrowsButReshapeCopies) {
