@@ -3,7 +3,9 @@
 #include "mixprec/amp/fp8_stats.h"
 
 #include <algorithm>
+#include <bit>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <vector>
 
@@ -37,21 +39,33 @@ struct BlockCounts {
 };
 
 // One block's source counts, branch-free so that the loop vectorizes (hence 32-bit counters
-// and a max written as a select); `scaled` is the quantize kernels' f32 operation.
-template <class Scale>
-BlockCounts count_block(const float* x, int32_t n, float max_finite, Scale scaled) {
-  float amax = 0;
-  int32_t nonfinite = 0, zeros = 0, over = 0;
+// and a max written as a select); the scaling is the quantize kernels' f32 operation, x / s
+// or x * s. Cloned for AVX-512 and AVX2 (chosen when the program loads): the counts are
+// integers and maxima of exactly rounded quotients or products, the same on every path.
+template <bool kDivide>
+[[gnu::always_inline]] inline BlockCounts count_block_by(const float* x, int32_t n,
+                                                         float max_finite, float s) {
+  // amax as the largest bit pattern of the finite magnitudes (their order as floats), in
+  // signed 32-bit integers: GCC vectorizes that max, not a float one (NaN rules) nor an
+  // unsigned one.
+  int32_t amax_bits = 0, nonfinite = 0, zeros = 0, over = 0;
   for (int32_t c = 0; c < n; ++c) {
-    const float xc = x[c], a = std::fabs(xc);
-    const bool finite = a <= std::numeric_limits<float>::max();  // false for inf and NaN
-    const float af = finite ? a : 0.0f;
-    amax = af > amax ? af : amax;
-    nonfinite += !finite;
-    zeros += xc == 0;
-    over += finite & (std::fabs(scaled(xc)) > max_finite);
+    int32_t bits = 0;
+    std::memcpy(&bits, x + c, sizeof bits);
+    const int32_t mag = bits & 0x7FFFFFFF;
+    const int32_t finite = mag < 0x7F800000;  // 0 for inf and NaN
+    const int32_t finite_mag = finite ? mag : 0;
+    amax_bits = amax_bits > finite_mag ? amax_bits : finite_mag;
+    nonfinite += 1 - finite;
+    zeros += mag == 0;
+    over += finite & (std::fabs(kDivide ? x[c] / s : x[c] * s) > max_finite);
   }
-  return {amax, nonfinite, zeros, over};
+  return {std::bit_cast<float>(amax_bits), nonfinite, zeros, over};
+}
+__attribute__((target_clones("avx512f", "avx2", "default"))) BlockCounts count_block(
+    const float* x, int32_t n, float max_finite, float s, bool divide) {
+  return divide ? count_block_by<true>(x, n, max_finite, s)
+                : count_block_by<false>(x, n, max_finite, s);
 }
 
 // Stored +-0s among n bytes (a loop of its own: one element width, so it vectorizes).
@@ -81,10 +95,9 @@ void count_row(const float* x, const uint8_t* q, const float* v, int64_t cols, i
     int64_t total_over = 0;
     for (int64_t p0 = 0; p0 < n; p0 += kPiece) {
       const auto pn = static_cast<int32_t>(std::min(n - p0, kPiece));
+      const bool by_division = divide && !by_reciprocal;
       const BlockCounts b =
-          divide && !by_reciprocal
-              ? count_block(xb + p0, pn, max_finite, [sv](float e) { return e / sv; })
-              : count_block(xb + p0, pn, max_finite, [mul](float e) { return e * mul; });
+          count_block(xb + p0, pn, max_finite, by_division ? sv : mul, by_division);
       s.amax = std::max(s.amax, b.amax);
       s.nonfinite += b.nonfinite;
       // A stored 0 comes from a zero source or a flushed one: an inf or NaN source is stored
