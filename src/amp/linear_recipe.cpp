@@ -176,7 +176,7 @@ bool weight_cast_serves_both_products(const LinearRecipe& r) {
 }
 
 bool gathers_weight_in_fp8(const LinearRecipe& r) {
-  return weight_cast_serves_both_products(r) && !r.delayed;
+  return r.output.fp8 && r.grad_input.fp8 && !r.delayed;
 }
 
 bool saves_fp8_input(const LinearRecipe& r) {

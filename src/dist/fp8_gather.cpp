@@ -46,13 +46,39 @@ int64_t bits_of(float amax) {
 
 }  // namespace
 
+namespace {
+
+// A cast of weight [rows, cols] by spec for `cast`'s product, its grid on W from `grid_offset`.
+Fp8Weight weight_cast(std::size_t slot, int64_t rows, int64_t cols, WeightCast cast,
+                      const backend::QuantSpec& spec, int64_t grid_offset, int64_t offset) {
+  Fp8Weight w;
+  w.slot = slot;
+  w.rows = rows;
+  w.cols = cols;
+  w.cast = cast;
+  w.spec = spec;
+  if (cast == WeightCast::output) {
+    w.block = backend::resolved_block(spec, rows, cols);
+  } else {  // spec's blocks lie on Wᵀ [cols, rows]
+    const backend::BlockShape t = backend::resolved_block(spec, cols, rows);
+    w.block = {t.cols, t.rows};
+  }
+  w.grid_rows = (rows + w.block.rows - 1) / w.block.rows;
+  w.grid_cols = (cols + w.block.cols - 1) / w.block.cols;
+  w.grid_offset = grid_offset;
+  w.offset = offset;
+  return w;
+}
+
+}  // namespace
+
 Fp8GatherPlan plan_fp8_gather(const ShardLayout& layout, const models::Model& model,
                               const amp::LinearRecipe& recipe, std::span<const std::string> skip) {
   MIXPREC_CHECK(amp::gathers_weight_in_fp8(recipe), kWhere,
                 std::string("recipe ") + recipe.name +
                     (recipe.delayed ? " casts the weight with an amax history's scale"
-                                    : " reads the weight with other blocks in grad_input than in "
-                                      "output: one FP8 copy cannot serve both"));
+                                    : " runs a product that reads the weight in high precision"));
+  const bool two_casts = !amp::weight_cast_serves_both_products(recipe);
   const int W = layout.world_size();
   Fp8GatherPlan plan;
   for (const UnitLayout& lay : layout.units()) {
@@ -71,21 +97,16 @@ Fp8GatherPlan plan_fp8_gather(const ShardLayout& layout, const models::Model& mo
         rest_at += slot.numel;
         continue;
       }
-      Fp8Weight w;
-      w.slot = i;
-      w.rows = spec.shape[0];
-      w.cols = spec.shape[1];
-      w.spec = recipe.output.b;
-      w.block = backend::resolved_block(w.spec, w.rows, w.cols);
-      const Shape grid = backend::scale_shape(w.spec, w.rows, w.cols);
-      w.grid_rows = grid[0];
-      w.grid_cols = grid[1];
-      w.grid_offset = plan.grid_size;
-      plan.grid_size += w.grid_rows * w.grid_cols;
-      w.offset = fp8_at;
-      fp8_at += slot.numel;
       u.weight_of_slot[i] = static_cast<int>(u.weights.size());
-      u.weights.push_back(w);
+      u.weights.push_back(weight_cast(i, spec.shape[0], spec.shape[1], WeightCast::output,
+                                      recipe.output.b, plan.grid_size, fp8_at));
+      plan.grid_size += u.weights.back().grid_rows * u.weights.back().grid_cols;
+      if (two_casts) {
+        u.weights_t.push_back(weight_cast(i, spec.shape[0], spec.shape[1], WeightCast::grad_input,
+                                          recipe.grad_input.b, plan.grid_size, fp8_at));
+        plan.grid_size += u.weights_t.back().grid_rows * u.weights_t.back().grid_cols;
+      }
+      fp8_at += slot.numel;
     }
     u.fp8_count.assign(W, 0);
     u.rest_count.assign(W, 0);
@@ -99,44 +120,58 @@ Fp8GatherPlan plan_fp8_gather(const ShardLayout& layout, const models::Model& mo
   return plan;
 }
 
+namespace {
+
+// partial_amaxes for one cast of the weight piece p holds.
+void piece_amaxes(const ShardPiece& p, const Fp8Weight& w, const Tensor& master_shard,
+                  std::span<int64_t> amax_bits) {
+  const std::vector<Segment> segs = segments(p, w.cols);
+  // Each segment's amax per column block, then folded into the grid in order (blocks span
+  // rows: the threads must not write one entry together).
+  const int64_t bc = w.block.cols;
+  std::vector<float> seg_amax(segs.size() * static_cast<std::size_t>(w.grid_cols), 0.0f);
+  parallel_for(static_cast<int64_t>(segs.size()), 4, [&](int64_t s0, int64_t s1) {
+    std::vector<float> buf(static_cast<std::size_t>(w.cols));
+    for (int64_t si = s0; si < s1; ++si) {
+      const Segment& s = segs[static_cast<std::size_t>(si)];
+      widen(master_shard, p, s, buf.data());
+      for (int64_t b = s.col0 / bc; b * bc < s.col1; ++b) {
+        const int64_t c0 = std::max(s.col0, b * bc), c1 = std::min(s.col1, (b + 1) * bc);
+        seg_amax[static_cast<std::size_t>(si * w.grid_cols + b)] =
+            block_amax(buf.data() + (c0 - s.col0), c1 - c0);
+      }
+    }
+  });
+  for (std::size_t si = 0; si < segs.size(); ++si) {
+    const int64_t grid_row = segs[si].row / w.block.rows;
+    for (int64_t b = 0; b < w.grid_cols; ++b) {
+      int64_t& entry =
+          amax_bits[static_cast<std::size_t>(w.grid_offset + grid_row * w.grid_cols + b)];
+      entry = std::max(
+          entry,
+          bits_of(
+              seg_amax[si * static_cast<std::size_t>(w.grid_cols) + static_cast<std::size_t>(b)]));
+    }
+  }
+}
+
+}  // namespace
+
 void partial_amaxes(const UnitLayout& unit, const Fp8UnitPlan& plan, int rank,
                     const Tensor& master_shard, std::span<int64_t> amax_bits) {
   for (const ShardPiece& p : unit.pieces(rank)) {
     const int wi = plan.weight_of_slot[p.slot];
     if (wi < 0) continue;
-    const Fp8Weight& w = plan.weights[static_cast<std::size_t>(wi)];
-    const std::vector<Segment> segs = segments(p, w.cols);
-    // Each segment's amax per column block, then folded into the grid in order (blocks span
-    // rows: the threads must not write one entry together).
-    const int64_t bc = w.block.cols;
-    std::vector<float> seg_amax(segs.size() * static_cast<std::size_t>(w.grid_cols), 0.0f);
-    parallel_for(static_cast<int64_t>(segs.size()), 4, [&](int64_t s0, int64_t s1) {
-      std::vector<float> buf(static_cast<std::size_t>(w.cols));
-      for (int64_t si = s0; si < s1; ++si) {
-        const Segment& s = segs[static_cast<std::size_t>(si)];
-        widen(master_shard, p, s, buf.data());
-        for (int64_t b = s.col0 / bc; b * bc < s.col1; ++b) {
-          const int64_t c0 = std::max(s.col0, b * bc), c1 = std::min(s.col1, (b + 1) * bc);
-          seg_amax[static_cast<std::size_t>(si * w.grid_cols + b)] =
-              block_amax(buf.data() + (c0 - s.col0), c1 - c0);
-        }
-      }
-    });
-    for (std::size_t si = 0; si < segs.size(); ++si) {
-      const int64_t grid_row = segs[si].row / w.block.rows;
-      for (int64_t b = 0; b < w.grid_cols; ++b) {
-        int64_t& entry =
-            amax_bits[static_cast<std::size_t>(w.grid_offset + grid_row * w.grid_cols + b)];
-        entry = std::max(entry, bits_of(seg_amax[si * static_cast<std::size_t>(w.grid_cols) +
-                                                 static_cast<std::size_t>(b)]));
-      }
-    }
+    const auto i = static_cast<std::size_t>(wi);
+    piece_amaxes(p, plan.weights[i], master_shard, amax_bits);
+    if (plan.two_casts()) piece_amaxes(p, plan.weights_t[i], master_shard, amax_bits);
   }
 }
 
-std::vector<Tensor> fp8_scales(const Fp8UnitPlan& plan, std::span<const int64_t> amax_bits) {
+std::vector<Tensor> fp8_scales(std::span<const Fp8Weight> casts,
+                               std::span<const int64_t> amax_bits) {
   std::vector<Tensor> out;
-  for (const Fp8Weight& w : plan.weights) {
+  for (const Fp8Weight& w : casts) {
     Tensor s = Tensor::empty({w.grid_rows, w.grid_cols}, DType::f32);
     float* v = s.data<float>();
     const FloatFormat& f = *info(w.spec.element).format;
@@ -150,23 +185,31 @@ std::vector<Tensor> fp8_scales(const Fp8UnitPlan& plan, std::span<const int64_t>
   return out;
 }
 
-void pack_fp8_sends(const UnitLayout& unit, const Fp8UnitPlan& plan, int rank,
-                    const Tensor& master_shard, const std::vector<Tensor>& scales, Tensor& send_fp8,
-                    Tensor& send_rest) {
-  MIXPREC_CHECK(send_fp8.numel() == plan.fp8_count[static_cast<std::size_t>(rank)] &&
-                    send_rest.numel() == plan.rest_count[static_cast<std::size_t>(rank)],
-                kWhere, "send buffers of the wrong size");
-  int64_t fp8_at = 0, rest_at = 0;
+void pack_rest_sends(const UnitLayout& unit, const Fp8UnitPlan& plan, int rank,
+                     const Tensor& master_shard, Tensor& send_rest) {
+  MIXPREC_CHECK(send_rest.numel() == plan.rest_count[static_cast<std::size_t>(rank)], kWhere,
+                "send buffer of the wrong size");
+  int64_t rest_at = 0;
+  for (const ShardPiece& p : unit.pieces(rank)) {
+    if (plan.weight_of_slot[p.slot] >= 0) continue;
+    send_rest.slice(0, rest_at, rest_at + p.numel())
+        .copy_from(master_shard.slice(0, p.shard_offset, p.shard_offset + p.numel()));
+    rest_at += p.numel();
+  }
+}
+
+void pack_fp8_sends(const UnitLayout& unit, const Fp8UnitPlan& plan, WeightCast cast, int rank,
+                    const Tensor& master_shard, const std::vector<Tensor>& scales,
+                    Tensor& send_fp8) {
+  MIXPREC_CHECK(send_fp8.numel() == plan.fp8_count[static_cast<std::size_t>(rank)], kWhere,
+                "send buffer of the wrong size");
+  const std::vector<Fp8Weight>& casts = plan.casts(cast);
+  int64_t fp8_at = 0;
   auto* q = static_cast<uint8_t*>(send_fp8.raw_data());
   for (const ShardPiece& p : unit.pieces(rank)) {
     const int wi = plan.weight_of_slot[p.slot];
-    if (wi < 0) {
-      send_rest.slice(0, rest_at, rest_at + p.numel())
-          .copy_from(master_shard.slice(0, p.shard_offset, p.shard_offset + p.numel()));
-      rest_at += p.numel();
-      continue;
-    }
-    const Fp8Weight& w = plan.weights[static_cast<std::size_t>(wi)];
+    if (wi < 0) continue;
+    const Fp8Weight& w = casts[static_cast<std::size_t>(wi)];
     const float* v = scales[static_cast<std::size_t>(wi)].data<float>();
     const ScaleForm form = scale_rule_info(w.spec.rule).form;
     const std::vector<Segment> segs = segments(p, w.cols);
@@ -188,7 +231,10 @@ void pack_fp8_sends(const UnitLayout& unit, const Fp8UnitPlan& plan, int rank,
 
 backend::Quantized gathered_weight(const Fp8Weight& w, const Tensor& gathered_fp8,
                                    const Tensor& scales) {
-  return {gathered_fp8.as_strided({w.rows, w.cols}, {w.cols, 1}, w.offset), scales, w.spec};
+  if (w.cast == WeightCast::output)
+    return {gathered_fp8.as_strided({w.rows, w.cols}, {w.cols, 1}, w.offset), scales, w.spec};
+  return {gathered_fp8.as_strided({w.cols, w.rows}, {1, w.cols}, w.offset),
+          scales.transpose(0, 1).contiguous(), w.spec};
 }
 
 }  // namespace mixprec::dist::detail

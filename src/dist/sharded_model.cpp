@@ -87,8 +87,9 @@ void ShardedModel::refresh_fp8_scales(std::size_t first, std::size_t last) {
   const int64_t lo = fp8_->units[a].weights.front().grid_offset;
   int64_t hi = lo;
   for (std::size_t u = a; u < last; ++u)
-    for (const detail::Fp8Weight& w : fp8_->units[u].weights)
-      hi = std::max(hi, w.grid_offset + w.grid_rows * w.grid_cols);
+    for (const auto* casts : {&fp8_->units[u].weights, &fp8_->units[u].weights_t})
+      for (const detail::Fp8Weight& w : *casts)
+        hi = std::max(hi, w.grid_offset + w.grid_rows * w.grid_cols);
   std::vector<int64_t> bits(static_cast<std::size_t>(fp8_->grid_size), 0);
   NoGradGuard no_grad;
   for (std::size_t u = a; u < last; ++u)
@@ -99,7 +100,10 @@ void ShardedModel::refresh_fp8_scales(std::size_t first, std::size_t last) {
   comm_.all_reduce(reduced, ReduceOp::max);  // integer max of f32 bits: NaN wins, exact
   std::copy(reduced.data<int64_t>(), reduced.data<int64_t>() + (hi - lo), bits.begin() + lo);
   for (std::size_t u = a; u < last; ++u)
-    if (has_fp8(u)) units_[u].fp8_scales = detail::fp8_scales(fp8_->units[u], bits);
+    if (has_fp8(u)) {
+      units_[u].fp8_scales = detail::fp8_scales(fp8_->units[u].weights, bits);
+      units_[u].fp8_scales_t = detail::fp8_scales(fp8_->units[u].weights_t, bits);
+    }
 }
 
 void ShardedModel::materialize(uint64_t seed) {
@@ -138,43 +142,101 @@ std::size_t ShardedModel::unit_of(const std::string& unit_name) const {
   throw Error(kWhere, "no unit named '" + unit_name + "'");
 }
 
-bool ShardedModel::resident(std::size_t u) const {
-  const Unit& unit = units_[u];
-  return !unit.leaves.empty() && !unit.gather && !unit.gather_fp8 &&
-         unit.gathered.storage()->resident() &&
-         (!unit.gathered_fp8.defined() || unit.gathered_fp8.storage()->resident());
+ShardedModel::Casts ShardedModel::backward_casts() const {
+  return {.output = model_.activation_checkpoint().every() > 0, .grad_input = true};
 }
 
-void ShardedModel::start_fp8_gather(std::size_t u) {
+bool ShardedModel::two_casts(std::size_t u) const {
+  return has_fp8(u) && fp8_->units[u].two_casts();
+}
+
+Tensor& ShardedModel::fp8_buffer(std::size_t u, amp::WeightCast cast) {
+  Unit& unit = units_[u];
+  return cast == amp::WeightCast::grad_input && two_casts(u) ? unit.gathered_fp8_t
+                                                             : unit.gathered_fp8;
+}
+
+std::unique_ptr<Request>& ShardedModel::fp8_request(std::size_t u, amp::WeightCast cast) {
+  Unit& unit = units_[u];
+  return cast == amp::WeightCast::grad_input && two_casts(u) ? unit.gather_fp8_t : unit.gather_fp8;
+}
+
+namespace {
+
+bool bytes_present(const Tensor& t) {
+  return t.defined() && t.storage()->resident();
+}
+
+// The casts `casts` names, as a list.
+std::vector<amp::WeightCast> cast_list(bool output, bool grad_input) {
+  std::vector<amp::WeightCast> out;
+  if (output) out.push_back(amp::WeightCast::output);
+  if (grad_input) out.push_back(amp::WeightCast::grad_input);
+  return out;
+}
+
+}  // namespace
+
+bool ShardedModel::resident(std::size_t u, Casts casts) const {
+  const Unit& unit = units_[u];
+  if (unit.leaves.empty() || unit.gather || unit.gather_fp8 || unit.gather_fp8_t ||
+      !bytes_present(unit.gathered))
+    return false;
+  if (!has_fp8(u)) return true;
+  auto& self = const_cast<ShardedModel&>(*this);  // fp8_buffer only picks a member
+  for (const amp::WeightCast c : cast_list(casts.output, casts.grad_input))
+    if (!bytes_present(self.fp8_buffer(u, c))) return false;
+  return true;
+}
+
+void ShardedModel::start_fp8_gather(std::size_t u, amp::WeightCast cast) {
   Unit& unit = units_[u];
   const detail::Fp8UnitPlan& plan = fp8_->units[u];
   if (unit.fp8_scales.empty()) refresh_fp8_scales(u, u + 1);  // once per step
   const DType element = plan.weights.front().spec.element;
-  const auto mine = static_cast<std::size_t>(comm_.rank());
-  unit.send_fp8 = Tensor::empty({plan.fp8_count[mine]}, element);
-  unit.send = Tensor::empty({plan.rest_count[mine]}, policy_.param_dtype);
-  detail::pack_fp8_sends(layout_.units()[u], plan, comm_.rank(), unit.master, unit.fp8_scales,
-                         unit.send_fp8, unit.send);
-  if (!unit.gathered.defined()) {
-    unit.gathered = Tensor::empty({plan.rest_total}, policy_.param_dtype);
+  if (!unit.gathered_fp8.defined()) {  // both casts' buffers, bytes only while gathered
     unit.gathered_fp8 = Tensor::empty({plan.fp8_total}, element);
+    unit.gathered_fp8.storage()->release();
+    if (plan.two_casts()) {
+      unit.gathered_fp8_t = Tensor::empty({plan.fp8_total}, element);
+      unit.gathered_fp8_t.storage()->release();
+    }
   }
-  unit.gathered.storage()->reacquire();
-  unit.gathered_fp8.storage()->reacquire();
-  if (plan.rest_total > 0)
-    unit.gather = comm_.start_all_gather_v(unit.send, unit.gathered, plan.rest_count);
-  unit.gather_fp8 = comm_.start_all_gather_v(unit.send_fp8, unit.gathered_fp8, plan.fp8_count);
+  const auto mine = static_cast<std::size_t>(comm_.rank());
+  const bool t = cast == amp::WeightCast::grad_input && plan.two_casts();
+  Tensor& send = t ? unit.send_fp8_t : unit.send_fp8;
+  send = Tensor::empty({plan.fp8_count[mine]}, element);
+  detail::pack_fp8_sends(layout_.units()[u], plan, cast, comm_.rank(), unit.master,
+                         t ? unit.fp8_scales_t : unit.fp8_scales, send);
+  Tensor& gathered = fp8_buffer(u, cast);
+  gathered.storage()->reacquire();
+  fp8_request(u, cast) = comm_.start_all_gather_v(send, gathered, plan.fp8_count);
 }
 
-void ShardedModel::start_gather(std::size_t u) {
+void ShardedModel::start_rest_gather(std::size_t u) {
   Unit& unit = units_[u];
-  if (unit.gather || unit.gather_fp8 || resident(u)) return;  // in flight, or there already
+  const detail::Fp8UnitPlan& plan = fp8_->units[u];
+  unit.send =
+      Tensor::empty({plan.rest_count[static_cast<std::size_t>(comm_.rank())]}, policy_.param_dtype);
+  detail::pack_rest_sends(layout_.units()[u], plan, comm_.rank(), unit.master, unit.send);
+  if (!unit.gathered.defined())
+    unit.gathered = Tensor::empty({plan.rest_total}, policy_.param_dtype);
+  unit.gathered.storage()->reacquire();
+  if (plan.rest_total > 0)
+    unit.gather = comm_.start_all_gather_v(unit.send, unit.gathered, plan.rest_count);
+}
+
+void ShardedModel::start_gather(std::size_t u, Casts casts) {
+  Unit& unit = units_[u];
   MIXPREC_CHECK(unit.master.defined(), kWhere, "materialize() was not called");
   NoGradGuard no_grad;
-  if (has_fp8(u)) {
-    start_fp8_gather(u);
+  if (has_fp8(u)) {  // each part that is neither there nor on its way
+    if (!unit.gather && !bytes_present(unit.gathered)) start_rest_gather(u);
+    for (const amp::WeightCast c : cast_list(casts.output, casts.grad_input))
+      if (!fp8_request(u, c) && !bytes_present(fp8_buffer(u, c))) start_fp8_gather(u, c);
     return;
   }
+  if (unit.gather || resident(u)) return;  // in flight, or there already
   // The working copy is the master rounded to nearest even, as Parameter::refresh makes it.
   unit.send = policy_.param_dtype == unit.master.dtype() ? unit.master
                                                          : unit.master.to(policy_.param_dtype);
@@ -185,16 +247,16 @@ void ShardedModel::start_gather(std::size_t u) {
   unit.gather = comm_.start_all_gather(unit.send, unit.gathered);
 }
 
-void ShardedModel::wait_gather(std::size_t u) {
+void ShardedModel::wait_gather(std::size_t u, Casts casts) {
   Unit& unit = units_[u];
-  if (resident(u)) return;
-  start_gather(u);
-  for (std::unique_ptr<Request>* r : {&unit.gather, &unit.gather_fp8})
+  if (resident(u, casts)) return;
+  start_gather(u, casts);
+  for (std::unique_ptr<Request>* r : {&unit.gather, &unit.gather_fp8, &unit.gather_fp8_t})
     if (*r) {
       (*r)->wait();
       r->reset();
     }
-  unit.send = unit.send_fp8 = Tensor();
+  unit.send = unit.send_fp8 = unit.send_fp8_t = Tensor();
   if (!unit.leaves.empty()) return;  // gathered again for the backward: same leaves
   make_leaves(u);
 }
@@ -211,8 +273,14 @@ void ShardedModel::make_leaves(std::size_t u) {
     if (fp8 >= 0) {
       leaf = amp::fp8_weight_placeholder(p.shape, policy_.param_dtype);
       const auto w = static_cast<std::size_t>(fp8);
-      amp::file_fp8_weight(leaf, detail::gathered_weight(fp8_->units[u].weights[w],
-                                                         unit.gathered_fp8, unit.fp8_scales[w]));
+      const detail::Fp8UnitPlan& plan = fp8_->units[u];
+      amp::file_fp8_weight(
+          leaf, detail::gathered_weight(plan.weights[w], unit.gathered_fp8, unit.fp8_scales[w]));
+      if (plan.two_casts())
+        amp::file_fp8_weight(
+            leaf,
+            detail::gathered_weight(plan.weights_t[w], unit.gathered_fp8_t, unit.fp8_scales_t[w]),
+            amp::WeightCast::grad_input);
     } else {
       const int64_t at = has_fp8(u) ? fp8_->units[u].rest_offset[i] : p.offset;
       leaf = unit.gathered.as_strided(p.shape, contiguous_strides(p.shape), at);
@@ -232,15 +300,15 @@ void ShardedModel::forget_fp8_leaves(std::size_t u) {
 
 void ShardedModel::release_gathered(std::size_t u, bool drop_leaves) {
   Unit& unit = units_[u];
-  for (std::unique_ptr<Request>* r : {&unit.gather, &unit.gather_fp8})
+  for (std::unique_ptr<Request>* r : {&unit.gather, &unit.gather_fp8, &unit.gather_fp8_t})
     if (*r) {
       (*r)->wait();
       r->reset();
     }
-  unit.send = unit.send_fp8 = Tensor();
+  unit.send = unit.send_fp8 = unit.send_fp8_t = Tensor();
   // The graph may still hold views of these bytes; they are gathered again before its use.
-  if (unit.gathered.defined()) unit.gathered.storage()->release();
-  if (unit.gathered_fp8.defined()) unit.gathered_fp8.storage()->release();
+  for (Tensor* t : {&unit.gathered, &unit.gathered_fp8, &unit.gathered_fp8_t})
+    if (t->defined()) t->storage()->release();
   if (!drop_leaves) return;
   forget_fp8_leaves(u);
   // The graph outlives the step (the loss and the router logits hold it) and with it the
@@ -279,7 +347,9 @@ const Tensor& ShardedModel::weight(std::string_view name) {
   const auto it = param_unit_.find(name);
   MIXPREC_CHECK(it != param_unit_.end(), kWhere, "no parameter named '" + std::string(name) + "'");
   Unit& unit = units_[it->second];
-  MIXPREC_CHECK(resident(it->second), kWhere,
+  // The linears read FP8 weights' bytes through their filed forms: a released one is an
+  // Error there. Here: the leaves and the other parameters' bytes.
+  MIXPREC_CHECK(resident(it->second, {.output = false}), kWhere,
                 "weight '" + std::string(name) + "' used while its unit '" +
                     layout_.units()[it->second].name +
                     "' is not gathered (call begin_step() before the forward)");
@@ -306,7 +376,11 @@ void ShardedModel::sum_counts_over_ranks(std::vector<int64_t>& counts) {
 Tensor ShardedModel::leave_unit(const std::string& unit_name, const Tensor& y) {
   const std::size_t u = unit_of(unit_name);
   if (u == 0) {  // the root stays gathered for the backward; note which weights it read
-    if (training_) note_used(0);
+    if (training_) {
+      note_used(0);
+      // Its backward comes next, with no boundary of its own: grad_input's casts now.
+      if (two_casts(0)) wait_gather(0, {.output = true, .grad_input = true});
+    }
     return y;
   }
   // The last block's backward comes first: keep it rather than free and gather it again.
@@ -317,11 +391,11 @@ Tensor ShardedModel::leave_unit(const std::string& unit_name, const Tensor& y) {
 }
 
 void ShardedModel::on_backward_begin(std::size_t u) {
-  wait_gather(u);
+  wait_gather(u, backward_casts());
   // The graph's leaves are this unit's leaves: their gradients accumulate straight into the
   // unit's flat gradient buffer.
   set_grad_views(u);
-  if (options_.prefetch && u > 1) start_gather(u - 1);
+  if (options_.prefetch && u > 1) start_gather(u - 1, backward_casts());
 }
 
 void ShardedModel::note_used(std::size_t u) {
@@ -486,6 +560,10 @@ std::string ShardedModel::describe() const {
   return text + "; FP8 all-gather of " + std::to_string(weights) + " linear weights (" +
          std::to_string(elements) + " of " + std::to_string(layout_.numel()) + " parameters) as " +
          backend::describe(options_.fp8_all_gather->output.b) +
+         (amp::weight_cast_serves_both_products(*options_.fp8_all_gather)
+              ? ""
+              : " (output) and " + backend::describe(options_.fp8_all_gather->grad_input.b) +
+                    " (grad_input, gathered for the backward)") +
          (options_.precompute_fp8_scales ? ", scales precomputed in one all-reduce per forward"
                                          : ", one amax all-reduce per unit");
 }

@@ -55,16 +55,17 @@ Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, 
 namespace {
 
 // An FP8-gathered weight serves the recipe's output and grad_input products as it is: it must
-// have been cast by that recipe's weight spec (the gather casts by the same table line).
+// have been cast by that product's weight spec (the gather casts by the same table line).
 void check_filed_weight(const char* op, const backend::Quantized& w,
-                        const amp::LinearRecipe* recipe) {
+                        const amp::LinearRecipe* recipe, amp::WeightCast cast) {
   const std::string path(amp::module_path());
   MIXPREC_CHECK(recipe != nullptr, op,
                 "the weight of '" + path +
                     "' was all-gathered in FP8 (enable_fsdp_float8_all_gather), but this linear "
                     "runs no FP8 recipe here (an fp32 module or op override keeps it out); add '" +
                     path + "' to filter_fqns");
-  const backend::QuantSpec& want = recipe->output.b;
+  const backend::QuantSpec& want =
+      cast == amp::WeightCast::output ? recipe->output.b : recipe->grad_input.b;
   MIXPREC_CHECK(
       amp::gathers_weight_in_fp8(*recipe) && w.spec.element == want.element &&
           w.spec.block == want.block && w.spec.rule == want.rule && w.spec.pow2 == want.pow2,
@@ -103,7 +104,14 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
                   "the weight of '" + std::string(amp::module_path()) +
                       "' is a view of an FP8-gathered weight (" +
                       shape_to_string(p.w_fp8->data.shape()) + "); only the whole weight is read");
-    check_filed_weight(op, *p.w_fp8, p.recipe);
+    check_filed_weight(op, *p.w_fp8, p.recipe, amp::WeightCast::output);
+    // grad_input's own cast, where the recipe's output cast does not serve it (rowwise, MX).
+    p.w_fp8_t = amp::filed_fp8_weight(weight, amp::WeightCast::grad_input);
+    if (p.w_fp8_t) check_filed_weight(op, *p.w_fp8_t, p.recipe, amp::WeightCast::grad_input);
+    MIXPREC_CHECK(p.w_fp8_t || amp::weight_cast_serves_both_products(*p.recipe), op,
+                  "the weight of '" + std::string(amp::module_path()) +
+                      "' was all-gathered in FP8 for output only; recipe " + p.recipe->name +
+                      " reads it with other blocks in grad_input");
   } else
     p.w = precision_operand(weight.detach().contiguous(), p.precision);
   if (p.recipe && p.recipe->delayed) {
@@ -153,8 +161,11 @@ LinearProduct::Grads LinearProduct::start_backward(const Tensor& dy, bool want_x
 
 void LinearProduct::grad_x(const Grads& g) const {
   if (recipe && recipe->grad_input.fp8) {  // dX = dY·W: A = dY [rows, out], B = Wᵀ [in, out]
-    std::optional<backend::Quantized> wt;  // the gathered FP8 weight's bytes and scales transposed
-    if (w_fp8)
+    // The gathered FP8 weight: grad_input's own cast, or output's bytes and scales transposed.
+    std::optional<backend::Quantized> wt;
+    if (w_fp8_t)
+      wt = backend::Quantized{w_fp8_t->data.contiguous(), w_fp8_t->scales, w_fp8_t->spec};
+    else if (w_fp8)
       wt = backend::Quantized{w_fp8->data.transpose(0, 1).contiguous(),
                               w_fp8->scales.transpose(0, 1).contiguous(), recipe->grad_input.b};
     g.dx.view({rows, in})

@@ -21,6 +21,7 @@ struct LinearProduct {
   // The weight as FSDP's FP8 all-gather delivered it (amp/fp8_weights.h): the output product's
   // weight operand, transposed for grad_input's; the weight itself has no bytes.
   std::optional<backend::Quantized> w_fp8;
+  std::optional<backend::Quantized> w_fp8_t;  // grad_input's own cast of it (Wᵀ), if filed
   DType w_dtype = DType::f32;
   // The input as the output product's FP8 cast, kept for backward instead of x2 (policy
   // save_fp8_activations; linear_recipe.h saves_fp8_input).
@@ -51,6 +52,7 @@ struct LinearProduct {
   void release() {
     x2 = w = b = Tensor();
     w_fp8.reset();
+    w_fp8_t.reset();
     x_fp8.reset();
   }
   // With save_fp8_activations in force and a recipe that allows it: x cast once for the output

@@ -123,6 +123,10 @@ const std::vector<std::string> kFp8GatherTensorwise = {
     "quantize.linear.float8.recipe_name=tensorwise",
     "quantize.linear.float8.enable_fsdp_float8_all_gather=true",
     "quantize.linear.float8.precompute_float8_dynamic_scale_for_fsdp=true"};
+// Rowwise: two casts of each weight (rows for output, columns for grad_input), gathered apart.
+const std::vector<std::string> kFp8GatherRowwise = {
+    "quantize.linear.float8.recipe_name=rowwise",
+    "quantize.linear.float8.enable_fsdp_float8_all_gather=true"};
 const std::vector<std::string> kFp8GatherBlockwise = {
     "quantize.linear.float8.recipe_name=deepseek_v3",
     "quantize.linear.float8.enable_fsdp_float8_all_gather=true"};
@@ -159,23 +163,23 @@ TEST_P(TwoRanks, FollowTheOneRankTrajectory) {
 
 INSTANTIATE_TEST_SUITE_P(
     Policies, TwoRanks,
-    ::testing::Values(Case{"gpt", "fp32", 1e-5, 0}, Case{"moe", "fp32", 1e-5, 0},
-                      Case{"gpt", "bf16-mixed", 0, 2e-2}, Case{"moe", "bf16-mixed", 0, 2e-2},
-                      Case{"gpt", "fp32", 1e-5, 0, "sgd"},
-                      Case{"gpt", "fp32", 1e-5, 0, "adam-mini"},
-                      Case{"moe", "fp32", 1e-5, 0, "adamw", kAuxLoss, "aux_loss"},
-                      Case{"moe", "fp32", 1e-5, 0, "adamw", kDeepSeek, "deepseek_bias"},
-                      Case{"moe", "bf16-mixed", 0, 2e-2, "adamw", kDeepSeek, "deepseek_bias"},
-                      Case{"gpt", "fp32", 1e-5, 0, "adamw", kAccumulate, "accumulate"},
-                      Case{"moe", "fp32", 1e-5, 0, "adamw", kAccumulate, "accumulate"},
-                      Case{"moe", "fp32", 1e-5, 0, "adamw", kEverything, "everything"},
-                      // Delayed FP8 scaling: amaxes maximized over the ranks, so both world
-                      // sizes cast with the scales of the whole batch.
-                      Case{"gpt", "te_delayed", 0, 2e-2},
-                      Case{"gpt", "bf16-mixed", 0, 2e-2, "adamw", kFp8GatherTensorwise,
-                           "fp8_all_gather"},
-                      Case{"moe", "bf16-mixed", 0, 2e-2, "adamw", kFp8GatherBlockwise,
-                           "fp8_all_gather_blockwise"}),
+    ::testing::Values(
+        Case{"gpt", "fp32", 1e-5, 0}, Case{"moe", "fp32", 1e-5, 0},
+        Case{"gpt", "bf16-mixed", 0, 2e-2}, Case{"moe", "bf16-mixed", 0, 2e-2},
+        Case{"gpt", "fp32", 1e-5, 0, "sgd"}, Case{"gpt", "fp32", 1e-5, 0, "adam-mini"},
+        Case{"moe", "fp32", 1e-5, 0, "adamw", kAuxLoss, "aux_loss"},
+        Case{"moe", "fp32", 1e-5, 0, "adamw", kDeepSeek, "deepseek_bias"},
+        Case{"moe", "bf16-mixed", 0, 2e-2, "adamw", kDeepSeek, "deepseek_bias"},
+        Case{"gpt", "fp32", 1e-5, 0, "adamw", kAccumulate, "accumulate"},
+        Case{"moe", "fp32", 1e-5, 0, "adamw", kAccumulate, "accumulate"},
+        Case{"moe", "fp32", 1e-5, 0, "adamw", kEverything, "everything"},
+        // Delayed FP8 scaling: amaxes maximized over the ranks, so both world
+        // sizes cast with the scales of the whole batch.
+        Case{"gpt", "te_delayed", 0, 2e-2},
+        Case{"gpt", "bf16-mixed", 0, 2e-2, "adamw", kFp8GatherTensorwise, "fp8_all_gather"},
+        Case{"moe", "bf16-mixed", 0, 2e-2, "adamw", kFp8GatherBlockwise,
+             "fp8_all_gather_blockwise"},
+        Case{"gpt", "bf16-mixed", 0, 2e-2, "adamw", kFp8GatherRowwise, "fp8_all_gather_rowwise"}),
     [](const auto& info) {
       std::string n =
           std::string(info.param.kind) + "_" + info.param.precision + "_" + info.param.optimizer;

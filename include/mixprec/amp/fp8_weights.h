@@ -8,6 +8,7 @@
 // reads the whole weight).
 #pragma once
 
+#include <cstdint>
 #include <optional>
 
 #include "mixprec/backend/quantized.h"
@@ -15,15 +16,22 @@
 
 namespace mixprec::amp {
 
+// The product a weight's filed form is for: output reads W [out, in] as filed, grad_input Wᵀ
+// [in, out]. A recipe whose one cast serves both files only output's: grad_input transposes it.
+enum class WeightCast : uint8_t { output, grad_input };
+
 // The tensor the model reads as such a weight: its shape and dtype over one released element
 // (strides 0), so any read of its values is an Error, while autograd accumulates its gradient
 // as any leaf's. Each has its own storage: the filed form is keyed by it.
 Tensor fp8_weight_placeholder(const Shape& shape, DType dtype);
 
-// Files q (data [out, in], scales by its spec) for `weight` until forget_fp8_weight.
-void file_fp8_weight(const Tensor& weight, backend::Quantized q);
-void forget_fp8_weight(const Tensor& weight);
-// The filed form of `weight`, if any.
-std::optional<backend::Quantized> filed_fp8_weight(const Tensor& weight);
+// Files q for `weight` and product `cast` until forget_fp8_weight: for output data [out, in],
+// for grad_input [in, out] (a view: it may be strided), scales by its spec.
+void file_fp8_weight(const Tensor& weight, backend::Quantized q,
+                     WeightCast cast = WeightCast::output);
+void forget_fp8_weight(const Tensor& weight);  // both products' forms
+// The filed form of `weight` for `cast`, if any.
+std::optional<backend::Quantized> filed_fp8_weight(const Tensor& weight,
+                                                   WeightCast cast = WeightCast::output);
 
 }  // namespace mixprec::amp

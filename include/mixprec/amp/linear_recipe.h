@@ -86,8 +86,9 @@ bool recipe_converts(const LinearRecipe& r, std::span<const std::string> skip,
 // (FSDP's FP8 all-gather) is exact for both. Row scales and 1x32 blocks run along the other
 // dim in grad_input and need a second cast.
 bool weight_cast_serves_both_products(const LinearRecipe& r);
-// The recipes FSDP's FP8 all-gather runs (enable_fsdp_float8_all_gather): one weight cast
-// serves both products, and its scale comes from the weight's current amax (not a history).
+// The recipes FSDP's FP8 all-gather runs (enable_fsdp_float8_all_gather): output and
+// grad_input both read the weight in FP8, with scales from its current amax (not a history).
+// Where one cast does not serve both, each product's cast is gathered (dist/fp8_gather.h).
 bool gathers_weight_in_fp8(const LinearRecipe& r);
 // True when a linear may save its input for backward as the output product's FP8 cast (policy
 // save_fp8_activations, DeepSeek-V3's cached FP8 activations): grad_weight is an FP8 product

@@ -22,7 +22,9 @@
 //               as its gather starts, or for all at begin_step with precompute_fp8_scales) and
 //               all-gathered as FP8 bytes, the other parameters in the param dtype (fp8_gather.h
 //               has the wire layout). The model reads such a weight as a placeholder without
-//               bytes, its FP8 form filed for the linear (amp/fp8_weights.h);
+//               bytes, its FP8 form filed for the linear (amp/fp8_weights.h). A recipe
+//               with two weight casts (rowwise, MX) gathers output's for the forward and
+//               grad_input's for the backward (UnitCasts);
 //   optimizer   any of the library's, on this rank's pieces (Parameter::shard_piece), one per
 //               parameter overlapping the shard; join(scaler) all-reduces the non-finite flag
 //               and global_norm() the gradient norm, so every rank takes the same decision.
@@ -48,6 +50,7 @@
 #include <string>
 #include <vector>
 
+#include "mixprec/amp/fp8_weights.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/dist/agreement.h"
 #include "mixprec/dist/communicator.h"
@@ -60,6 +63,13 @@ namespace mixprec::dist {
 namespace detail {
 struct Fp8GatherPlan;
 }
+
+// Which FP8 weight casts a use of a unit reads (fp8_gather.h): the forward the output
+// product's; the backward grad_input's, and output's again when it recomputes the forward
+// (activation checkpoints). Where the recipe has one cast it serves both.
+struct UnitCasts {
+  bool output = true, grad_input = false;
+};
 
 class ShardedModel final : public Parallelism, public models::UnitHooks {
  public:
@@ -128,6 +138,10 @@ class ShardedModel final : public Parallelism, public models::UnitHooks {
     Tensor send_fp8, gathered_fp8;
     std::unique_ptr<Request> gather_fp8;
     std::vector<Tensor> fp8_scales;
+    // grad_input's own casts where the recipe has two (fp8_gather.h), gathered for backward.
+    Tensor send_fp8_t, gathered_fp8_t;
+    std::unique_ptr<Request> gather_fp8_t;
+    std::vector<Tensor> fp8_scales_t;
     std::map<std::string, Tensor, std::less<>> leaves;  // views of gathered, fresh per step
     Tensor full_grad;                                   // [padded] reduce dtype, in backward
     Tensor grad_shard;                                  // [shard] reduce dtype
@@ -135,11 +149,15 @@ class ShardedModel final : public Parallelism, public models::UnitHooks {
     bool reduced = false;  // reduce-scatter started this step
   };
 
+  using Casts = UnitCasts;
+  Casts backward_casts() const;
+
   std::size_t unit_of(const std::string& unit_name) const;
-  void start_gather(std::size_t u);
-  void wait_gather(std::size_t u);  // then creates the unit's leaves
+  void start_gather(std::size_t u, Casts casts = {});
+  void wait_gather(std::size_t u, Casts casts = {});  // then creates the unit's leaves
   void release_gathered(std::size_t u, bool drop_leaves);
-  bool resident(std::size_t u) const;  // gathered, no gather in flight, bytes present
+  // Gathered for `casts`: leaves made, no gather in flight, their bytes present.
+  bool resident(std::size_t u, Casts casts = {}) const;
   void start_reduce(std::size_t u);
   void finish_reduce(std::size_t u);
   void note_used(std::size_t u);  // which of the unit's leaves this step's graph read  // waits,
@@ -148,7 +166,12 @@ class ShardedModel final : public Parallelism, public models::UnitHooks {
   bool has_fp8(std::size_t u) const;
   // This step's scales of the FP8 weights of units [first, last): one MAX all-reduce.
   void refresh_fp8_scales(std::size_t first, std::size_t last);
-  void start_fp8_gather(std::size_t u);
+  bool two_casts(std::size_t u) const;
+  // The bytes and gather of unit u's FP8 cast for `cast` (gathered_fp8 where one serves both).
+  Tensor& fp8_buffer(std::size_t u, amp::WeightCast cast);
+  std::unique_ptr<Request>& fp8_request(std::size_t u, amp::WeightCast cast);
+  void start_fp8_gather(std::size_t u, amp::WeightCast cast);
+  void start_rest_gather(std::size_t u);
   void make_leaves(std::size_t u);
   void forget_fp8_leaves(std::size_t u);
 

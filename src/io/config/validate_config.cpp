@@ -296,8 +296,8 @@ void resolve_grouped(TrainConfig& config, const Checker& c) {
 }
 
 // [quantize.linear.float8] / [quantize.linear.mx] into the policy's linear recipe.
-// The recipes FSDP's FP8 all-gather runs: one weight cast serves both products, from the
-// current amax.
+// The recipes FSDP's FP8 all-gather runs: both products read the weight in FP8, with scales
+// from its current amax.
 std::string fp8_all_gather_recipes() {
   std::string out;
   for (const amp::LinearRecipe& r : amp::linear_recipes())
@@ -343,10 +343,11 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
         "is not a " + std::string(name) + " recipe; valid: " + amp::linear_recipe_names(name));
     if (q->enable_fsdp_float8_all_gather)
       c.require(amp::gathers_weight_in_fp8(*recipe), section + ".enable_fsdp_float8_all_gather",
-                "needs a recipe whose one weight cast serves output and grad_input (" +
+                "needs a recipe that casts the weight by its current amax for output and "
+                "grad_input (" +
                     fp8_all_gather_recipes() + "); " + recipe->name +
                     (recipe->delayed ? " casts with amax histories"
-                                     : " scales the weight along the other dim in grad_input"));
+                                     : " reads the weight in high precision"));
     c.require(!q->precompute_float8_dynamic_scale_for_fsdp || q->enable_fsdp_float8_all_gather,
               section + ".precompute_float8_dynamic_scale_for_fsdp",
               "is set without enable_fsdp_float8_all_gather = true (it precomputes that "

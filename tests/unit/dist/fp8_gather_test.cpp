@@ -53,7 +53,8 @@ TEST(Fp8Gather, EveryWorldSizeGathersTheBytesOfQuantizingEachWholeMaster) {
       models::testing::transformer(models::testing::fp8_tiny_config());
   const std::vector<std::string> skip = {"lm_head"};
   for (const char* name :
-       {"tensorwise", "te_current", "te_blockwise", "deepseek_v3", "deepseek_v3_ue8m0"}) {
+       {"tensorwise", "te_current", "te_blockwise", "deepseek_v3", "deepseek_v3_ue8m0", "rowwise",
+        "rowwise_with_gw_hp", "mxfp8_cublas", "mxfp8_cublas_rceil"}) {
     const amp::LinearRecipe& recipe = *amp::find_any_linear_recipe(name);
     for (const int W : {1, 2, 3, 5}) {
       SCOPED_TRACE(std::string(name) + " at world size " + std::to_string(W));
@@ -66,43 +67,58 @@ TEST(Fp8Gather, EveryWorldSizeGathersTheBytesOfQuantizingEachWholeMaster) {
         const detail::Fp8UnitPlan& up = plan.units[u];
         fp8_weights += static_cast<int64_t>(up.weights.size());
         if (!up.any()) continue;
+        // Two casts exactly where one does not serve both products.
+        EXPECT_EQ(up.two_casts(), !amp::weight_cast_serves_both_products(recipe));
         std::vector<int64_t> amax(static_cast<std::size_t>(plan.grid_size), 0);
+        auto shard_of = [&](int r) {
+          return masters[u].slice(0, r * lay.shard, (r + 1) * lay.shard);
+        };
         for (int r = 0; r < W; ++r) {  // each rank's partials, then the MAX all-reduce
           std::vector<int64_t> mine(amax.size(), 0);
-          detail::partial_amaxes(lay, up, r,
-                                 masters[u].slice(0, r * lay.shard, (r + 1) * lay.shard), mine);
+          detail::partial_amaxes(lay, up, r, shard_of(r), mine);
           for (std::size_t i = 0; i < amax.size(); ++i) amax[i] = std::max(amax[i], mine[i]);
         }
-        const std::vector<Tensor> scales = detail::fp8_scales(up, amax);
-        const DType element = recipe.output.b.element;
-        Tensor gathered_fp8 = Tensor::empty({up.fp8_total}, element);
         Tensor gathered_rest = Tensor::empty({up.rest_total}, DType::bf16);
-        int64_t fp8_at = 0, rest_at = 0;
-        for (int r = 0; r < W; ++r) {  // the all-gather: rank r's parts after rank r-1's
-          const int64_t nf = up.fp8_count[static_cast<std::size_t>(r)];
+        int64_t rest_at = 0;
+        for (int r = 0; r < W; ++r) {
           const int64_t nr = up.rest_count[static_cast<std::size_t>(r)];
-          Tensor send_fp8 = gathered_fp8.slice(0, fp8_at, fp8_at + nf);
           Tensor send_rest = gathered_rest.slice(0, rest_at, rest_at + nr);
-          detail::pack_fp8_sends(lay, up, r,
-                                 masters[u].slice(0, r * lay.shard, (r + 1) * lay.shard), scales,
-                                 send_fp8, send_rest);
-          fp8_at += nf;
+          detail::pack_rest_sends(lay, up, r, shard_of(r), send_rest);
           rest_at += nr;
         }
-        EXPECT_EQ(fp8_at, up.fp8_total);
         EXPECT_EQ(rest_at, up.rest_total);
-        for (std::size_t i = 0; i < up.weights.size(); ++i) {
-          const detail::Fp8Weight& w = up.weights[i];
-          const ParamSlot& slot = lay.params[w.slot];
-          const Tensor whole =
-              masters[u].slice(0, slot.offset, slot.offset + slot.numel).view({w.rows, w.cols});
-          const backend::Quantized got = detail::gathered_weight(w, gathered_fp8, scales[i]);
-          for (const backend::Backend* be :
-               {&backend::cpu_backend(), &backend::reference_backend()}) {
-            const backend::Quantized want = be->quantize(whole, recipe.output.b);
-            expect_same_bytes(got.data, want.data, slot.name + " data by " + std::string(be->name));
-            expect_same_bytes(got.scales, want.scales,
-                              slot.name + " scales by " + std::string(be->name));
+        for (const amp::WeightCast cast : {amp::WeightCast::output, amp::WeightCast::grad_input}) {
+          if (cast == amp::WeightCast::grad_input && !up.two_casts()) continue;
+          const std::vector<detail::Fp8Weight>& casts = up.casts(cast);
+          const std::vector<Tensor> scales = detail::fp8_scales(casts, amax);
+          const backend::QuantSpec& spec =
+              cast == amp::WeightCast::output ? recipe.output.b : recipe.grad_input.b;
+          Tensor gathered_fp8 = Tensor::empty({up.fp8_total}, spec.element);
+          int64_t fp8_at = 0;
+          for (int r = 0; r < W; ++r) {  // the all-gather: rank r's part after rank r-1's
+            const int64_t nf = up.fp8_count[static_cast<std::size_t>(r)];
+            Tensor send_fp8 = gathered_fp8.slice(0, fp8_at, fp8_at + nf);
+            detail::pack_fp8_sends(lay, up, cast, r, shard_of(r), scales, send_fp8);
+            fp8_at += nf;
+          }
+          EXPECT_EQ(fp8_at, up.fp8_total);
+          for (std::size_t i = 0; i < casts.size(); ++i) {
+            const detail::Fp8Weight& w = casts[i];
+            const ParamSlot& slot = lay.params[w.slot];
+            Tensor whole =
+                masters[u].slice(0, slot.offset, slot.offset + slot.numel).view({w.rows, w.cols});
+            // grad_input's operand is Wᵀ, quantized whole by its own spec.
+            if (cast == amp::WeightCast::grad_input) whole = whole.transpose(0, 1).contiguous();
+            const backend::Quantized got = detail::gathered_weight(w, gathered_fp8, scales[i]);
+            const std::string what =
+                slot.name + (cast == amp::WeightCast::output ? " (output)" : " (grad_input)");
+            for (const backend::Backend* be :
+                 {&backend::cpu_backend(), &backend::reference_backend()}) {
+              const backend::Quantized want = be->quantize(whole, spec);
+              expect_same_bytes(got.data, want.data, what + " data by " + std::string(be->name));
+              expect_same_bytes(got.scales, want.scales,
+                                what + " scales by " + std::string(be->name));
+            }
           }
         }
         for (std::size_t i = 0; i < lay.params.size(); ++i) {
@@ -119,14 +135,14 @@ TEST(Fp8Gather, EveryWorldSizeGathersTheBytesOfQuantizingEachWholeMaster) {
   }
 }
 
-TEST(Fp8Gather, RecipesThatScaleTheWeightAlongTheOtherDimAreRefused) {
+TEST(Fp8Gather, DelayedScalingIsRefused) {
+  // Its scales come from amax histories, not the master's current amax.
   const models::Transformer model =
       models::testing::transformer(models::testing::fp8_tiny_config());
   const ShardLayout layout(model, 2);
-  for (const char* name : {"rowwise", "rowwise_with_gw_hp", "mxfp8_cublas"})
-    EXPECT_THROW(detail::plan_fp8_gather(layout, model, *amp::find_any_linear_recipe(name), {}),
-                 Error)
-        << name;
+  EXPECT_THROW(
+      detail::plan_fp8_gather(layout, model, *amp::find_any_linear_recipe("te_delayed"), {}),
+      Error);
 }
 
 // bf16-mixed with the linear recipe `name` on every linear but lm_head.
@@ -187,6 +203,45 @@ TEST(Fp8Gather, ShardedModelFilesTheGatheredWeightsForTheLinears) {
     ASSERT_TRUE(piece->grad().defined()) << piece->name();
     for (const double g : piece->grad().to_doubles())
       ASSERT_TRUE(std::isfinite(g)) << piece->name();
+  }
+}
+
+// A recipe with two weight casts (rowwise, MX): the forward reads output's, the backward
+// grad_input's, gathered again after resharding, with output's too when the backward recomputes
+// the forward (activation checkpoints). Every way of running the step gives the same gradients,
+// bit for bit, and the backward's product reads grad_input's own cast (the linear refuses to
+// run grad_input from a transposed output cast it cannot serve).
+TEST(Fp8Gather, TwoCastRecipesGatherGradInputsCastForTheBackward) {
+  const config::ModelConfig mc = models::testing::fp8_tiny_config();
+  for (const char* name : {"rowwise", "mxfp8_cublas"}) {
+    SCOPED_TRACE(name);
+    const amp::MixedPrecisionPolicy policy = recipe_policy(name);
+    std::vector<std::vector<double>> runs;
+    for (const bool reshard : {true, false})
+      for (const char* ac : {"none", "full"}) {
+        SCOPED_TRACE(std::string(reshard ? "reshard" : "keep") + ", activation checkpoint " + ac);
+        models::Transformer model = models::testing::transformer(mc);
+        config::ActivationCheckpointConfig acc;
+        acc.mode = ac;
+        model.set_activation_checkpoint(models::ActivationCheckpoint::from_config(acc));
+        const auto comm = make_single_process_communicator();
+        ShardedModel sharded(model, *comm, policy,
+                             {.reshard_after_forward = reshard,
+                              .fp8_all_gather = policy.linear_recipe,
+                              .fp8_skip = policy.linear_skip});
+        sharded.materialize(3);
+        const Tensor loss = forward_loss(model, sharded, policy, mc);
+        loss.backward();
+        sharded.finish_backward();
+        std::vector<double> grads = {loss.item()};
+        for (const auto& piece : sharded.parameters())
+          for (const double g : piece->grad().to_doubles()) {
+            ASSERT_TRUE(std::isfinite(g)) << piece->name();
+            grads.push_back(g);
+          }
+        runs.push_back(std::move(grads));
+      }
+    for (std::size_t i = 1; i < runs.size(); ++i) EXPECT_EQ(runs[i], runs[0]) << "run " << i;
   }
 }
 
