@@ -45,14 +45,29 @@ extra=()
 # The monitor's per-tensor FP8 figures on log steps only: every step's would cost the FP8 runs
 # about a quarter of their speed, and the table's figures come from log steps anyway.
 [ "$set_name" = fp8 ] && extra=(--set metrics.fp8_stats=log_steps)
+# A finished run leaves a compact record (scripts/compact_metrics.py, committed with the
+# README's table): a later checkout without the run directory reads the record instead of
+# training that recipe again.
+records=docs/precision_story/$set_name
+mkdir -p "$records"
+finished() { grep -q "\"type\": *\"eval\", *\"step\": *$steps," "$1" 2>/dev/null; }
+sources=()
 for name in "${order[@]}"; do
+  if [ ! -d "$out/$name" ] && finished "$records/$name.jsonl"; then
+    echo "== $name: the record $records/$name.jsonl ($steps steps)"
+    sources+=("$records/$name.jsonl")
+    continue
+  fi
   echo "== $name (${recipes[$name]}), $steps steps"
   build/mixprec train "$config" --precision "${recipes[$name]}" --steps "$steps" \
     --run-dir "$out/$name" --resume --progress lines \
     --set checkpoint.export_bf16=false --set metrics.plot=false "${extra[@]}" "$@"
+  if command -v python3 >/dev/null; then
+    python3 scripts/compact_metrics.py "$out/$name/metrics.jsonl" "$records/$name.jsonl"
+  fi
+  sources+=("$out/$name")
 done
-dirs=()
-for name in "${order[@]}"; do dirs+=("$out/$name"); done
+dirs=("${sources[@]}")
 echo
 build/mixprec summary --markdown "${dirs[@]}"
 build/mixprec plot "${dirs[@]}" -o "$out/$set_name.png" | tail -1

@@ -303,10 +303,13 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
                       std::string((*grouped)->name));
   }
   p.save_fp8_activations = save_fp8.value_or(false);
-  MIXPREC_CHECK(!p.save_fp8_activations || (recipe && saves_fp8_input(**recipe)), kWhere,
-                "save_fp8_activations=true needs a linear recipe whose grad_weight casts the "
-                "input from its FP8 copy (not rowwise_with_gw_hp's high-precision grad_weight, "
-                "not te_delayed's amax histories)");
+  // The linear recipe must allow it; without one, the grouped recipe (experts' inputs only).
+  MIXPREC_CHECK(!p.save_fp8_activations ||
+                    (recipe ? saves_fp8_input(**recipe) : grouped && saves_fp8_input(**grouped)),
+                kWhere,
+                "save_fp8_activations=true needs a linear (or, without one, grouped) recipe whose "
+                "grad_weight casts the input from its FP8 copy (not rowwise_with_gw_hp's "
+                "high-precision grad_weight, not te_delayed's amax histories)");
   p.accumulator = accumulator.value_or(nullptr);
   MIXPREC_CHECK(!p.accumulator || recipe || grouped, kWhere,
                 "accumulator is given without a linear or grouped recipe (it sums their FP8 "

@@ -12,6 +12,7 @@
 #include "linear_product.h"
 #include "mixprec/amp/autocast.h"
 #include "mixprec/autograd/function.h"
+#include "mixprec/autograd/grad_mode.h"
 #include "work_spread.h"
 
 namespace mixprec {
@@ -244,6 +245,13 @@ std::vector<Tensor> grouped_linear(const std::vector<Tensor>& xs,
       groups.push_back(group);
     }
   }
+  for (const OperandSet& o : sets) inputs.push_back(o.weight);
+  for (const OperandSet& o : sets) inputs.push_back(o.bias);
+  const bool backward = any_requires_grad(inputs);
+  // As linear: only a product with a backward saves its input, as its FP8 cast where the policy
+  // and the group's recipe allow (save_fp8_activations), cast here, once per input tensor.
+  if (GradMode::is_enabled() && backward)
+    for (LinearProduct& p : products) p.cast_input_for_saving();
   std::vector<Tensor> ys(n);
   std::vector<Task> tasks;
   for (std::size_t i = 0; i < n; ++i) {
@@ -252,9 +260,8 @@ std::vector<Tensor> grouped_linear(const std::vector<Tensor>& xs,
     tasks.push_back({product_work(p.rows, p.out, p.in), [&, i] { products[i].forward(ys[i]); }});
   }
   run_spread(tasks);
-  for (const OperandSet& o : sets) inputs.push_back(o.weight);
-  for (const OperandSet& o : sets) inputs.push_back(o.bias);
-  if (any_requires_grad(inputs)) {
+  for (LinearProduct& p : products) p.drop_high_precision_input();
+  if (backward) {
     auto node = std::make_shared<GroupedLinearBackward>(std::move(products), std::move(groups),
                                                         std::move(sets));
     connect(*node, inputs);

@@ -288,6 +288,8 @@ struct QuantizeLinearConfig {
 struct QuantizeGroupedConfig {
   std::string recipe_name;  // "" = the section's one recipe (rowwise / mxfp8)
   std::vector<std::string> fqns;
+  // mixprec's key, as [quantize.linear.*]'s: the experts keep their inputs for backward as FP8.
+  bool save_fp8_activations = false;
   bool operator==(const QuantizeGroupedConfig&) const = default;
 };
 

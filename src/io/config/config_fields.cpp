@@ -157,8 +157,10 @@ std::vector<Field> make_fields() {
             "torch"),
       FIELD("quantize.grouped_mm.float8", quantize.grouped_float8, recipe_name),
       FIELD("quantize.grouped_mm.float8", quantize.grouped_float8, fqns),
+      FIELD("quantize.grouped_mm.float8", quantize.grouped_float8, save_fp8_activations),
       FIELD("quantize.grouped_mm.mx", quantize.grouped_mx, recipe_name),
       FIELD("quantize.grouped_mm.mx", quantize.grouped_mx, fqns),
+      FIELD("quantize.grouped_mm.mx", quantize.grouped_mx, save_fp8_activations),
   };
 }
 

@@ -270,7 +270,13 @@ void resolve_grouped(TrainConfig& config, const Checker& c) {
         std::tuple{"mx", &config.quantize.grouped_mx, "mxfp8"}}) {
     const std::string section = std::string("quantize.grouped_mm.") + name;
     const bool listed = converter_listed(config, section);
-    if (!listed && q->fqns.empty() && q->recipe_name.empty()) continue;
+    if (!listed && q->fqns.empty() && q->recipe_name.empty()) {
+      c.require(!q->save_fp8_activations, section + ".save_fp8_activations",
+                "is set while [" + section +
+                    "] is off: give it fqns or list it in "
+                    "model.converters");
+      continue;
+    }
     const std::string key = section + ".fqns";
     c.require(on_section.empty(), key,
               "turns on [" + section + "] while [" + on_section +
@@ -292,6 +298,13 @@ void resolve_grouped(TrainConfig& config, const Checker& c) {
     require_narrow_compute(c, policy, key);
     policy.grouped_recipe = recipe;
     policy.grouped_fqns = q->fqns;
+    if (q->save_fp8_activations) {  // the grouped recipes (rowwise, mxfp8) all allow it
+      c.require(amp::saves_fp8_input(*recipe), section + ".save_fp8_activations",
+                std::string("needs a recipe whose grad_weight casts the input from its FP8 "
+                            "copy; ") +
+                    recipe->name + " does not");
+      policy.save_fp8_activations = true;
+    }
   }
 }
 

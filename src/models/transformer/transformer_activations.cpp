@@ -23,14 +23,14 @@
 //               n_dense_layers blocks are dense MLPs of width dense_d_ff
 // With save_fp8_activations (and a recipe that allows it) the dense linears' inputs (q/k/v, wo,
 // the MLP's shared input, w_down) are kept as their FP8 casts, N·width bytes plus 4 per block
-// scale, one cast per input however many linears read it. A linear recipe's backward adds the
-// largest FP8 product's operands, their f32 widenings and its f32 result (fp8_transient).
-// Root: final norm input r·N·d + statistics, LM head input c·N·d, logits c·N·V (cross-entropy
-// keeps the narrow logits), its row max and log-sum 2a·N. Embedding and add save nothing (the
-// embedding's ids are the batch).
-// Checkpointed blocks (activation_checkpoint.h) keep their input r·N·d (and an MoE block the
-// router logits a·N·E its forward recorded); selective "op" also keeps attention's output c·N·d,
-// its unrounded f32 copy a·N·q (narrow inputs) and log-sum-exp a·N·H, and the outputs of the
+// scale, one cast per input however many linears read it; under a grouped recipe so are the
+// routed experts' (their dispatched rows R·d, w_down's input R·F). A linear recipe's backward adds
+// the largest FP8 product's operands, their f32 widenings and its f32 result (fp8_transient). Root:
+// final norm input r·N·d + statistics, LM head input c·N·d, logits c·N·V (cross-entropy keeps the
+// narrow logits), its row max and log-sum 2a·N. Embedding and add save nothing (the embedding's ids
+// are the batch). Checkpointed blocks (activation_checkpoint.h) keep their input r·N·d (and an MoE
+// block the router logits a·N·E its forward recorded); selective "op" also keeps attention's output
+// c·N·d, its unrounded f32 copy a·N·q (narrow inputs) and log-sum-exp a·N·H, and the outputs of the
 // block's odd-numbered linears: wq c·N·q, wv c·N·kv, then (dense MLP) w_up c·N·F and, after
 // SwiGLU's gate, w_down c·N·d. A checkpointed block's backward recomputes all of its saved
 // bytes, so they are live again while it runs.
@@ -44,6 +44,7 @@
 #include "mixprec/models/transformer/transformer.h"
 
 #include <algorithm>
+#include <string>
 
 #include "mixprec/amp/linear_recipe.h"
 #include "mixprec/backend/quantized.h"
@@ -71,7 +72,20 @@ struct Sizes {
   Bytes qkv_in = 0, wo_in = 0, mlp_in = 0, down_in = 0;
   // Under a linear recipe, the largest FP8 backward product's working set (fp8_transient).
   Bytes fp8_product = 0;
+  // save_fp8_activations under a grouped recipe: the routed experts keep their inputs (the
+  // dispatched rows, w_down's input) as FP8 casts, 1 byte an element and 4 per scale, whose
+  // blocks span experts_block_cols columns of a row (0: the whole row).
+  bool experts_save_fp8 = false;
+  int64_t experts_block_cols = 0;
 };
+
+// What the routed experts keep of an input of R rows and `width` columns.
+Bytes experts_input_bytes(const Sizes& s, Bytes R, int64_t width) {
+  if (!s.experts_save_fp8) return s.c * R * u(width);
+  const int64_t blocks =
+      s.experts_block_cols == 0 ? 1 : (width + s.experts_block_cols - 1) / s.experts_block_cols;
+  return R * u(width) + 4 * R * u(blocks);
+}
 
 // An FP8 product's working set in backward for a linear of [out, in] over N tokens: the FP8
 // operands and their f32 widenings for the GEMM (bf16 where the CPU multiplies bf16 natively:
@@ -159,8 +173,9 @@ Bytes mlp_saved(const Sizes& s, const config::ModelConfig& m, bool moe_block) {
            s.down_in;
   const Bytes base = norm_saved(s, layernorm) + s.c * u(s.N * s.d);  // norm, shared input
   const Bytes R = u(routed_rows(m, s.N));
-  return base + moe_router_saved(s, m) + 2 * s.c * R * u(s.d)     // dispatched rows, outputs
-         + hidden * s.c * R * u(s.F)                              // experts' hidden
+  return base + moe_router_saved(s, m) + experts_input_bytes(s, R, s.d)      // dispatched rows
+         + s.c * R * u(s.d)                                                  // experts' outputs
+         + (hidden - 1) * s.c * R * u(s.F) + experts_input_bytes(s, R, s.F)  // experts' hidden
          + hidden * s.c * u(s.N * m.moe.n_shared_experts * s.F);  // shared experts' hidden
 }
 
@@ -240,6 +255,17 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
     s.fp8_product =
         std::max({fp8_transient(s.N, s.d, dense_f, recast),
                   fp8_transient(s.N, dense_f, s.d, recast), fp8_transient(s.N, s.d, s.q, recast)});
+  }
+
+  if (const amp::LinearRecipe* g = policy.grouped_recipe;
+      g && arch_.experts && policy.save_fp8_activations && amp::saves_fp8_input(*g) &&
+      m.moe.idle_experts != "skip") {
+    // Expert 0 of block 0 stands for every routed expert (torchtitan's fqns: substrings).
+    const std::string path = "blocks.0.moe.experts.0.w_gate";
+    const bool named = std::any_of(policy.grouped_fqns.begin(), policy.grouped_fqns.end(),
+                                   [&](const std::string& f) { return path.find(f) != path.npos; });
+    s.experts_save_fp8 = named && s.d % 16 == 0 && s.F % 16 == 0;
+    s.experts_block_cols = g->output.a.block.cols;
   }
 
   ActivationEstimate e;

@@ -11,6 +11,7 @@
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/linear_recipe.h"
 #include "mixprec/ops.h"
+#include "mixprec/tensor/allocator.h"
 #include "support/op_testing.h"
 
 namespace mixprec::amp {
@@ -35,6 +36,7 @@ TEST(GroupedRecipe, TableLinesNameLinearRecipes) {
 struct GroupedRun {
   std::vector<Tensor> ys, dxs;
   Tensor dw;
+  std::size_t kept_after_forward = 0;  // bytes the forward left allocated (the graph's)
 };
 
 // Experts 0..3 of a stacked [4, out, in] weight with 40, 0 (idle), 24 and 72 tokens, run as
@@ -49,10 +51,12 @@ GroupedRun grouped(const AutocastOptions& options, const Tensor& w) {
   }
   Tensor wg = w.detach().set_requires_grad();
   GroupedRun r;
+  const std::size_t before = Allocator::instance().stats().current_bytes;
   {
     AutocastGuard guard(DType::bf16, options);
     r.ys = grouped_linear(xs, wg, Tensor(), scopes);
   }
+  r.kept_after_forward = Allocator::instance().stats().current_bytes - before;
   Tensor loss;
   for (std::size_t g = 0; g < rows.size(); ++g) {
     const Tensor dy = randn(r.ys[g].shape(), DType::bf16, 20 + g);
@@ -149,6 +153,33 @@ TEST(GroupedRecipe, TwoDimensionalSourcesTakeTheLinearRecipe) {
   EXPECT_TRUE(same_bits(run({.grouped_recipe = rowwise, .grouped_fqns = {"experts"}}, true), bf16));
   EXPECT_TRUE(
       same_bits(run({.linear_recipe = rowwise, .recipe_skip = {"shared_experts"}}, true), bf16));
+}
+
+// save_fp8_activations in a grouped GEMM: each expert keeps its input as its output product's
+// FP8 cast instead of bf16 (rowwise: one f32 scale per row), outputs and input gradients keep
+// every bit, and the weight gradient is cast again from the saved FP8 rows (rows for output,
+// columns of Xᵀ for grad_weight). Its scales are powers of two, so a value the first cast
+// rounded to 3 mantissa bits is rounded to the same bits again unless it falls below the
+// second cast's normal range: grad_weight moves by at most a few such values.
+TEST(GroupedRecipe, SavedFp8InputsKeepOutputsAndInputGradientsAndTakeHalfTheBytes) {
+  const Tensor w = randn({4, 48, 64}, DType::f32, 3, 0.05);
+  const LinearRecipe* rw = find_grouped_recipe("float8", "rowwise");
+  const AutocastOptions plain{.grouped_recipe = rw, .grouped_fqns = {"experts"}};
+  AutocastOptions saving = plain;
+  saving.save_fp8_activations = true;
+  const GroupedRun a = grouped(plain, w), b = grouped(saving, w);
+  for (std::size_t g = 0; g < a.ys.size(); ++g) {
+    EXPECT_TRUE(same_bits(a.ys[g], b.ys[g])) << "output of expert " << g;
+    EXPECT_TRUE(same_bits(a.dxs[g], b.dxs[g])) << "grad_input of expert " << g;
+  }
+  const double rel = sub(a.dw.to(DType::f64), b.dw.to(DType::f64)).norm().item() /
+                     a.dw.to(DType::f64).norm().item();
+  EXPECT_LT(rel, 1e-3);
+  // 136 rows of 64: bf16 2 bytes an element, FP8 1 and a 4-byte scale per row.
+  const int64_t rows = 40 + 24 + 72;
+  EXPECT_EQ(static_cast<int64_t>(a.kept_after_forward) - static_cast<int64_t>(b.kept_after_forward),
+            rows * 64 * 2 - (rows * 64 + 4 * rows))
+      << a.kept_after_forward << " vs " << b.kept_after_forward;
 }
 
 }  // namespace

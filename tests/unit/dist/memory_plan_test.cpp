@@ -298,6 +298,33 @@ TEST(MemoryPlanMeasured, Fp8SavedActivationsWithin10PercentOfThePeak) {
   EXPECT_NEAR(measured_saving, planned_saving, 0.25 * planned_saving);
 }
 
+// The MoE experts' grouped GEMMs by torchao's rowwise grouped recipe, their inputs kept in FP8
+// with save_fp8_activations ([quantize.grouped_mm.float8]): within 10%, the saving as planned
+// within 25%.
+TEST(MemoryPlanMeasured, GroupedFp8SavedActivationsWithin10PercentOfThePeak) {
+  std::vector<std::pair<std::size_t, std::size_t>> peaks;  // predicted, measured
+  for (const char* save : {"false", "true"}) {
+    const std::vector<std::string> o = {
+        "quantize.grouped_mm.float8.fqns=[\"experts\"]",
+        std::string("quantize.grouped_mm.float8.save_fp8_activations=") + save};
+    const config::TrainConfig c = config::load_config(config_path("moe_small.toml"), o);
+    peaks.emplace_back(plan_memory(c, 1).peak, measured_peak(c, TempDir(), 3));
+    const double ratio = static_cast<double>(peaks.back().first) / peaks.back().second;
+    std::printf(
+        "moe_small grouped rowwise save_fp8_activations=%s: predicted %zu, measured %zu, "
+        "ratio %.4f\n",
+        save, peaks.back().first, peaks.back().second, ratio);
+    EXPECT_GT(ratio, 0.9) << save;
+    EXPECT_LT(ratio, 1.1) << save;
+  }
+  const double planned_saving = static_cast<double>(peaks[0].first) - peaks[1].first;
+  const double measured_saving = static_cast<double>(peaks[0].second) - peaks[1].second;
+  std::printf("grouped save_fp8_activations saves %.0f bytes planned, %.0f measured\n",
+              planned_saving, measured_saving);
+  EXPECT_GT(planned_saving, 0);
+  EXPECT_NEAR(measured_saving, planned_saving, 0.25 * planned_saving);
+}
+
 // Gradient accumulation: one micro-batch's activations at a time.
 TEST(MemoryPlanMeasured, AccumulationWithin10PercentOfThePeak) {
   expect_within_10_percent("moe_small.toml", "", {"training.local_batch_size=4"});
