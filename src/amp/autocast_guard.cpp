@@ -47,7 +47,8 @@ std::shared_ptr<const detail::Overrides> merge(
     const std::shared_ptr<const detail::Overrides>& outer, const AutocastOptions& options) {
   if (options.fp32_modules.empty() && options.fp32_ops.empty() &&
       options.lower_precision_ops.empty() && !options.linear_recipe && !options.grouped_recipe &&
-      !options.delayed_scaling && !options.accumulator && !options.save_fp8_activations)
+      !options.delayed_scaling && !options.accumulator && !options.save_fp8_activations &&
+      !options.save_fp8_grouped_activations)
     return outer;
   auto merged =
       outer ? std::make_shared<detail::Overrides>(*outer) : std::make_shared<detail::Overrides>();
@@ -70,6 +71,7 @@ std::shared_ptr<const detail::Overrides> merge(
   if (options.delayed_scaling) merged->delayed_scaling = options.delayed_scaling;
   if (options.accumulator) merged->accumulator = options.accumulator;
   if (options.save_fp8_activations) merged->save_fp8_activations = true;
+  if (options.save_fp8_grouped_activations) merged->save_fp8_grouped_activations = true;
   if (options.grouped_recipe) {
     merged->grouped_recipe = options.grouped_recipe;
     merged->grouped_fqns = options.grouped_fqns;

@@ -25,7 +25,7 @@ struct Overrides {
   std::vector<std::string> grouped_fqns;  // substrings of the module path: an inclusion list
   DelayedScaling* delayed_scaling = nullptr;
   const AccumulatorModel* accumulator = nullptr;
-  bool save_fp8_activations = false;
+  bool save_fp8_activations = false, save_fp8_grouped_activations = false;
 };
 
 // A leaf's cast, keyed by (its autograd state, target dtype, grad mode at the cast): a cast

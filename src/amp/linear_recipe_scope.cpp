@@ -29,9 +29,10 @@ const AccumulatorModel* accumulator_here() {
              : nullptr;
 }
 
-bool save_fp8_activations_here() {
-  return detail::t_autocast_active && detail::state().overrides &&
-         detail::state().overrides->save_fp8_activations;
+bool save_fp8_activations_here(bool grouped) {
+  if (!detail::t_autocast_active || !detail::state().overrides) return false;
+  const detail::Overrides& o = *detail::state().overrides;
+  return grouped ? o.save_fp8_grouped_activations : o.save_fp8_activations;
 }
 
 const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site) {
@@ -63,7 +64,8 @@ AutocastOptions ComputeScope::autocast_options(const MixedPrecisionPolicy& polic
           .grouped_fqns = policy.grouped_fqns,
           .delayed_scaling = delayed,
           .accumulator = policy.accumulator,
-          .save_fp8_activations = policy.save_fp8_activations};
+          .save_fp8_activations = policy.save_fp8_activations,
+          .save_fp8_grouped_activations = policy.save_fp8_grouped_activations};
 }
 
 }  // namespace mixprec::amp

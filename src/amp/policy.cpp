@@ -74,7 +74,8 @@ constexpr std::array<const char*, 3> kUpdateNames{"nearest", "stochastic", "kaha
 
 constexpr const char* kValidKeys =
     "params (param, p), compute (c), reduce (r), output (o), master, update, matmul, "
-    "loss_scaling, linear, linear_skip, grouped, grouped_fqns, accumulator, save_fp8_activations";
+    "loss_scaling, linear, linear_skip, grouped, grouped_fqns, accumulator, save_fp8_activations, "
+    "save_fp8_grouped_activations";
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -215,7 +216,7 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   std::optional<const LinearRecipe*> grouped;
   std::optional<std::vector<std::string>> grouped_fqns;
   std::optional<const AccumulatorModel*> accumulator;
-  std::optional<bool> save_fp8;
+  std::optional<bool> save_fp8, save_fp8_grouped;
   const auto set = [&](auto& slot, auto value, const std::string& key) {
     MIXPREC_CHECK(!slot.has_value(), kWhere,
                   "key '" + key + "' is given twice in '" + std::string(text) + "'");
@@ -261,6 +262,8 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
       set(accumulator, find_accumulator(lower(value), kWhere), "accumulator");
     else if (key == "save_fp8_activations")
       set(save_fp8, parse_bool(value, key), "save_fp8_activations");
+    else if (key == "save_fp8_grouped_activations")
+      set(save_fp8_grouped, parse_bool(value, key), "save_fp8_grouped_activations");
     else
       throw Error(kWhere, "unknown key '" + key + "' in '" + std::string(text) +
                               "'; valid keys: " + kValidKeys);
@@ -303,13 +306,14 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
                       std::string((*grouped)->name));
   }
   p.save_fp8_activations = save_fp8.value_or(false);
-  // The linear recipe must allow it; without one, the grouped recipe (experts' inputs only).
-  MIXPREC_CHECK(!p.save_fp8_activations ||
-                    (recipe ? saves_fp8_input(**recipe) : grouped && saves_fp8_input(**grouped)),
-                kWhere,
-                "save_fp8_activations=true needs a linear (or, without one, grouped) recipe whose "
-                "grad_weight casts the input from its FP8 copy (not rowwise_with_gw_hp's "
-                "high-precision grad_weight, not te_delayed's amax histories)");
+  MIXPREC_CHECK(!p.save_fp8_activations || (recipe && saves_fp8_input(**recipe)), kWhere,
+                "save_fp8_activations=true needs a linear recipe whose grad_weight casts the "
+                "input from its FP8 copy (not rowwise_with_gw_hp's high-precision grad_weight, "
+                "not te_delayed's amax histories)");
+  p.save_fp8_grouped_activations = save_fp8_grouped.value_or(false);
+  MIXPREC_CHECK(!p.save_fp8_grouped_activations || (grouped && saves_fp8_input(**grouped)), kWhere,
+                "save_fp8_grouped_activations=true needs a grouped recipe (grouped=rowwise or "
+                "mxfp8)");
   p.accumulator = accumulator.value_or(nullptr);
   MIXPREC_CHECK(!p.accumulator || recipe || grouped, kWhere,
                 "accumulator is given without a linear or grouped recipe (it sums their FP8 "
@@ -387,6 +391,7 @@ std::string recipe_part(const MixedPrecisionPolicy& p) {
         std::string(",grouped=") + p.grouped_recipe->name + ",grouped_fqns=" + bars(p.grouped_fqns);
   if (p.accumulator) out += std::string(",accumulator=") + named_accumulator_of(p.accumulator).name;
   if (p.save_fp8_activations) out += ",save_fp8_activations=true";
+  if (p.save_fp8_grouped_activations) out += ",save_fp8_grouped_activations=true";
   return out;
 }
 

@@ -13,7 +13,8 @@
 // with other blocks (rowwise and MX scale W along `in` for output, Wᵀ along `out` for
 // grad_input), each weight has two casts from the master, one per product, gathered apart: the
 // output product's for the forward, grad_input's for the backward (both there when the
-// backward recomputes the forward), so a step still moves one byte per element each way.
+// backward recomputes the forward), so a pass moves one byte per element (two in a
+// recomputing block's backward).
 //
 // Wire: one variable-count all-gather (MPI_Iallgatherv) of every rank's FP8 elements (the
 // converted weights' parts of its shard, in flat order) and one of its other elements in the

@@ -142,8 +142,17 @@ std::size_t ShardedModel::unit_of(const std::string& unit_name) const {
   throw Error(kWhere, "no unit named '" + unit_name + "'");
 }
 
-ShardedModel::Casts ShardedModel::backward_casts() const {
-  return {.output = model_.activation_checkpoint().every() > 0, .grad_input = true};
+ShardedModel::Casts ShardedModel::backward_casts(std::size_t u) const {
+  // A block unit ("blocks.<l>") recomputes its forward in backward when layer l is checkpointed.
+  const std::string& name = layout_.units()[u].name;
+  bool recomputes = false;
+  if (name.starts_with("blocks.")) {
+    const std::string layer = name.substr(7);
+    recomputes =
+        !layer.empty() && layer.find_first_not_of("0123456789") == std::string::npos &&
+        model_.activation_checkpoint().block(std::stoll(layer)) != models::BlockCheckpoint::none;
+  }
+  return {.output = recomputes, .grad_input = true};
 }
 
 bool ShardedModel::two_casts(std::size_t u) const {
@@ -336,6 +345,7 @@ void ShardedModel::begin_step(bool training) {
     unit.grad_shard = Tensor();
     unit.reduced = false;
     unit.fp8_scales.clear();  // the masters changed: this step's come from their amaxes
+    unit.fp8_scales_t.clear();
   }
   if (fp8_ && options_.precompute_fp8_scales) refresh_fp8_scales(0, units_.size());
   wait_gather(0);
@@ -391,11 +401,11 @@ Tensor ShardedModel::leave_unit(const std::string& unit_name, const Tensor& y) {
 }
 
 void ShardedModel::on_backward_begin(std::size_t u) {
-  wait_gather(u, backward_casts());
+  wait_gather(u, backward_casts(u));
   // The graph's leaves are this unit's leaves: their gradients accumulate straight into the
   // unit's flat gradient buffer.
   set_grad_views(u);
-  if (options_.prefetch && u > 1) start_gather(u - 1, backward_casts());
+  if (options_.prefetch && u > 1) start_gather(u - 1, backward_casts(u - 1));
 }
 
 void ShardedModel::note_used(std::size_t u) {

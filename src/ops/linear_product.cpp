@@ -98,6 +98,7 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
   p.x_dtype = x.dtype();
   p.w_dtype = weight.dtype();
   if (site && p.rows > 0) p.recipe = amp::linear_recipe_here(p.out, p.in, *site);
+  p.grouped_site = site == amp::RecipeSite::grouped;
   p.w_fp8 = amp::filed_fp8_weight(weight);
   if (p.w_fp8) {
     MIXPREC_CHECK(p.w_fp8->data.shape() == weight.shape() && weight.offset() == 0, op,
@@ -206,7 +207,8 @@ Tensor widen_transposed(const backend::Quantized& q) {
 }  // namespace
 
 void LinearProduct::cast_input_for_saving() {
-  if (!recipe || !amp::save_fp8_activations_here() || !amp::saves_fp8_input(*recipe)) return;
+  if (!recipe || !amp::save_fp8_activations_here(grouped_site) || !amp::saves_fp8_input(*recipe))
+    return;
   x_fp8 = amp::quantize_once(x2, recipe->output.a);
 }
 

@@ -43,6 +43,7 @@ struct LinearProduct {
   // under, captured here because the backward runs outside the module's scope.
   amp::Fp8Site fp8_site;
   int64_t rows = 0, in = 0, out = 0;
+  bool grouped_site = false;  // a stacked weight's group, by the grouped recipe
 
   // Checks x [..., In], weight [Out, In] and bias (after autocast) and makes the operands;
   // `op` names the caller in errors. `site`: look up the autocast guards' recipe for a linear

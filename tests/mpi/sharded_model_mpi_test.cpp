@@ -96,6 +96,7 @@ TEST(ShardedModelMpi, Fp8AllGatherMovesHalfTheBytesOfBf16) {
     policy.linear_skip = {"lm_head"};
     // One step's all-gather bytes: the forward gathers every unit, the backward every block
     // but the last again (reshard after forward).
+    uint64_t amax_bytes = 0;  // the FP8 run's all-reduces: the amax grids (and nothing else)
     auto step_bytes = [&](ShardingOptions options) {
       models::Transformer model = models::testing::transformer(mc);
       ShardedModel sharded(model, world(), policy, options);
@@ -107,6 +108,7 @@ TEST(ShardedModelMpi, Fp8AllGatherMovesHalfTheBytesOfBf16) {
         model.loss(x, y).total.backward();
       }
       sharded.finish_backward();
+      amax_bytes = world().stats().all_reduce_bytes;
       return world().stats().all_gather_bytes;
     };
     const uint64_t bf16 = step_bytes({});
@@ -137,10 +139,12 @@ TEST(ShardedModelMpi, Fp8AllGatherMovesHalfTheBytesOfBf16) {
     EXPECT_EQ(bf16, want_bf16);
     EXPECT_EQ(fp8, want_fp8);
     if (r == 0)
-      std::printf("%s: one step's all-gather bytes per rank: bf16 %llu, fp8 %llu (%.3fx)\n",
+      std::printf("%s: one step's all-gather bytes per rank: bf16 %llu, fp8 %llu (%.3fx); the "
+                  "fp8 step's all-reduces (amax grids, used flags) %llu\n",
                   recipe_name, static_cast<unsigned long long>(bf16),
                   static_cast<unsigned long long>(fp8),
-                  static_cast<double>(fp8) / static_cast<double>(bf16));
+                  static_cast<double>(fp8) / static_cast<double>(bf16),
+                  static_cast<unsigned long long>(amax_bytes));
 
     // The gathered weights equal quantizing the whole master, on every rank.
     models::Transformer model = models::testing::transformer(mc);

@@ -72,6 +72,8 @@ struct AutocastOptions {
   // The recipe's linears save their inputs for backward as their FP8 casts (saves_fp8_input),
   // one cast per input tensor however many linears read it (q/k/v, gate/up).
   bool save_fp8_activations = false;
+  // The same for the grouped recipe's groups (MoE experts).
+  bool save_fp8_grouped_activations = false;
 };
 
 // Enables autocast to `dtype` (bf16 or f16) for the scope; f32 means off. Nestable: an inner
@@ -119,8 +121,8 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in,
 DelayedScaling* delayed_scaling_here();
 // The accumulator model of the guards in force (null: f32).
 const AccumulatorModel* accumulator_here();
-// Whether the guards in force save linears' inputs in FP8.
-bool save_fp8_activations_here();
+// Whether the guards in force save linears' inputs in FP8 (`grouped`: grouped GEMMs' groups').
+bool save_fp8_activations_here(bool grouped = false);
 
 // What autocast did on this thread since the outermost enabled guard began (kept after it
 // ends, until the next one begins).

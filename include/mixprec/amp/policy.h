@@ -52,6 +52,8 @@ struct MixedPrecisionPolicy {
   // The recipe's linears save their input for backward as its FP8 cast, not in the compute
   // dtype (DeepSeek-V3's FP8 activation cache; linear_recipe.h saves_fp8_input).
   bool save_fp8_activations = false;
+  // The same for the grouped recipe's MoE experts ([quantize.grouped_mm.*]'s key).
+  bool save_fp8_grouped_activations = false;
 
   DType master_dtype() const { return f32_master ? DType::f32 : param_dtype; }
   bool operator==(const MixedPrecisionPolicy&) const = default;
@@ -79,7 +81,8 @@ std::string preset_names();
 //   needs compute bf16 or f16. grouped=<recipe> and grouped_fqns=<substrings separated by '|'>
 //   (default experts) do the same for MoE experts' grouped GEMMs. accumulator=<f32 | h100>
 //   sums the recipes' fast-accumulation products by that GPU accumulator model;
-//   save_fp8_activations=true keeps the recipe's linears' inputs for backward in FP8.
+//   save_fp8_activations=true keeps the recipe's linears' inputs for backward in FP8, and
+//   save_fp8_grouped_activations=true the grouped recipe's experts' inputs.
 // Throws mixprec::Error naming the bad token and listing what is valid.
 MixedPrecisionPolicy parse_policy(std::string_view text);
 

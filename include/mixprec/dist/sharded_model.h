@@ -150,7 +150,7 @@ class ShardedModel final : public Parallelism, public models::UnitHooks {
   };
 
   using Casts = UnitCasts;
-  Casts backward_casts() const;
+  Casts backward_casts(std::size_t u) const;
 
   std::size_t unit_of(const std::string& unit_name) const;
   void start_gather(std::size_t u, Casts casts = {});

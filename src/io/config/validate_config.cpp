@@ -303,7 +303,7 @@ void resolve_grouped(TrainConfig& config, const Checker& c) {
                 std::string("needs a recipe whose grad_weight casts the input from its FP8 "
                             "copy; ") +
                     recipe->name + " does not");
-      policy.save_fp8_activations = true;
+      policy.save_fp8_grouped_activations = true;
     }
   }
 }

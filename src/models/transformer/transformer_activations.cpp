@@ -258,7 +258,7 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   }
 
   if (const amp::LinearRecipe* g = policy.grouped_recipe;
-      g && arch_.experts && policy.save_fp8_activations && amp::saves_fp8_input(*g) &&
+      g && arch_.experts && policy.save_fp8_grouped_activations && amp::saves_fp8_input(*g) &&
       m.moe.idle_experts != "skip") {
     // Expert 0 of block 0 stands for every routed expert (torchtitan's fqns: substrings).
     const std::string path = "blocks.0.moe.experts.0.w_gate";

@@ -166,7 +166,7 @@ TEST(GroupedRecipe, SavedFp8InputsKeepOutputsAndInputGradientsAndTakeHalfTheByte
   const LinearRecipe* rw = find_grouped_recipe("float8", "rowwise");
   const AutocastOptions plain{.grouped_recipe = rw, .grouped_fqns = {"experts"}};
   AutocastOptions saving = plain;
-  saving.save_fp8_activations = true;
+  saving.save_fp8_grouped_activations = true;
   const GroupedRun a = grouped(plain, w), b = grouped(saving, w);
   for (std::size_t g = 0; g < a.ys.size(); ++g) {
     EXPECT_TRUE(same_bits(a.ys[g], b.ys[g])) << "output of expert " << g;

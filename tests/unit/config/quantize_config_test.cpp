@@ -170,6 +170,23 @@ TEST(QuantizeConfig, GroupedSectionsGiveTheExpertsRecipe) {
   EXPECT_STREQ(grouped_of(load_text("", {"quantize.grouped_mm.float8.fqns=experts"})), "rowwise");
 }
 
+// The grouped section's save_fp8_activations saves the experts' inputs only; the linear
+// section's the dense linears' only.
+TEST(QuantizeConfig, EachSectionsSaveFp8ActivationsSavesItsOwnProducts) {
+  const TrainConfig g = load_text(
+      "[quantize.grouped_mm.float8]\nfqns = [\"experts\"]\nsave_fp8_activations = true\n");
+  EXPECT_TRUE(g.training.policy.save_fp8_grouped_activations);
+  EXPECT_FALSE(g.training.policy.save_fp8_activations);
+  const TrainConfig l = load_text(
+      "[quantize.linear.float8]\nrecipe_name = \"tensorwise\"\nsave_fp8_activations = true\n"
+      "[quantize.grouped_mm.float8]\nfqns = [\"experts\"]\n");
+  EXPECT_TRUE(l.training.policy.save_fp8_activations);
+  EXPECT_FALSE(l.training.policy.save_fp8_grouped_activations);
+  const std::string m = load_error("[quantize.grouped_mm.mx]\nsave_fp8_activations = true\n");
+  EXPECT_NE(m.find("quantize.grouped_mm.mx.save_fp8_activations"), std::string::npos) << m;
+  EXPECT_NE(m.find("is off"), std::string::npos) << m;
+}
+
 TEST(QuantizeConfig, GroupedCombinationsThatCannotRunNameTheKey) {
   const auto has = [](const std::string& m, const char* part) {
     return m.find(part) != std::string::npos;

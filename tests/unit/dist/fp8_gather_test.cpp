@@ -213,16 +213,16 @@ TEST(Fp8Gather, ShardedModelFilesTheGatheredWeightsForTheLinears) {
 // run grad_input from a transposed output cast it cannot serve).
 TEST(Fp8Gather, TwoCastRecipesGatherGradInputsCastForTheBackward) {
   const config::ModelConfig mc = models::testing::fp8_tiny_config();
-  for (const char* name : {"rowwise", "mxfp8_cublas"}) {
+  for (const char* name : {"rowwise", "rowwise_with_gw_hp", "mxfp8_cublas"}) {
     SCOPED_TRACE(name);
     const amp::MixedPrecisionPolicy policy = recipe_policy(name);
     std::vector<std::vector<double>> runs;
     for (const bool reshard : {true, false})
-      for (const char* ac : {"none", "full"}) {
+      for (const char* ac : {"none", "full", "selective 2"}) {
         SCOPED_TRACE(std::string(reshard ? "reshard" : "keep") + ", activation checkpoint " + ac);
         models::Transformer model = models::testing::transformer(mc);
         config::ActivationCheckpointConfig acc;
-        acc.mode = ac;
+        acc.mode = std::string(ac).substr(0, std::string(ac).find(' '));
         model.set_activation_checkpoint(models::ActivationCheckpoint::from_config(acc));
         const auto comm = make_single_process_communicator();
         ShardedModel sharded(model, *comm, policy,
