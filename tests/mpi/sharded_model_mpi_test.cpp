@@ -139,12 +139,12 @@ TEST(ShardedModelMpi, Fp8AllGatherMovesHalfTheBytesOfBf16) {
     EXPECT_EQ(bf16, want_bf16);
     EXPECT_EQ(fp8, want_fp8);
     if (r == 0)
-      std::printf("%s: one step's all-gather bytes per rank: bf16 %llu, fp8 %llu (%.3fx); the "
-                  "fp8 step's all-reduces (amax grids, used flags) %llu\n",
-                  recipe_name, static_cast<unsigned long long>(bf16),
-                  static_cast<unsigned long long>(fp8),
-                  static_cast<double>(fp8) / static_cast<double>(bf16),
-                  static_cast<unsigned long long>(amax_bytes));
+      std::printf(
+          "%s: one step's all-gather bytes per rank: bf16 %llu, fp8 %llu (%.3fx); the "
+          "fp8 step's all-reduces (amax grids, used flags) %llu\n",
+          recipe_name, static_cast<unsigned long long>(bf16), static_cast<unsigned long long>(fp8),
+          static_cast<double>(fp8) / static_cast<double>(bf16),
+          static_cast<unsigned long long>(amax_bytes));
 
     // The gathered weights equal quantizing the whole master, on every rank.
     models::Transformer model = models::testing::transformer(mc);
