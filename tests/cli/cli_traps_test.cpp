@@ -228,17 +228,32 @@ TEST(DivergedRuns, ClippingByValueStillSkipsNonFiniteSteps) {
   EXPECT_EQ(c.exit_code, 0) << describe(ok, c);
 }
 
+// fp16 at a learning rate near the edge: whether and when a step overflows depends on the
+// kernels' rounding, which differs between CPUs and between optimised and sanitizer builds
+// (one such run here skips a step and recovers, another diverges for real). So several rates
+// are tried: the test needs one run that skipped a step, recovered and was not stopped.
 TEST(DivergedRuns, ARunThatSkipsAStepAndRecoversIsNeverStopped) {
-  TempDir dir;
-  const auto args = short_run(dir, "60",
-                              {"--precision", "fp16-mixed", "--set", "optimizer.lr=0.12", "--set",
-                               "lr_scheduler.warmup_steps=0"});
-  const RunResult r = run_cli(args);
-  EXPECT_EQ(r.exit_code, 0) << describe(args, r);
-  const std::string log = testing::read_file(dir / "run" / "metrics.jsonl");
-  const size_t last = log.rfind("\"skipped_total\":");
-  ASSERT_NE(last, std::string::npos);
-  EXPECT_GE(std::stoi(log.substr(last + 16)), 1) << "no step was skipped: the test shows nothing";
+  std::string tried;
+  for (const char* lr : {"0.12", "0.1", "0.15", "0.08", "0.05"}) {
+    TempDir dir;
+    const auto args =
+        short_run(dir, "60",
+                  {"--precision", "fp16-mixed", "--set", std::string("optimizer.lr=") + lr, "--set",
+                   "lr_scheduler.warmup_steps=0"});
+    const RunResult r = run_cli(args);
+    const std::string log = testing::read_file(dir / "run" / "metrics.jsonl");
+    const size_t last = log.rfind("\"skipped_total\":");
+    ASSERT_NE(last, std::string::npos) << describe(args, r);
+    const int skipped = std::stoi(log.substr(last + 16));
+    if (r.exit_code == 0 && skipped >= 1) return;  // skipped, recovered, never stopped
+    // A run that stops must say why: a non-finite loss, never the skipped steps alone.
+    if (r.exit_code != 0) {
+      EXPECT_TRUE(contains(r.err, "diverged")) << describe(args, r);
+    }
+    tried += std::string(" lr ") + lr + ": exit " + std::to_string(r.exit_code) + ", " +
+             std::to_string(skipped) + " skipped;";
+  }
+  FAIL() << "no run skipped a step and recovered:" << tried;
 }
 
 }  // namespace
