@@ -153,6 +153,9 @@ std::vector<Field> make_fields() {
       FIELD("quantize.linear.mx", quantize.mx, recipe_name),
       FIELD("quantize.linear.mx", quantize.mx, filter_fqns),
       FIELD("quantize.linear.mx", quantize.mx, save_fp8_activations),
+      // mixprec's: torchao gathers tensorwise FP8 only; here MX weights gather as two casts.
+      FIELD("quantize.linear.mx", quantize.mx, enable_fsdp_float8_all_gather),
+      FIELD("quantize.linear.mx", quantize.mx, precompute_float8_dynamic_scale_for_fsdp),
       FIELD("quantize.linear.mx", quantize.mx, mxfp8_dim1_cast_kernel_choice, "triton", "cuda",
             "torch"),
       FIELD("quantize.grouped_mm.float8", quantize.grouped_float8, recipe_name),

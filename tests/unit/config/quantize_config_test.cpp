@@ -170,6 +170,16 @@ TEST(QuantizeConfig, GroupedSectionsGiveTheExpertsRecipe) {
   EXPECT_STREQ(grouped_of(load_text("", {"quantize.grouped_mm.float8.fqns=experts"})), "rowwise");
 }
 
+// [quantize.linear.mx] takes the FSDP gather keys too (MX weights gather as two casts).
+TEST(QuantizeConfig, TheMxSectionEnablesTheFp8AllGather) {
+  const TrainConfig c = load_text(
+      "[quantize.linear.mx]\nrecipe_name = \"mxfp8_cublas\"\n"
+      "enable_fsdp_float8_all_gather = true\nprecompute_float8_dynamic_scale_for_fsdp = true\n");
+  EXPECT_TRUE(c.quantize.mx.enable_fsdp_float8_all_gather);
+  EXPECT_TRUE(c.quantize.mx.precompute_float8_dynamic_scale_for_fsdp);
+  EXPECT_EQ(load_text(to_toml(c)), c);
+}
+
 // The grouped section's save_fp8_activations saves the experts' inputs only; the linear
 // section's the dense linears' only.
 TEST(QuantizeConfig, EachSectionsSaveFp8ActivationsSavesItsOwnProducts) {
