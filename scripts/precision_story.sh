@@ -50,7 +50,8 @@ extra=()
 # training that recipe again.
 records=docs/precision_story/$set_name
 mkdir -p "$records"
-finished() { grep -q "\"type\": *\"eval\", *\"step\": *$steps," "$1" 2>/dev/null; }
+# A record ends with its last eval: reused only when that is at this story's step count.
+finished() { tail -n 1 "$1" 2>/dev/null | grep -q "\"type\": *\"eval\", *\"step\": *$steps,"; }
 sources=()
 for name in "${order[@]}"; do
   if [ ! -d "$out/$name" ] && finished "$records/$name.jsonl"; then
