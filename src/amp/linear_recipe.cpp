@@ -1,5 +1,7 @@
 #include "mixprec/amp/linear_recipe.h"
 
+#include <algorithm>
+
 #include <string>
 
 #include "mixprec/core/error.h"
@@ -159,6 +161,13 @@ bool recipe_converts(const LinearRecipe& r, std::span<const std::string> skip,
     if (kept) return false;
   }
   return true;
+}
+
+bool grouped_recipe_converts(const LinearRecipe& r, std::span<const std::string> fqns,
+                             std::string_view path, int64_t out, int64_t in) {
+  return recipe_converts(r, {}, path, out, in) &&
+         std::any_of(fqns.begin(), fqns.end(),
+                     [&](const std::string& f) { return path.find(f) != std::string_view::npos; });
 }
 
 namespace {

@@ -7,16 +7,6 @@
 
 namespace mixprec::amp {
 
-namespace {
-
-bool path_contains_any(std::string_view path, const std::vector<std::string>& parts) {
-  for (const std::string& p : parts)
-    if (path.find(p) != std::string_view::npos) return true;
-  return false;
-}
-
-}  // namespace
-
 DelayedScaling* delayed_scaling_here() {
   return detail::t_autocast_active && detail::state().overrides
              ? detail::state().overrides->delayed_scaling
@@ -45,13 +35,8 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site)
   // An fp32 module, or an op override that keeps linear out of lower precision, wins.
   if (effective_category("linear") != CastCategory::lower_precision) return nullptr;
   const std::string_view path = s.module_path;
-  // Grouped GEMMs: torchtitan converts the MoE modules its fqns name, and nothing else.
-  // (The 16-multiple rule is recipe_converts' with no skip list.)
   if (grouped)
-    return recipe_converts(*r, {}, path, out, in) &&
-                   path_contains_any(path, s.overrides->grouped_fqns)
-               ? r
-               : nullptr;
+    return grouped_recipe_converts(*r, s.overrides->grouped_fqns, path, out, in) ? r : nullptr;
   if (!recipe_converts(*r, s.overrides->recipe_skip, path, out, in)) return nullptr;
   return r;
 }

@@ -156,11 +156,9 @@ Tensor dequantize_pow2(const Quantized& q, const backend::Descales& d, DType dty
     std::vector<float> row(static_cast<std::size_t>(cols));
     for (int64_t r = r0; r < r1; ++r) {
       widen_row_f32(q.spec.element, in + r * cols, row.data(), row.size());
-      for (int64_t c0 = 0; c0 < cols; c0 += blk.cols) {
-        const float s = d.at(r, c0 / blk.cols);
-        for (int64_t c = c0; c < std::min(cols, c0 + blk.cols); ++c) row[c] *= s;
-      }
-      narrow_row_f32(row.data(), dtype, o + static_cast<std::size_t>(r) * row_bytes, row.size());
+      // Each block times its descale, then the (exact) cast: the quantize kernels' step.
+      scale_and_cast_row(row.data(), 0, cols, blk.cols, &d.values[d.row_offset(r)],
+                         ScaleForm::multiply, dtype, o + static_cast<std::size_t>(r) * row_bytes);
     }
   });
   return out;

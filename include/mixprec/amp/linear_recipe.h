@@ -81,6 +81,11 @@ bool too_small_for_fp8(SmallLinearRule rule, int64_t out, int64_t in);
 // precision, whatever the recipe.
 bool recipe_converts(const LinearRecipe& r, std::span<const std::string> skip,
                      std::string_view path, int64_t out, int64_t in);
+// Whether a grouped GEMM's group at module `path` with weight [out, in] runs by grouped recipe
+// r: torchtitan converts the MoE modules its fqns name (substrings of the path, an inclusion
+// list) and nothing else; the 16-multiple rule holds as for linears.
+bool grouped_recipe_converts(const LinearRecipe& r, std::span<const std::string> fqns,
+                             std::string_view path, int64_t out, int64_t in);
 // True when one FP8 copy of a weight serves both products that read it: grad_input's Wᵀ is
 // quantized with output's W blocks transposed (tensorwise, 128x128), so a weight cast once
 // (FSDP's FP8 all-gather) is exact for both. Row scales and 1x32 blocks run along the other

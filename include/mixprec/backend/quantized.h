@@ -55,8 +55,11 @@ struct Descales {
   std::vector<float> values;
   int64_t block_rows = 1, cols = 1;
   float at(int64_t row, int64_t col_block) const {
-    return values[static_cast<std::size_t>((row / block_rows) * cols +
-                                           (cols == 1 ? 0 : col_block))];
+    return values[row_offset(row) + (cols == 1 ? 0 : static_cast<std::size_t>(col_block))];
+  }
+  // Where row `row`'s descales begin in `values`, one per column block.
+  std::size_t row_offset(int64_t row) const {
+    return static_cast<std::size_t>((row / block_rows) * cols);
   }
 };
 Descales descales(const Quantized& q);

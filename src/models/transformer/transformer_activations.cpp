@@ -72,19 +72,21 @@ struct Sizes {
   Bytes qkv_in = 0, wo_in = 0, mlp_in = 0, down_in = 0;
   // Under a linear recipe, the largest FP8 backward product's working set (fp8_transient).
   Bytes fp8_product = 0;
-  // save_fp8_activations under a grouped recipe: the routed experts keep their inputs (the
-  // dispatched rows, w_down's input) as FP8 casts, 1 byte an element and 4 per scale, whose
-  // blocks span experts_block_cols columns of a row (0: the whole row).
-  bool experts_save_fp8 = false;
-  int64_t experts_block_cols = 0;
+  // With save_fp8_grouped_activations the routed experts keep their inputs (the dispatched
+  // rows, w_down's input) cast by this spec (null: in the compute dtype).
+  const backend::QuantSpec* experts_cast = nullptr;
 };
+
+// An input of [rows, width] kept as its FP8 cast by `spec`: 1 byte an element, 4 per scale.
+Bytes fp8_cast_bytes(const backend::QuantSpec& spec, int64_t rows, int64_t width) {
+  const Shape scales = backend::scale_shape(spec, rows, width);
+  return u(rows * width) + 4 * u(scales[0] * scales[1]);
+}
 
 // What the routed experts keep of an input of R rows and `width` columns.
 Bytes experts_input_bytes(const Sizes& s, Bytes R, int64_t width) {
-  if (!s.experts_save_fp8) return s.c * R * u(width);
-  const int64_t blocks =
-      s.experts_block_cols == 0 ? 1 : (width + s.experts_block_cols - 1) / s.experts_block_cols;
-  return R * u(width) + 4 * R * u(blocks);
+  return s.experts_cast ? fp8_cast_bytes(*s.experts_cast, static_cast<int64_t>(R), width)
+                        : s.c * R * u(width);
 }
 
 // An FP8 product's working set in backward for a linear of [out, in] over N tokens: the FP8
@@ -109,8 +111,7 @@ Bytes linear_input_bytes(const amp::MixedPrecisionPolicy& p, const Sizes& s, int
   for (const auto& [path, out] : readers)
     converted += amp::recipe_converts(*r, p.linear_skip, path, out, width) ? 1 : 0;
   if (converted == 0) return narrow;
-  const Shape scales = backend::scale_shape(r->output.a, s.N, width);
-  const Bytes fp8 = u(s.N * width) + 4 * u(scales[0] * scales[1]);
+  const Bytes fp8 = fp8_cast_bytes(r->output.a, s.N, width);
   return converted == static_cast<int>(readers.size()) ? fp8 : fp8 + narrow;
 }
 
@@ -257,16 +258,13 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
                   fp8_transient(s.N, dense_f, s.d, recast), fp8_transient(s.N, s.d, s.q, recast)});
   }
 
+  // Expert 0 of block 0 stands for every routed expert (stacked weights: not "skip"'s modules).
   if (const amp::LinearRecipe* g = policy.grouped_recipe;
       g && arch_.experts && policy.save_fp8_grouped_activations && amp::saves_fp8_input(*g) &&
-      m.moe.idle_experts != "skip") {
-    // Expert 0 of block 0 stands for every routed expert (torchtitan's fqns: substrings).
-    const std::string path = "blocks.0.moe.experts.0.w_gate";
-    const bool named = std::any_of(policy.grouped_fqns.begin(), policy.grouped_fqns.end(),
-                                   [&](const std::string& f) { return path.find(f) != path.npos; });
-    s.experts_save_fp8 = named && s.d % 16 == 0 && s.F % 16 == 0;
-    s.experts_block_cols = g->output.a.block.cols;
-  }
+      m.moe.idle_experts != "skip" &&
+      amp::grouped_recipe_converts(*g, policy.grouped_fqns, "blocks.0.moe.experts.0.w_gate", s.F,
+                                   s.d))
+    s.experts_cast = &g->output.a;
 
   ActivationEstimate e;
   e.batch = 2 * 8 * n;
