@@ -1,6 +1,5 @@
 // Bulk conversion entry points: validate, split into fixed chunks over threads, and run the
 // AVX2 kernel on each chunk with the scalar kernel finishing what it leaves.
-#include <array>
 #include <cstring>
 #include <string>
 
@@ -104,35 +103,6 @@ void widen_to_f32(DType src_dtype, const void* src, float* dst, std::size_t n, I
     kernels::scalar_widen_f32(f, static_cast<const char*>(s) + done * in_size, dst + begin + done,
                               len - done);
   });
-}
-
-bool widen_fp8_to_16(DType src_dtype, const void* src, DType dst_dtype, void* dst, std::size_t n) {
-  const bool fp8 = src_dtype == DType::f8_e4m3fn || src_dtype == DType::f8_e5m2;
-  const bool to16 = dst_dtype == DType::bf16 || dst_dtype == DType::f16;
-  if (!fp8 || !to16) return false;
-  // Four tables, each built once by the reference path: decode to f32, round (exactly) to dst.
-  using Table = std::array<uint16_t, 256>;
-  static const auto make = [](DType from, DType to) {
-    std::array<uint8_t, 256> bytes{};
-    std::array<float, 256> wide{};
-    for (int b = 0; b < 256; ++b) bytes[static_cast<std::size_t>(b)] = static_cast<uint8_t>(b);
-    widen_to_f32(from, bytes.data(), wide.data(), 256, Isa::scalar);
-    Table t{};
-    convert_from_f32(wide.data(), to, t.data(), 256, {}, Isa::scalar);
-    return t;
-  };
-  static const Table e4m3_bf16 = make(DType::f8_e4m3fn, DType::bf16),
-                     e4m3_f16 = make(DType::f8_e4m3fn, DType::f16),
-                     e5m2_bf16 = make(DType::f8_e5m2, DType::bf16),
-                     e5m2_f16 = make(DType::f8_e5m2, DType::f16);
-  const bool e4m3 = src_dtype == DType::f8_e4m3fn, bf = dst_dtype == DType::bf16;
-  const Table& lut = e4m3 ? (bf ? e4m3_bf16 : e4m3_f16) : (bf ? e5m2_bf16 : e5m2_f16);
-  const auto* s = static_cast<const uint8_t*>(src);
-  auto* d = static_cast<uint16_t*>(dst);
-  parallel_for(static_cast<int64_t>(n), kGrain, [&](int64_t begin, int64_t end) {
-    for (int64_t i = begin; i < end; ++i) d[i] = lut[s[i]];
-  });
-  return true;
 }
 
 void widen_to_f64(DType src_dtype, const void* src, double* dst, std::size_t n) {

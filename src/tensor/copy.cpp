@@ -193,20 +193,19 @@ void convert_buffer(DType src_dtype, const void* src, DType dst_dtype, void* dst
     convert_from_f32(static_cast<const float*>(src), dst_dtype, dst, n, opts);
   } else if (dst_dtype == DType::f32) {
     widen_to_f32(src_dtype, src, static_cast<float*>(dst), n);
-  } else if (widen_fp8_to_16(src_dtype, src, dst_dtype, dst, n)) {
-    // FP8 -> bf16 / f16: exact, by table
-  } else {  // narrow -> narrow: widen exactly to f32, then round once
-    constexpr std::size_t kChunk = 1 << 14;
-    std::vector<float> tmp(std::min(n, kChunk));
-    for (std::size_t b = 0; b < n; b += kChunk) {
-      const std::size_t len = std::min(kChunk, n - b);
-      widen_to_f32(src_dtype, static_cast<const char*>(src) + b * dtype_size(src_dtype), tmp.data(),
-                   len);
+  } else {  // narrow -> narrow: widen exactly to f32, then round once, chunk by chunk (fixed
+            // chunks: stochastic rounding's indices do not depend on the thread count)
+    constexpr int64_t kChunk = 1 << 14;
+    parallel_for(static_cast<int64_t>(n), kChunk, [&](int64_t begin, int64_t end) {
+      const auto len = static_cast<std::size_t>(end - begin);
+      std::vector<float> tmp(len);
+      widen_to_f32(src_dtype, static_cast<const char*>(src) + begin * dtype_size(src_dtype),
+                   tmp.data(), len);
       ConvertOptions o = opts;
-      o.index_base = opts.index_base + b;
-      convert_from_f32(tmp.data(), dst_dtype, static_cast<char*>(dst) + b * dtype_size(dst_dtype),
-                       len, o);
-    }
+      o.index_base = opts.index_base + static_cast<uint64_t>(begin);
+      convert_from_f32(tmp.data(), dst_dtype,
+                       static_cast<char*>(dst) + begin * dtype_size(dst_dtype), len, o);
+    });
   }
 }
 

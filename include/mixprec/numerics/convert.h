@@ -27,10 +27,6 @@ void convert_from_f64(const double* src, DType dst_dtype, void* dst, std::size_t
                       const ConvertOptions& opts = {});
 // Exact widening: src dtype (any floating dtype but f64) -> f32.
 void widen_to_f32(DType src_dtype, const void* src, float* dst, std::size_t n, Isa isa = Isa::best);
-// Exact widening of an FP8 dtype (f8_e4m3fn, f8_e5m2) to bf16 or f16, which hold every FP8
-// value: one 16-bit table entry per byte, no trip through f32 (the FP8 GEMM's operands). The
-// bits are those of widening to f32 and rounding (exactly) to dst. False for other pairs.
-bool widen_fp8_to_16(DType src_dtype, const void* src, DType dst_dtype, void* dst, std::size_t n);
 // Exact widening of any floating dtype to f64.
 void widen_to_f64(DType src_dtype, const void* src, double* dst, std::size_t n);
 // TF32 rounding of f32 values (mantissa to 10 bits, result stored as f32). In place is fine.

@@ -168,30 +168,5 @@ TEST(BulkConvert, RowConversionsOfTheKernelsMatchTheScalarCodec) {
   }
 }
 
-TEST(BulkConvert, Fp8WidensTo16BitsByTableWithTheBitsOfTheF32Path) {
-  // Every byte, repeated past one parallel chunk, against decode to f32 then encode to dst.
-  const std::size_t n = (1 << 17) + 3;
-  std::vector<uint8_t> bytes(n);
-  for (std::size_t i = 0; i < n; ++i) bytes[i] = static_cast<uint8_t>(i * 7 + (i >> 8));
-  for (const DType from : {DType::f8_e4m3fn, DType::f8_e5m2}) {
-    for (const DType to : {DType::bf16, DType::f16}) {
-      std::vector<uint16_t> out(n);
-      ASSERT_TRUE(widen_fp8_to_16(from, bytes.data(), to, out.data(), n));
-      for (std::size_t i = 0; i < n; ++i) {
-        const float v = decode_f32(*info(from).format, bytes[i]);
-        ASSERT_EQ(out[i], encode_f32(*info(to).format, v))
-            << dtype_name(from) << " -> " << dtype_name(to) << " byte 0x" << std::hex
-            << int{bytes[i]};
-        if (!std::isnan(v)) {
-          ASSERT_EQ(decode_f32(*info(to).format, out[i]), v);  // exact
-        }
-      }
-    }
-  }
-  uint16_t unused = 0;
-  EXPECT_FALSE(widen_fp8_to_16(DType::bf16, &unused, DType::f16, &unused, 1));
-  EXPECT_FALSE(widen_fp8_to_16(DType::f8_e4m3fn, &unused, DType::f32, &unused, 0));
-}
-
 }  // namespace
 }  // namespace mixprec

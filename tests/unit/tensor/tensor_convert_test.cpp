@@ -390,6 +390,9 @@ TEST(TensorToNarrow, Fp8PairsAndF16ToBf16EqualWidenThenRoundForEveryPattern) {
   expect_narrow_to_narrow_is_widen_then_round<f8_e5m2, f8_e4m3fn>();
   expect_narrow_to_narrow_is_widen_then_round<f8_e4m3fn, f8_e5m2>();
   expect_narrow_to_narrow_is_widen_then_round<f16, bf16>();
+  // FP8 to the 16-bit formats: how the FP8 GEMM widens its operands (exact).
+  expect_narrow_to_narrow_is_widen_then_round<f8_e4m3fn, bf16>();
+  expect_narrow_to_narrow_is_widen_then_round<f8_e5m2, f16>();
 }
 
 TEST(TensorToNarrow, HandPickedBf16ToF16Values) {
@@ -466,27 +469,33 @@ TEST(TensorToStochastic, MatchesTheScalarEncoderWithPhiloxWordIndexedByElement) 
 }
 
 TEST(TensorToStochastic, NarrowToNarrowMatchesTheScalarEncoderOverManyChunks) {
-  // bf16 -> e4m3 (and f16 -> e5m2) go through f32 in blocks; element i must still use the
-  // Philox word of global index index_base + i in every block.
-  const std::size_t n = 100000;
-  const std::vector<float> v = test_floats(n);
-  const ConvertOptions opts{
-      .rounding = Rounding::stochastic, .seed = 31337, .stream = 9, .index_base = 5};
-  const Tensor src_bf16 = Tensor::from_vector(v).to(DType::bf16);
-  const Tensor src_f16 = Tensor::from_vector(v).to(DType::f16);
-  const Tensor e4m3 = src_bf16.to(DType::f8_e4m3fn, opts);
-  const Tensor e5m2 = src_f16.to(DType::f8_e5m2, opts);
-  int64_t bad = 0;
-  for (std::size_t i = 0; i < n; ++i) {
-    const uint32_t random = philox_u32(opts.seed, opts.stream, opts.index_base + i);
-    const float a = decode_f32(kFormatBF16, src_bf16.data<bf16>()[i].bits);
-    const float b = decode_f32(kFormatF16, src_f16.data<f16>()[i].bits);
-    bad += e4m3.data<f8_e4m3fn>()[i].bits !=
-           encode_f32(kFormatE4M3FN, a, Rounding::stochastic, false, random);
-    bad += e5m2.data<f8_e5m2>()[i].bits !=
-           encode_f32(kFormatE5M2, b, Rounding::stochastic, false, random);
+  // bf16 -> e4m3 (and f16 -> e5m2) go through f32 in blocks, spread over the threads; element
+  // i must still use the Philox word of global index index_base + i in every block, at one
+  // thread and at two.
+  const int saved = num_threads();
+  for (const int threads : {1, 2}) {
+    set_num_threads(threads);
+    const std::size_t n = 100000;
+    const std::vector<float> v = test_floats(n);
+    const ConvertOptions opts{
+        .rounding = Rounding::stochastic, .seed = 31337, .stream = 9, .index_base = 5};
+    const Tensor src_bf16 = Tensor::from_vector(v).to(DType::bf16);
+    const Tensor src_f16 = Tensor::from_vector(v).to(DType::f16);
+    const Tensor e4m3 = src_bf16.to(DType::f8_e4m3fn, opts);
+    const Tensor e5m2 = src_f16.to(DType::f8_e5m2, opts);
+    int64_t bad = 0;
+    for (std::size_t i = 0; i < n; ++i) {
+      const uint32_t random = philox_u32(opts.seed, opts.stream, opts.index_base + i);
+      const float a = decode_f32(kFormatBF16, src_bf16.data<bf16>()[i].bits);
+      const float b = decode_f32(kFormatF16, src_f16.data<f16>()[i].bits);
+      bad += e4m3.data<f8_e4m3fn>()[i].bits !=
+             encode_f32(kFormatE4M3FN, a, Rounding::stochastic, false, random);
+      bad += e5m2.data<f8_e5m2>()[i].bits !=
+             encode_f32(kFormatE5M2, b, Rounding::stochastic, false, random);
+    }
+    EXPECT_EQ(bad, 0) << threads << " threads";
   }
-  EXPECT_EQ(bad, 0);
+  set_num_threads(saved);
 }
 
 TEST(TensorToStochastic, IntegerSourcesUseTheGlobalElementIndexToo) {
