@@ -101,8 +101,8 @@ void ShardedModel::refresh_fp8_scales(std::size_t first, std::size_t last) {
   std::copy(reduced.data<int64_t>(), reduced.data<int64_t>() + (hi - lo), bits.begin() + lo);
   for (std::size_t u = a; u < last; ++u)
     if (has_fp8(u)) {
-      units_[u].fp8_scales = detail::fp8_scales(fp8_->units[u].weights, bits);
-      units_[u].fp8_scales_t = detail::fp8_scales(fp8_->units[u].weights_t, bits);
+      units_[u].fp8[0].scales = detail::fp8_scales(fp8_->units[u].weights, bits);
+      units_[u].fp8[1].scales = detail::fp8_scales(fp8_->units[u].weights_t, bits);
     }
 }
 
@@ -159,15 +159,14 @@ bool ShardedModel::two_casts(std::size_t u) const {
   return has_fp8(u) && fp8_->units[u].two_casts();
 }
 
-Tensor& ShardedModel::fp8_buffer(std::size_t u, amp::WeightCast cast) {
-  Unit& unit = units_[u];
-  return cast == amp::WeightCast::grad_input && two_casts(u) ? unit.gathered_fp8_t
-                                                             : unit.gathered_fp8;
+ShardedModel::Unit::Fp8Cast& ShardedModel::fp8_cast(std::size_t u, amp::WeightCast cast) {
+  const bool own = cast == amp::WeightCast::grad_input && two_casts(u);
+  return units_[u].fp8[own ? 1 : 0];
 }
 
-std::unique_ptr<Request>& ShardedModel::fp8_request(std::size_t u, amp::WeightCast cast) {
-  Unit& unit = units_[u];
-  return cast == amp::WeightCast::grad_input && two_casts(u) ? unit.gather_fp8_t : unit.gather_fp8;
+const ShardedModel::Unit::Fp8Cast& ShardedModel::fp8_cast(std::size_t u,
+                                                          amp::WeightCast cast) const {
+  return const_cast<ShardedModel&>(*this).fp8_cast(u, cast);
 }
 
 namespace {
@@ -188,38 +187,31 @@ std::vector<amp::WeightCast> cast_list(bool output, bool grad_input) {
 
 bool ShardedModel::resident(std::size_t u, Casts casts) const {
   const Unit& unit = units_[u];
-  if (unit.leaves.empty() || unit.gather || unit.gather_fp8 || unit.gather_fp8_t ||
+  if (unit.leaves.empty() || unit.gather || unit.fp8[0].gather || unit.fp8[1].gather ||
       !bytes_present(unit.gathered))
     return false;
   if (!has_fp8(u)) return true;
-  auto& self = const_cast<ShardedModel&>(*this);  // fp8_buffer only picks a member
   for (const amp::WeightCast c : cast_list(casts.output, casts.grad_input))
-    if (!bytes_present(self.fp8_buffer(u, c))) return false;
+    if (!bytes_present(fp8_cast(u, c).gathered)) return false;
   return true;
 }
 
 void ShardedModel::start_fp8_gather(std::size_t u, amp::WeightCast cast) {
   Unit& unit = units_[u];
   const detail::Fp8UnitPlan& plan = fp8_->units[u];
-  if (unit.fp8_scales.empty()) refresh_fp8_scales(u, u + 1);  // once per step
+  if (unit.fp8[0].scales.empty()) refresh_fp8_scales(u, u + 1);  // once per step
   const DType element = plan.weights.front().spec.element;
-  if (!unit.gathered_fp8.defined()) {  // both casts' buffers, bytes only while gathered
-    unit.gathered_fp8 = Tensor::empty({plan.fp8_total}, element);
-    unit.gathered_fp8.storage()->release();
-    if (plan.two_casts()) {
-      unit.gathered_fp8_t = Tensor::empty({plan.fp8_total}, element);
-      unit.gathered_fp8_t.storage()->release();
+  for (std::size_t i = 0; i < (plan.two_casts() ? 2 : 1); ++i)
+    if (!unit.fp8[i].gathered.defined()) {  // the casts' buffers, bytes only while gathered
+      unit.fp8[i].gathered = Tensor::empty({plan.fp8_total}, element);
+      unit.fp8[i].gathered.storage()->release();
     }
-  }
-  const auto mine = static_cast<std::size_t>(comm_.rank());
-  const bool t = cast == amp::WeightCast::grad_input && plan.two_casts();
-  Tensor& send = t ? unit.send_fp8_t : unit.send_fp8;
-  send = Tensor::empty({plan.fp8_count[mine]}, element);
-  detail::pack_fp8_sends(layout_.units()[u], plan, cast, comm_.rank(), unit.master,
-                         t ? unit.fp8_scales_t : unit.fp8_scales, send);
-  Tensor& gathered = fp8_buffer(u, cast);
-  gathered.storage()->reacquire();
-  fp8_request(u, cast) = comm_.start_all_gather_v(send, gathered, plan.fp8_count);
+  Unit::Fp8Cast& part = fp8_cast(u, cast);
+  part.send = Tensor::empty({plan.fp8_count[static_cast<std::size_t>(comm_.rank())]}, element);
+  detail::pack_fp8_sends(layout_.units()[u], plan, cast, comm_.rank(), unit.master, part.scales,
+                         part.send);
+  part.gathered.storage()->reacquire();
+  part.gather = comm_.start_all_gather_v(part.send, part.gathered, plan.fp8_count);
 }
 
 void ShardedModel::start_rest_gather(std::size_t u) {
@@ -242,7 +234,7 @@ void ShardedModel::start_gather(std::size_t u, Casts casts) {
   if (has_fp8(u)) {  // each part that is neither there nor on its way
     if (!unit.gather && !bytes_present(unit.gathered)) start_rest_gather(u);
     for (const amp::WeightCast c : cast_list(casts.output, casts.grad_input))
-      if (!fp8_request(u, c) && !bytes_present(fp8_buffer(u, c))) start_fp8_gather(u, c);
+      if (!fp8_cast(u, c).gather && !bytes_present(fp8_cast(u, c).gathered)) start_fp8_gather(u, c);
     return;
   }
   if (unit.gather || resident(u)) return;  // in flight, or there already
@@ -260,12 +252,12 @@ void ShardedModel::wait_gather(std::size_t u, Casts casts) {
   Unit& unit = units_[u];
   if (resident(u, casts)) return;
   start_gather(u, casts);
-  for (std::unique_ptr<Request>* r : {&unit.gather, &unit.gather_fp8, &unit.gather_fp8_t})
+  for (std::unique_ptr<Request>* r : {&unit.gather, &unit.fp8[0].gather, &unit.fp8[1].gather})
     if (*r) {
       (*r)->wait();
       r->reset();
     }
-  unit.send = unit.send_fp8 = unit.send_fp8_t = Tensor();
+  unit.send = unit.fp8[0].send = unit.fp8[1].send = Tensor();
   if (!unit.leaves.empty()) return;  // gathered again for the backward: same leaves
   make_leaves(u);
 }
@@ -283,12 +275,12 @@ void ShardedModel::make_leaves(std::size_t u) {
       leaf = amp::fp8_weight_placeholder(p.shape, policy_.param_dtype);
       const auto w = static_cast<std::size_t>(fp8);
       const detail::Fp8UnitPlan& plan = fp8_->units[u];
-      amp::file_fp8_weight(
-          leaf, detail::gathered_weight(plan.weights[w], unit.gathered_fp8, unit.fp8_scales[w]));
+      amp::file_fp8_weight(leaf, detail::gathered_weight(plan.weights[w], unit.fp8[0].gathered,
+                                                         unit.fp8[0].scales[w]));
       if (plan.two_casts())
         amp::file_fp8_weight(
             leaf,
-            detail::gathered_weight(plan.weights_t[w], unit.gathered_fp8_t, unit.fp8_scales_t[w]),
+            detail::gathered_weight(plan.weights_t[w], unit.fp8[1].gathered, unit.fp8[1].scales[w]),
             amp::WeightCast::grad_input);
     } else {
       const int64_t at = has_fp8(u) ? fp8_->units[u].rest_offset[i] : p.offset;
@@ -309,14 +301,14 @@ void ShardedModel::forget_fp8_leaves(std::size_t u) {
 
 void ShardedModel::release_gathered(std::size_t u, bool drop_leaves) {
   Unit& unit = units_[u];
-  for (std::unique_ptr<Request>* r : {&unit.gather, &unit.gather_fp8, &unit.gather_fp8_t})
+  for (std::unique_ptr<Request>* r : {&unit.gather, &unit.fp8[0].gather, &unit.fp8[1].gather})
     if (*r) {
       (*r)->wait();
       r->reset();
     }
-  unit.send = unit.send_fp8 = unit.send_fp8_t = Tensor();
+  unit.send = unit.fp8[0].send = unit.fp8[1].send = Tensor();
   // The graph may still hold views of these bytes; they are gathered again before its use.
-  for (Tensor* t : {&unit.gathered, &unit.gathered_fp8, &unit.gathered_fp8_t})
+  for (Tensor* t : {&unit.gathered, &unit.fp8[0].gathered, &unit.fp8[1].gathered})
     if (t->defined()) t->storage()->release();
   if (!drop_leaves) return;
   forget_fp8_leaves(u);
@@ -344,8 +336,8 @@ void ShardedModel::begin_step(bool training) {
   for (Unit& unit : units_) {
     unit.grad_shard = Tensor();
     unit.reduced = false;
-    unit.fp8_scales.clear();  // the masters changed: this step's come from their amaxes
-    unit.fp8_scales_t.clear();
+    for (Unit::Fp8Cast& c : unit.fp8)
+      c.scales.clear();  // the masters changed: this step's come from their amaxes
   }
   if (fp8_ && options_.precompute_fp8_scales) refresh_fp8_scales(0, units_.size());
   wait_gather(0);

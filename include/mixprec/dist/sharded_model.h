@@ -44,6 +44,7 @@
 //   fsdp.begin_step(true);  loss = model.loss(x, y);  loss.backward();  fsdp.finish_backward();
 #pragma once
 
+#include <array>
 #include <cstdint>
 #include <map>
 #include <memory>
@@ -135,13 +136,13 @@ class ShardedModel final : public Parallelism, public models::UnitHooks {
     std::unique_ptr<Request> gather;
     // With FP8 weights: the FP8 part of the gather (the FP8 weights end to end), and
     // this step's scales of each FP8 weight; `send` and `gathered` then hold the others only.
-    Tensor send_fp8, gathered_fp8;
-    std::unique_ptr<Request> gather_fp8;
-    std::vector<Tensor> fp8_scales;
-    // grad_input's own casts where the recipe has two (fp8_gather.h), gathered for backward.
-    Tensor send_fp8_t, gathered_fp8_t;
-    std::unique_ptr<Request> gather_fp8_t;
-    std::vector<Tensor> fp8_scales_t;
+    struct Fp8Cast {
+      Tensor send, gathered;
+      std::unique_ptr<Request> gather;
+      std::vector<Tensor> scales;  // this step's, one per FP8 weight
+    };
+    // By amp::WeightCast: output's, and grad_input's where the recipe has two (fp8_gather.h).
+    std::array<Fp8Cast, 2> fp8;
     std::map<std::string, Tensor, std::less<>> leaves;  // views of gathered, fresh per step
     Tensor full_grad;                                   // [padded] reduce dtype, in backward
     Tensor grad_shard;                                  // [shard] reduce dtype
@@ -167,9 +168,9 @@ class ShardedModel final : public Parallelism, public models::UnitHooks {
   // This step's scales of the FP8 weights of units [first, last): one MAX all-reduce.
   void refresh_fp8_scales(std::size_t first, std::size_t last);
   bool two_casts(std::size_t u) const;
-  // The bytes and gather of unit u's FP8 cast for `cast` (gathered_fp8 where one serves both).
-  Tensor& fp8_buffer(std::size_t u, amp::WeightCast cast);
-  std::unique_ptr<Request>& fp8_request(std::size_t u, amp::WeightCast cast);
+  // Unit u's FP8 cast that `cast`'s product reads (output's where one serves both).
+  Unit::Fp8Cast& fp8_cast(std::size_t u, amp::WeightCast cast);
+  const Unit::Fp8Cast& fp8_cast(std::size_t u, amp::WeightCast cast) const;
   void start_fp8_gather(std::size_t u, amp::WeightCast cast);
   void start_rest_gather(std::size_t u);
   void make_leaves(std::size_t u);
