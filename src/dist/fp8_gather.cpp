@@ -124,7 +124,7 @@ namespace {
 
 // partial_amaxes for one cast of the weight piece p holds.
 void piece_amaxes(const ShardPiece& p, const Fp8Weight& w, const Tensor& master_shard,
-                  std::span<int64_t> amax_bits) {
+                  std::span<int64_t> amax_bits, int64_t grid_base) {
   const std::vector<Segment> segs = segments(p, w.cols);
   // Each segment's amax per column block, then folded into the grid in order (blocks span
   // rows: the threads must not write one entry together).
@@ -145,8 +145,8 @@ void piece_amaxes(const ShardPiece& p, const Fp8Weight& w, const Tensor& master_
   for (std::size_t si = 0; si < segs.size(); ++si) {
     const int64_t grid_row = segs[si].row / w.block.rows;
     for (int64_t b = 0; b < w.grid_cols; ++b) {
-      int64_t& entry =
-          amax_bits[static_cast<std::size_t>(w.grid_offset + grid_row * w.grid_cols + b)];
+      int64_t& entry = amax_bits[static_cast<std::size_t>(w.grid_offset - grid_base +
+                                                          grid_row * w.grid_cols + b)];
       entry = std::max(
           entry,
           bits_of(
@@ -158,18 +158,18 @@ void piece_amaxes(const ShardPiece& p, const Fp8Weight& w, const Tensor& master_
 }  // namespace
 
 void partial_amaxes(const UnitLayout& unit, const Fp8UnitPlan& plan, int rank,
-                    const Tensor& master_shard, std::span<int64_t> amax_bits) {
+                    const Tensor& master_shard, std::span<int64_t> amax_bits, int64_t grid_base) {
   for (const ShardPiece& p : unit.pieces(rank)) {
     const int wi = plan.weight_of_slot[p.slot];
     if (wi < 0) continue;
     const auto i = static_cast<std::size_t>(wi);
-    piece_amaxes(p, plan.weights[i], master_shard, amax_bits);
-    if (plan.two_casts()) piece_amaxes(p, plan.weights_t[i], master_shard, amax_bits);
+    piece_amaxes(p, plan.weights[i], master_shard, amax_bits, grid_base);
+    if (plan.two_casts()) piece_amaxes(p, plan.weights_t[i], master_shard, amax_bits, grid_base);
   }
 }
 
-std::vector<Tensor> fp8_scales(std::span<const Fp8Weight> casts,
-                               std::span<const int64_t> amax_bits) {
+std::vector<Tensor> fp8_scales(std::span<const Fp8Weight> casts, std::span<const int64_t> amax_bits,
+                               int64_t grid_base) {
   std::vector<Tensor> out;
   for (const Fp8Weight& w : casts) {
     Tensor s = Tensor::empty({w.grid_rows, w.grid_cols}, DType::f32);
@@ -177,7 +177,7 @@ std::vector<Tensor> fp8_scales(std::span<const Fp8Weight> casts,
     const FloatFormat& f = *info(w.spec.element).format;
     for (int64_t i = 0; i < w.grid_rows * w.grid_cols; ++i) {
       const auto bits =
-          static_cast<uint32_t>(amax_bits[static_cast<std::size_t>(w.grid_offset + i)]);
+          static_cast<uint32_t>(amax_bits[static_cast<std::size_t>(w.grid_offset - grid_base + i)]);
       v[i] = scale_from_amax(w.spec.rule, std::bit_cast<float>(bits), f, w.spec.pow2);
     }
     out.push_back(std::move(s));

@@ -74,14 +74,16 @@ struct Fp8GatherPlan {
 Fp8GatherPlan plan_fp8_gather(const ShardLayout& layout, const models::Model& model,
                               const amp::LinearRecipe& recipe, std::span<const std::string> skip);
 
-// amax[grid_offset ...] = the max |x| of rank's elements in each block of every cast of unit
-// u's FP8 weights (0 for blocks it does not touch), as the bits of a non-negative f32: integer
-// MAX over the ranks is then the float max with NaN winning (its bits lie above inf's).
+// amax[grid_offset - grid_base ...] = the max |x| of rank's elements in each block of every
+// cast of unit u's FP8 weights (0 for blocks it does not touch), as the bits of a non-negative
+// f32: integer MAX over the ranks is then the float max with NaN winning (its bits lie above
+// inf's). amax_bits holds the plan's entries from grid_base on (a range of units' grids).
 void partial_amaxes(const UnitLayout& unit, const Fp8UnitPlan& plan, int rank,
-                    const Tensor& master_shard, std::span<int64_t> amax_bits);
+                    const Tensor& master_shard, std::span<int64_t> amax_bits,
+                    int64_t grid_base = 0);
 // Each cast's scales [grid_rows, grid_cols] (on W) f32 from the global amaxes, by its rule.
-std::vector<Tensor> fp8_scales(std::span<const Fp8Weight> casts,
-                               std::span<const int64_t> amax_bits);
+std::vector<Tensor> fp8_scales(std::span<const Fp8Weight> casts, std::span<const int64_t> amax_bits,
+                               int64_t grid_base = 0);
 
 // What this rank sends for one cast: its FP8 elements cast with their blocks' scales (the
 // quantize kernel's arithmetic: scaled in f32, saturating, nearest even) into send_fp8

@@ -90,19 +90,18 @@ void ShardedModel::refresh_fp8_scales(std::size_t first, std::size_t last) {
     for (const auto* casts : {&fp8_->units[u].weights, &fp8_->units[u].weights_t})
       for (const detail::Fp8Weight& w : *casts)
         hi = std::max(hi, w.grid_offset + w.grid_rows * w.grid_cols);
-  std::vector<int64_t> bits(static_cast<std::size_t>(fp8_->grid_size), 0);
   NoGradGuard no_grad;
+  Tensor amax = Tensor::zeros({hi - lo}, DType::i64);  // these units' grids only
+  const std::span<int64_t> bits(amax.data<int64_t>(), static_cast<std::size_t>(hi - lo));
   for (std::size_t u = a; u < last; ++u)
     if (has_fp8(u))
       detail::partial_amaxes(layout_.units()[u], fp8_->units[u], comm_.rank(), units_[u].master,
-                             bits);
-  Tensor reduced = Tensor::from_vector(std::vector<int64_t>(bits.begin() + lo, bits.begin() + hi));
-  comm_.all_reduce(reduced, ReduceOp::max);  // integer max of f32 bits: NaN wins, exact
-  std::copy(reduced.data<int64_t>(), reduced.data<int64_t>() + (hi - lo), bits.begin() + lo);
+                             bits, lo);
+  comm_.all_reduce(amax, ReduceOp::max);  // integer max of f32 bits: NaN wins, exact
   for (std::size_t u = a; u < last; ++u)
     if (has_fp8(u)) {
-      units_[u].fp8[0].scales = detail::fp8_scales(fp8_->units[u].weights, bits);
-      units_[u].fp8[1].scales = detail::fp8_scales(fp8_->units[u].weights_t, bits);
+      units_[u].fp8[0].scales = detail::fp8_scales(fp8_->units[u].weights, bits, lo);
+      units_[u].fp8[1].scales = detail::fp8_scales(fp8_->units[u].weights_t, bits, lo);
     }
 }
 
