@@ -6,6 +6,7 @@
 
 #include "mixprec/core/error.h"
 #include "mixprec/numerics/encode.h"
+#include "mixprec/numerics/nvfp4.h"
 
 namespace mixprec::backend {
 
@@ -25,13 +26,23 @@ std::string describe(const QuantSpec& spec) {
   std::string s = std::string(dtype_name(spec.element)) + " " + extent(spec.block.rows) + "x" +
                   extent(spec.block.cols) + " " + scale_rule_info(spec.rule).name;
   if (spec.pow2 && !scale_rule_info(spec.rule).always_pow2) s += " pow2";
+  if (spec.rht) s += " rht";
   return s;
 }
 
 void check_spec(const QuantSpec& spec, const char* where) {
-  MIXPREC_CHECK(spec.element == DType::f8_e4m3fn || spec.element == DType::f8_e5m2, where,
-                std::string("quantized elements must be f8_e4m3fn or f8_e5m2, got ") +
+  const bool nvfp4 = spec.rule == ScaleRule::te_nvfp4;
+  MIXPREC_CHECK(nvfp4 ? spec.element == DType::f4_e2m1fn
+                      : spec.element == DType::f8_e4m3fn || spec.element == DType::f8_e5m2,
+                where,
+                std::string("quantized elements must be ") +
+                    (nvfp4 ? "f4_e2m1fn under te_nvfp4" : "f8_e4m3fn or f8_e5m2") + ", got " +
                     dtype_name(spec.element));
+  MIXPREC_CHECK(!nvfp4 || ((spec.block.rows == 1 || spec.block.rows == 16) &&
+                           spec.block.cols == 16 && !spec.pow2),
+                where, "te_nvfp4 blocks are 1x16 or 16x16, without pow2; got " + describe(spec));
+  MIXPREC_CHECK(!spec.rht || (nvfp4 && spec.block.rows == 1), where,
+                "the RHT is for te_nvfp4 1x16 operands; got " + describe(spec));
   MIXPREC_CHECK(spec.block.rows >= 0 && spec.block.cols >= 0, where,
                 "block sizes must be >= 0 (0 = the whole dim), got " + describe(spec));
 }
@@ -54,6 +65,9 @@ int64_t scaled_gemm_k_step(const Quantized& a, const Quantized& b, const char* w
                 "operands disagree on k: A is [" + std::to_string(a.data.size(0)) + ", " +
                     std::to_string(k) + "], B is [" + std::to_string(b.data.size(0)) + ", " +
                     std::to_string(b.data.size(1)) + "] (C = A·Bᵀ)");
+  MIXPREC_CHECK((a.spec.element == DType::f4_e2m1fn) == (b.spec.element == DType::f4_e2m1fn), where,
+                "an NVFP4 operand multiplies an NVFP4 one only: A is " + describe(a.spec) +
+                    ", B is " + describe(b.spec));
   const int64_t ka = resolved_block(a.spec, a.data.size(0), k).cols;
   const int64_t kb = resolved_block(b.spec, b.data.size(0), k).cols;
   const int64_t step = std::min(ka, kb);
@@ -75,7 +89,12 @@ Descales descales(const Quantized& q) {
   return d;
 }
 
-Tensor dequantize(const Quantized& q, DType dtype) {
+float tensor_scale_alpha(const Quantized& a, const Quantized& b) {
+  return a.tensor_amax && b.tensor_amax ? te_nvfp4_gemm_alpha(*a.tensor_amax, *b.tensor_amax)
+                                        : 1.0f;
+}
+
+Tensor dequantize(const Quantized& q, DType dtype, bool with_tensor_scale) {
   const int64_t rows = q.data.size(0), cols = q.data.size(1);
   const BlockShape blk = resolved_block(q.spec, rows, cols);
   const FloatFormat& f = *info(q.spec.element).format;
@@ -85,12 +104,14 @@ Tensor dequantize(const Quantized& q, DType dtype) {
   const Tensor data = q.data.contiguous();
   const auto* bits = static_cast<const uint8_t*>(data.raw_data());
   const int64_t scale_cols = scales.size(1);
+  const double tensor_decode =
+      q.tensor_amax && with_tensor_scale ? te_nvfp4_tensor_scale(*q.tensor_amax).decode : 1.0;
   std::vector<double> out(static_cast<std::size_t>(rows * cols));
   for (int64_t r = 0; r < rows; ++r)
     for (int64_t c = 0; c < cols; ++c) {
       const double x = decode_f64(f, bits[r * cols + c]);
       const double s = v[(r / blk.rows) * scale_cols + c / blk.cols];
-      out[static_cast<std::size_t>(r * cols + c)] = divide ? x * s : x / s;
+      out[static_cast<std::size_t>(r * cols + c)] = (divide ? x * s : x / s) * tensor_decode;
     }
   return Tensor::from_doubles(out, {rows, cols}, dtype);
 }

@@ -19,11 +19,6 @@ using backend::QuantSpec;
 
 namespace {
 
-// The NaN-keeping max of two amaxes.
-inline float max_amax(float a, float b) {
-  return std::isnan(a) || std::isnan(b) ? NAN : std::max(a, b);
-}
-
 // FP8 operands widened for the GEMM kernels: to bf16 where this CPU multiplies bf16 natively
 // (AMX, AVX512-BF16), else straight to f32, which the widening paths would make of bf16
 // anyway. Exact either way: every E4M3 / E5M2 value is a bf16 value.
@@ -40,6 +35,7 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
   MIXPREC_CHECK(in_dtype == DType::f32 || in_dtype == DType::bf16 || in_dtype == DType::f16,
                 "quantize",
                 std::string("input must be f32, bf16 or f16, got ") + dtype_name(in_dtype));
+  if (spec.rule == ScaleRule::te_nvfp4) return quantize_te_nvfp4(x_in, spec);
   const Tensor x = x_in.contiguous();
   const int64_t rows = x.size(0), cols = x.size(1);
   const BlockShape blk = backend::resolved_block(spec, rows, cols);
@@ -143,8 +139,9 @@ bool bf16_dequant_is_exact(const Quantized& a, const backend::Descales& da, cons
 
 // q·descale for every element, in `dtype` (f32 or bf16): exact when the descales are powers of
 // two (an FP8 value has at most 4 significant bits and E8M0 keeps every such product inside
-// f32's range; bf16 only where bf16_dequant_is_exact says so).
-Tensor dequantize_pow2(const Quantized& q, const backend::Descales& d, DType dtype) {
+// f32's range; bf16 only where bf16_dequant_is_exact says so), and for NVFP4 (an E2M1 value's
+// <= 2 significant bits times an E4M3 scale's <= 4, within 2^-10 .. 2688: normal in bf16).
+Tensor dequantize_exactly(const Quantized& q, const backend::Descales& d, DType dtype) {
   const int64_t rows = q.data.size(0), cols = q.data.size(1);
   const backend::BlockShape blk = backend::resolved_block(q.spec, rows, cols);
   const Tensor src = q.data.contiguous();
@@ -170,12 +167,22 @@ Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
   const int64_t step = backend::scaled_gemm_k_step(a, b, "scaled_gemm");
   const int64_t m = a.data.size(0), n = b.data.size(0), k = a.data.size(1);
   const backend::Descales da = backend::descales(a), db = backend::descales(b);
+  // NVFP4: the operands dequantize exactly at the block level, every product is exact in f32
+  // and the one GEMM sums them over all of k; the tensor scales multiply once at the end.
+  if (a.spec.element == DType::f4_e2m1fn) {
+    const DType wd = bf16_gemm_is_native() ? DType::bf16 : DType::f32;
+    const Tensor ad = dequantize_exactly(a, da, wd), bd = dequantize_exactly(b, db, wd);
+    Tensor c = Tensor::empty({m, n}, DType::f32);
+    gemm(m, n, k, backend::tensor_scale_alpha(a, b), {wd, ad.raw_data(), k},
+         {wd, bd.raw_data(), k, true}, 0.0f, {DType::f32, c.raw_data(), n});
+    return c.to(out_dtype);
+  }
   // Power-of-two descales (MX's E8M0, pow2 block scales) scale a K-step's sum exactly, so the
   // operands may be dequantized exactly and summed over all of K in one GEMM: the same exact
   // products in f32, instead of one GEMM and one pass over C per K-step.
   if (step < k && all_powers_of_two(da.values) && all_powers_of_two(db.values)) {
     const DType wd = bf16_dequant_is_exact(a, da, b, db) ? DType::bf16 : DType::f32;
-    const Tensor ad = dequantize_pow2(a, da, wd), bd = dequantize_pow2(b, db, wd);
+    const Tensor ad = dequantize_exactly(a, da, wd), bd = dequantize_exactly(b, db, wd);
     Tensor c = Tensor::empty({m, n}, DType::f32);
     gemm(m, n, k, 1.0f, {wd, ad.raw_data(), k}, {wd, bd.raw_data(), k, true}, 0.0f,
          {DType::f32, c.raw_data(), n});

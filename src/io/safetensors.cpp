@@ -17,10 +17,19 @@ struct DTypeName {
   const char* name;
 };
 constexpr DTypeName kNames[] = {
-    {DType::f64, "F64"},     {DType::f32, "F32"},           {DType::bf16, "BF16"},
-    {DType::f16, "F16"},     {DType::f8_e4m3fn, "F8_E4M3"}, {DType::f8_e5m2, "F8_E5M2"},
-    {DType::i32, "I32"},     {DType::i64, "I64"},           {DType::u8, "U8"},
-    {DType::boolean, "BOOL"}};
+    {DType::f64, "F64"},
+    {DType::f32, "F32"},
+    {DType::bf16, "BF16"},
+    {DType::f16, "F16"},
+    {DType::f8_e4m3fn, "F8_E4M3"},
+    {DType::f8_e5m2, "F8_E5M2"},
+    {DType::i32, "I32"},
+    {DType::i64, "I64"},
+    {DType::u8, "U8"},
+    {DType::boolean, "BOOL"},
+    // mixprec's one E2M1 value a byte: not safetensors' F4 (two a byte), so another reader
+    // refuses the file instead of misreading it.
+    {DType::f4_e2m1fn, "F4_E2M1_UNPACKED"}};
 static_assert(std::size(kNames) == kNumDTypes, "every dtype needs a safetensors name");
 
 [[noreturn]] void fail(const std::string& path, const std::string& what) {

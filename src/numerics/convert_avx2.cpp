@@ -357,6 +357,8 @@ std::size_t avx2_narrow_f32(const FloatFormat& f, const float* src, void* dst, s
       return f16_fast<_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC>(src, static_cast<uint16_t*>(dst), n);
     return f16_stochastic(src, static_cast<uint16_t*>(dst), n, o, index0);
   }
+  // The vector encoder packs 8, 16 or 32 bits a lane; FP4 (a byte each) takes the scalar one.
+  if (f.total_bits() < 8) return 0;
   return generic_dispatch(f, src, dst, n, o, index0, false);
 }
 

@@ -10,8 +10,13 @@
 namespace mixprec::kernels {
 namespace {
 
+// Formats of 8 bits or fewer (FP8, FP4 E2M1: one value a byte) store a byte.
+int storage_bits(const FloatFormat& f) {
+  return f.total_bits() <= 8 ? 8 : f.total_bits();
+}
+
 void store(const FloatFormat& f, void* dst, std::size_t i, uint32_t bits) {
-  switch (f.total_bits()) {
+  switch (storage_bits(f)) {
     case 8:
       static_cast<uint8_t*>(dst)[i] = static_cast<uint8_t>(bits);
       break;
@@ -25,7 +30,7 @@ void store(const FloatFormat& f, void* dst, std::size_t i, uint32_t bits) {
 }
 
 uint32_t load(const FloatFormat& f, const void* src, std::size_t i) {
-  switch (f.total_bits()) {
+  switch (storage_bits(f)) {
     case 8:
       return static_cast<const uint8_t*>(src)[i];
     case 16:

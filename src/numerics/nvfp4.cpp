@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <array>
+#include <cfloat>
 #include <cmath>
 #include <string>
 
@@ -66,6 +67,29 @@ void nvfp4_dequantize(std::span<const uint8_t> packed, std::span<const uint8_t> 
     if (per_tensor_scale) s *= *per_tensor_scale;
     for (float& v : out.subspan(b * kNvfp4BlockSize, kNvfp4BlockSize)) v *= s;
   }
+}
+
+TeNvfp4TensorScale te_nvfp4_tensor_scale(float tensor_amax) {
+  // torch.min with FLT_MAX keeps a NaN (an amax of NaN leaves every scale NaN).
+  float encode = (kE4M3Max * kE2M1Max) / tensor_amax;
+  if (encode > FLT_MAX) encode = FLT_MAX;
+  if (encode == 0) encode = 1;  // an infinite amax
+  return {encode, 1.0f / encode, encode * (1.0f / kE2M1Max)};
+}
+
+TeNvfp4BlockScale te_nvfp4_block_scale(float block_amax, const TeNvfp4TensorScale& t) {
+  float d = block_amax * t.multiplier;
+  if (d > FLT_MAX) d = FLT_MAX;
+  d = clamp_keep_nan(d, -kE4M3Max, kE4M3Max);
+  const float decode = decode_f32(kFormatE4M3FN, encode_f32(kFormatE4M3FN, d));
+  float encode = 1.0f / (decode * t.decode);
+  if (encode > FLT_MAX) encode = FLT_MAX;  // a zero block: its elements are all 0
+  return {decode, encode};
+}
+
+float te_nvfp4_gemm_alpha(float amax_a, float amax_b) {
+  constexpr float kFactor = kE2M1Max * kE2M1Max * kE4M3Max * kE4M3Max;  // exact in f32
+  return (amax_a * amax_b) / kFactor;
 }
 
 }  // namespace mixprec

@@ -11,7 +11,7 @@
 
 namespace mixprec {
 
-static_assert(std::size(kScaleRules) == static_cast<std::size_t>(ScaleRule::mx_rceil) + 1);
+static_assert(std::size(kScaleRules) == static_cast<std::size_t>(ScaleRule::te_nvfp4) + 1);
 
 ScaleRule parse_scale_rule(std::string_view name, std::string_view where) {
   std::string valid;
@@ -76,6 +76,8 @@ float scale_from_amax(ScaleRule rule, float amax, const FloatFormat& element, bo
       return mx_floor(amax, element);
     case ScaleRule::mx_rceil:
       return mx_rceil(amax, element);
+    case ScaleRule::te_nvfp4:
+      throw Error("scale_from_amax", "te_nvfp4 block scales need the tensor's amax too (nvfp4.h)");
   }
   return NAN;
 }

@@ -165,10 +165,12 @@ void LinearProduct::grad_x(const Grads& g) const {
     // The gathered FP8 weight: grad_input's own cast, or output's bytes and scales transposed.
     std::optional<backend::Quantized> wt;
     if (w_fp8_t)
-      wt = backend::Quantized{w_fp8_t->data.contiguous(), w_fp8_t->scales, w_fp8_t->spec};
+      wt = backend::Quantized{w_fp8_t->data.contiguous(), w_fp8_t->scales, w_fp8_t->spec,
+                              w_fp8_t->tensor_amax};
     else if (w_fp8)
       wt = backend::Quantized{w_fp8->data.transpose(0, 1).contiguous(),
-                              w_fp8->scales.transpose(0, 1).contiguous(), recipe->grad_input.b};
+                              w_fp8->scales.transpose(0, 1).contiguous(), recipe->grad_input.b,
+                              w_fp8->tensor_amax};
     g.dx.view({rows, in})
         .copy_from(fp8_product(recipe->grad_input, g.operand, "grad_output",
                                w_fp8 ? Tensor() : w.transpose(0, 1), "weight", {},
@@ -221,7 +223,8 @@ void LinearProduct::grad_w(const Grads& g) const {
     Tensor x_source = x_fp8 ? Tensor() : x2.transpose(0, 1);
     if (x_fp8 && amp::input_cast_serves_grad_weight(*recipe))
       xt = backend::Quantized{x_fp8->data.transpose(0, 1).contiguous(),
-                              x_fp8->scales.transpose(0, 1).contiguous(), recipe->grad_weight.b};
+                              x_fp8->scales.transpose(0, 1).contiguous(), recipe->grad_weight.b,
+                              x_fp8->tensor_amax};
     else if (x_fp8)
       x_source = widen_transposed(*x_fp8);
     Tensor(g.dw).copy_from(fp8_product(recipe->grad_weight, g.operand.transpose(0, 1),

@@ -11,8 +11,21 @@
 
 namespace mixprec {
 
-enum class DType : uint8_t { f64, f32, bf16, f16, f8_e4m3fn, f8_e5m2, i32, i64, u8, boolean };
-inline constexpr int kNumDTypes = 10;
+// New dtypes go at the end: the values of the others stay as they are.
+enum class DType : uint8_t {
+  f64,
+  f32,
+  bf16,
+  f16,
+  f8_e4m3fn,
+  f8_e5m2,
+  i32,
+  i64,
+  u8,
+  boolean,
+  f4_e2m1fn
+};
+inline constexpr int kNumDTypes = 11;
 
 enum class DTypeKind : uint8_t { floating, signed_int, unsigned_int, boolean };
 
@@ -43,6 +56,9 @@ inline constexpr std::array<DTypeInfo, kNumDTypes> kDTypeTable{{
     {DType::i64,       "i64",       "int64,long",                            8, DTypeKind::signed_int,   nullptr,        false, DType::i64,  true},
     {DType::u8,        "u8",        "uint8,byte",                            1, DTypeKind::unsigned_int, nullptr,        false, DType::i64,  false},
     {DType::boolean,   "bool",      "boolean",                               1, DTypeKind::boolean,      nullptr,        false, DType::i64,  false},
+    // FP4 E2M1 (NVFP4's element): one value per byte in its low nibble (torch packs two a byte,
+    // float4_e2m1fn_x2; fp4.h packs and unpacks); storage only, as FP8.
+    {DType::f4_e2m1fn, "f4_e2m1fn", "e2m1,float4_e2m1fn,fp4_e2m1,fp4",       1, DTypeKind::floating,     &kFormatE2M1FN, false, DType::f32,  false},
 }};
 // clang-format on
 
@@ -52,7 +68,7 @@ constexpr bool table_rows_in_enum_order() {
   return true;
 }
 static_assert(table_rows_in_enum_order(), "kDTypeTable rows must follow the DType enum order");
-static_assert(static_cast<int>(DType::boolean) + 1 == kNumDTypes, "kNumDTypes out of date");
+static_assert(static_cast<int>(DType::f4_e2m1fn) + 1 == kNumDTypes, "kNumDTypes out of date");
 
 constexpr const DTypeInfo& info(DType t) {
   return kDTypeTable[static_cast<int>(t)];

@@ -33,4 +33,26 @@ void nvfp4_quantize(std::span<const float> x, std::optional<float> per_tensor_sc
 void nvfp4_dequantize(std::span<const uint8_t> packed, std::span<const uint8_t> block_scales,
                       std::optional<float> per_tensor_scale, std::span<float> out);
 
+// Transformer Engine's NVFP4 scales (NVFP4BlockScaling; the arithmetic of its reference
+// quantizer, custom_recipes/reference_nvfp4.py, which its kernels match bit for bit), in f32
+// and in its order. From the tensor's amax:
+//   encode = min(448·6 / amax, FLT_MAX), 1 where that is 0;  decode = 1 / encode;
+//   multiplier = encode · f32(1/6)
+// and from a block's amax:
+//   block decode (stored, E4M3) = e4m3(clamp(min(block_amax · multiplier, FLT_MAX), 448)),
+//   block encode = min(1 / (f32(block decode) · decode), FLT_MAX)
+// Elements are e2m1(clamp(x · block encode, ±6)) and x ≈ e2m1 · block decode · decode. Its GEMM
+// multiplies the sum of (e2m1 · block decode) products by te_nvfp4_gemm_alpha.
+struct TeNvfp4TensorScale {
+  float encode, decode, multiplier;
+};
+TeNvfp4TensorScale te_nvfp4_tensor_scale(float tensor_amax);
+struct TeNvfp4BlockScale {
+  float decode;  // an E4M3 value: what the block stores
+  float encode;  // what its elements are multiplied by before the E2M1 cast
+};
+TeNvfp4BlockScale te_nvfp4_block_scale(float block_amax, const TeNvfp4TensorScale& t);
+// (amax_a · amax_b) / (6² · 448²) in f32: TE's GEMM alpha for two NVFP4 operands.
+float te_nvfp4_gemm_alpha(float amax_a, float amax_b);
+
 }  // namespace mixprec

@@ -13,7 +13,7 @@
 
 namespace mixprec {
 
-enum class ScaleRule : uint8_t { torchao, te, deepseek, mx_floor, mx_rceil };
+enum class ScaleRule : uint8_t { torchao, te, deepseek, mx_floor, mx_rceil, te_nvfp4 };
 
 // What the stored value v means: q = cast(x·v) and x ≈ q / v (torchao's `_scale`, TE's
 // `scale`), or q = cast(x / v) and x ≈ q·v (DeepSeek-V3's `scale_inv`, MX's E8M0 block scale).
@@ -35,6 +35,7 @@ inline constexpr ScaleRuleInfo kScaleRules[] = {
   {ScaleRule::deepseek, "deepseek", ScaleForm::divide,   false, "DeepSeek-V3 act_quant: v = max(amax, 1e-4) / max in f32"},
   {ScaleRule::mx_floor, "mx_floor", ScaleForm::divide,   true,  "OCP MX v1.0 (torchao FLOOR): v = 2^(floor(log2 amax) - emax), E8M0"},
   {ScaleRule::mx_rceil, "mx_rceil", ScaleForm::divide,   true,  "NVIDIA cvt.rp.ue8m0 (torchao RCEIL): v = amax·(1/max) rounded up to a power of two, E8M0"},
+  {ScaleRule::te_nvfp4, "te_nvfp4", ScaleForm::divide,   false, "Transformer Engine NVFP4BlockScaling: v = E4M3 block scale under an f32 tensor scale from the tensor's amax (nvfp4.h: te_nvfp4_*); E2M1 elements"},
 };
 // clang-format on
 
@@ -62,7 +63,13 @@ inline float block_amax(const float* x, int64_t n) {
   return nan ? std::numeric_limits<float>::quiet_NaN() : m;
 }
 
+// The NaN-keeping max of two amaxes (a block's rows, a tensor's blocks).
+inline float max_amax(float a, float b) {
+  return std::isnan(a) || std::isnan(b) ? std::numeric_limits<float>::quiet_NaN() : (a > b ? a : b);
+}
+
 // The stored value for a block whose largest magnitude is `amax` (NaN if any element was NaN).
+// te_nvfp4's also needs the tensor's amax: te_nvfp4_block_scale (nvfp4.h); here it throws.
 // pow2 (always on for the MX rules) rounds the factor to a power of two so that values shrink:
 // a multiply scale down (TE: the mantissa masked; torchao: exp2(floor(log2 v)) in f32, which is
 // that floor for every scale a bf16 amax gives, but 2^k for an f32 amax whose v lies a few ulps

@@ -41,6 +41,7 @@ using bf16 = NarrowFloat<uint16_t, kFormatBF16>;
 using f16 = NarrowFloat<uint16_t, kFormatF16>;
 using f8_e4m3fn = NarrowFloat<uint8_t, kFormatE4M3FN>;
 using f8_e5m2 = NarrowFloat<uint8_t, kFormatE5M2>;
+using f4_e2m1fn = NarrowFloat<uint8_t, kFormatE2M1FN>;  // one value a byte, in the low nibble
 
 template <>
 inline float bf16::to_float() const {
@@ -66,13 +67,17 @@ template <>
 inline float f8_e5m2::to_float() const {
   return decode_f32(kFormatE5M2, bits);
 }
+template <>
+inline float f4_e2m1fn::to_float() const {
+  return decode_f32(kFormatE2M1FN, bits & 0xFu);
+}
 
 static_assert(sizeof(bf16) == 2 && sizeof(f16) == 2 && sizeof(f8_e4m3fn) == 1 &&
-              sizeof(f8_e5m2) == 1);
+              sizeof(f8_e5m2) == 1 && sizeof(f4_e2m1fn) == 1);
 
 // C++ storage type of each dtype, in DType enum order: one list read in both directions.
-using StorageTypes =
-    std::tuple<double, float, bf16, f16, f8_e4m3fn, f8_e5m2, int32_t, int64_t, uint8_t, bool>;
+using StorageTypes = std::tuple<double, float, bf16, f16, f8_e4m3fn, f8_e5m2, int32_t, int64_t,
+                                uint8_t, bool, f4_e2m1fn>;
 static_assert(std::tuple_size_v<StorageTypes> == kNumDTypes);
 
 template <DType T>

@@ -32,6 +32,8 @@ decltype(auto) dispatch(DType dtype, Fn&& fn) {
       return fn.template operator()<uint8_t>();
     case DType::boolean:
       return fn.template operator()<bool>();
+    case DType::f4_e2m1fn:
+      return fn.template operator()<f4_e2m1fn>();
   }
   throw Error("dispatch", "invalid dtype value " + std::to_string(static_cast<int>(dtype)));
 }

@@ -1,16 +1,77 @@
 // Reference FP8 kernels: block by block, element by element, the GEMM summed in f64.
+#include <algorithm>
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "mixprec/core/error.h"
 #include "mixprec/numerics/encode.h"
+#include "mixprec/numerics/hadamard.h"
+#include "mixprec/numerics/nvfp4.h"
 #include "reference_kernels.h"
 
 namespace mixprec::backend::reference {
 
+namespace {
+
+// TE's NVFP4 cast element by element: the RHT as a 16x16 matrix product summed in f64 and
+// rounded once to the input's dtype, then the tensor amax, each block's scales and the cast.
+Quantized quantize_te_nvfp4(const Tensor& x, const QuantSpec& spec) {
+  const int64_t rows = x.size(0), cols = x.size(1);
+  MIXPREC_CHECK(cols % kRhtSize == 0, "quantize",
+                "te_nvfp4 casts rows of a multiple of 16 values, got " + std::to_string(cols));
+  const BlockShape blk = resolved_block(spec, rows, cols);
+  const Shape ss = scale_shape(spec, rows, cols);
+  std::vector<double> in = values(x);
+  if (spec.rht) {
+    std::vector<double> t(in.size());
+    for (std::size_t r0 = 0; r0 < in.size(); r0 += kRhtSize)
+      for (int j = 0; j < kRhtSize; ++j) {
+        double s = 0;
+        for (int i = 0; i < kRhtSize; ++i)
+          s += in[r0 + static_cast<std::size_t>(i)] * rht16_entry(i, j);
+        t[r0 + static_cast<std::size_t>(j)] = s;
+      }
+    in = values(make(t, {rows, cols}, x.dtype()));  // rounded once to the input's dtype
+  }
+  float tensor_amax = 0;
+  for (const double v : in) {
+    const float a = std::fabs(static_cast<float>(v));
+    if (std::isnan(a) || a > tensor_amax) tensor_amax = std::isnan(tensor_amax) ? tensor_amax : a;
+  }
+  const TeNvfp4TensorScale ts = te_nvfp4_tensor_scale(tensor_amax);
+  std::vector<uint8_t> q(in.size());
+  std::vector<double> scales(static_cast<std::size_t>(ss[0] * ss[1]));
+  for (int64_t br = 0; br < ss[0]; ++br)
+    for (int64_t bc = 0; bc < ss[1]; ++bc) {
+      const int64_t r0 = br * blk.rows, r1 = std::min(rows, r0 + blk.rows);
+      const int64_t c0 = bc * blk.cols, c1 = c0 + blk.cols;
+      float amax = 0;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          const float a = std::fabs(static_cast<float>(in[static_cast<std::size_t>(r * cols + c)]));
+          if (std::isnan(a) || a > amax) amax = std::isnan(amax) ? amax : a;
+        }
+      const TeNvfp4BlockScale s = te_nvfp4_block_scale(amax, ts);
+      scales[static_cast<std::size_t>(br * ss[1] + bc)] = s.decode;
+      for (int64_t r = r0; r < r1; ++r)
+        for (int64_t c = c0; c < c1; ++c) {
+          const auto i = static_cast<std::size_t>(r * cols + c);
+          const float y = static_cast<float>(in[i]) * s.encode;
+          q[i] = static_cast<uint8_t>(encode_f32(kFormatE2M1FN, y, Rounding::nearest_even, true));
+        }
+    }
+  Tensor data = Tensor::empty({rows, cols}, spec.element);
+  std::copy(q.begin(), q.end(), static_cast<uint8_t*>(data.raw_data()));
+  return {data, make(scales, ss, DType::f32), spec, tensor_amax};
+}
+
+}  // namespace
+
 Quantized quantize(const Tensor& x, const QuantSpec& spec) {
   check_spec(spec, "quantize");
   MIXPREC_CHECK(x.ndim() == 2, "quantize", "expects a 2-d [rows, cols] tensor");
+  if (spec.rule == ScaleRule::te_nvfp4) return quantize_te_nvfp4(x, spec);
   const int64_t rows = x.size(0), cols = x.size(1);
   const BlockShape blk = resolved_block(spec, rows, cols);
   const Shape ss = scale_shape(spec, rows, cols);
@@ -49,15 +110,17 @@ Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
   const int64_t m = a.data.size(0), n = b.data.size(0), k = a.data.size(1);
   // Dequantized operands in f64 (exact q / v, to f64's precision): the sum of their products
   // is the exact result the cpu kernel must meet within f32 accumulation error.
-  const std::vector<double> av = values(dequantize(a, DType::f64));
-  const std::vector<double> bv = values(dequantize(b, DType::f64));
+  // NVFP4's tensor scales multiply the sum once, as TE's GEMM does (alpha).
+  const std::vector<double> av = values(dequantize(a, DType::f64, false));
+  const std::vector<double> bv = values(dequantize(b, DType::f64, false));
+  const double alpha = tensor_scale_alpha(a, b);
   std::vector<double> c(static_cast<std::size_t>(m * n));
   for (int64_t i = 0; i < m; ++i)
     for (int64_t j = 0; j < n; ++j) {
       double s = 0;
       for (int64_t p = 0; p < k; ++p)
         s += av[static_cast<std::size_t>(i * k + p)] * bv[static_cast<std::size_t>(j * k + p)];
-      c[static_cast<std::size_t>(i * n + j)] = s;
+      c[static_cast<std::size_t>(i * n + j)] = s * alpha;
     }
   return make(c, {m, n}, out_dtype);
 }

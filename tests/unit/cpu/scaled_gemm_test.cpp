@@ -37,7 +37,7 @@ struct Case {
   int64_t m, n, k;
 };
 
-constexpr DType e4m3 = DType::f8_e4m3fn, e5m2 = DType::f8_e5m2;
+constexpr DType e4m3 = DType::f8_e4m3fn, e5m2 = DType::f8_e5m2, e2m1 = DType::f4_e2m1fn;
 // clang-format off
 const Case kCases[] = {
     {"tensorwise (fprop)", {e4m3, {0, 0}, ScaleRule::torchao}, {e4m3, {0, 0}, ScaleRule::torchao}, 33, 40, 96},
@@ -51,6 +51,8 @@ const Case kCases[] = {
     {"MXFP8 floor", {e4m3, {1, 32}, ScaleRule::mx_floor}, {e4m3, {1, 32}, ScaleRule::mx_floor}, 40, 50, 200},
     {"MXFP8 rceil", {e4m3, {1, 32}, ScaleRule::mx_rceil}, {e4m3, {1, 32}, ScaleRule::mx_rceil}, 17, 64, 96},
     {"row x 1x128 blocks", {e4m3, {1, 0}, ScaleRule::torchao}, {e4m3, {128, 128}, ScaleRule::deepseek}, 8, 130, 260},
+    {"TE NVFP4 1x16 x 16x16 (fprop, dgrad)", {e2m1, {1, 16}, ScaleRule::te_nvfp4}, {e2m1, {16, 16}, ScaleRule::te_nvfp4}, 33, 40, 96},
+    {"TE NVFP4 RHT 1x16 x 1x16 (wgrad)", {e2m1, {1, 16}, ScaleRule::te_nvfp4, false, true}, {e2m1, {1, 16}, ScaleRule::te_nvfp4, false, true}, 24, 50, 256},
 };
 // clang-format on
 
@@ -103,6 +105,7 @@ TEST(ScaledGemm, SaturatedOperandsAndAllZeroBlocksStayExact) {
     for (int64_t c = 128; c < 160; ++c) p[r * 256 + c] = 0.0f;            // zero blocks
   }
   for (const ScaleRuleInfo& rule : kScaleRules) {
+    if (rule.rule == ScaleRule::te_nvfp4) continue;  // E2M1: nvfp4_quantize_test.cpp
     const QuantSpec spec{DType::f8_e4m3fn, {1, 32}, rule.rule, false};
     const Quantized a = cpu_backend().quantize(x, spec);
     const Quantized b = cpu_backend().quantize(graded(40, 256, 4), spec);

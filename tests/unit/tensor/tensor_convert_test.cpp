@@ -30,8 +30,8 @@ constexpr int64_t kI64Max = std::numeric_limits<int64_t>::max();
 constexpr int64_t kI64Min = std::numeric_limits<int64_t>::min();
 
 constexpr std::array<DType, kNumDTypes> kAllDTypes = {
-    DType::f64,     DType::f32, DType::bf16, DType::f16, DType::f8_e4m3fn,
-    DType::f8_e5m2, DType::i32, DType::i64,  DType::u8,  DType::boolean};
+    DType::f64, DType::f32, DType::bf16, DType::f16,     DType::f8_e4m3fn, DType::f8_e5m2,
+    DType::i32, DType::i64, DType::u8,   DType::boolean, DType::f4_e2m1fn};
 
 // One input value and, worked out by hand, what converting it to each dtype must give:
 // floats round to nearest even once (overflow -> inf, or NaN for e4m3fn, which has no inf),
@@ -42,73 +42,75 @@ struct Row {
   double f64, f32, bf16, f16, e4m3, e5m2;
   int64_t i32, i64, u8;
   bool b;
+  // E2M1 (0, 0.5, 1, 1.5, 2, 3, 4, 6): no inf or NaN, so overflow, infinities and NaN give 6.
+  double e2m1;
 };
 
 // clang-format off
 const std::vector<Row> kRows = {
-  //  value               f64                f32              bf16             f16              e4m3         e5m2         i32       i64                    u8   bool
-  {0.0,                   0.0,               0.0,             0.0,             0.0,             0.0,         0.0,         0,        0,                     0,   false},
-  {-0.0,                  -0.0,              -0.0,            -0.0,            -0.0,            -0.0,        -0.0,        0,        0,                     0,   false},
-  {1.0,                   1.0,               1.0,             1.0,             1.0,             1.0,         1.0,         1,        1,                     1,   true},
-  {-2.0,                  -2.0,              -2.0,            -2.0,            -2.0,            -2.0,        -2.0,        -2,       -2,                    0,   true},
-  {2.5,                   2.5,               2.5,             2.5,             2.5,             2.5,         2.5,         2,        2,                     2,   true},
+  //  value               f64                f32              bf16             f16              e4m3         e5m2         i32       i64                    u8   bool  e2m1
+  {0.0,                   0.0,               0.0,             0.0,             0.0,             0.0,         0.0,         0,        0,                     0,   false, 0.0},
+  {-0.0,                  -0.0,              -0.0,            -0.0,            -0.0,            -0.0,        -0.0,        0,        0,                     0,   false, -0.0},
+  {1.0,                   1.0,               1.0,             1.0,             1.0,             1.0,         1.0,         1,        1,                     1,   true, 1.0},
+  {-2.0,                  -2.0,              -2.0,            -2.0,            -2.0,            -2.0,        -2.0,        -2,       -2,                    0,   true, -2.0},
+  {2.5,                   2.5,               2.5,             2.5,             2.5,             2.5,         2.5,         2,        2,                     2,   true, 2.0},
   // 1.011b x 2: e5m2 keeps 2 bits, a tie between 1.01 (odd) and 1.10 -> 3.
-  {-2.75,                 -2.75,             -2.75,           -2.75,           -2.75,           -2.75,       -3.0,        -2,       -2,                    0,   true},
+  {-2.75,                 -2.75,             -2.75,           -2.75,           -2.75,           -2.75,       -3.0,        -2,       -2,                    0,   true, -3.0},
   // 1.1111111b x 2^7: fp8 formats round up to 2^8.
-  {255.0,                 255.0,             255.0,           255.0,           255.0,           256.0,       256.0,       255,      255,                   255, true},
+  {255.0,                 255.0,             255.0,           255.0,           255.0,           256.0,       256.0,       255,      255,                   255, true, 6.0},
   // 1.00101100b x 2^8: e4m3 -> 1.001 (288), e5m2 -> 1.01 (320).
-  {300.0,                 300.0,             300.0,           300.0,           300.0,           288.0,       320.0,       300,      300,                   255, true},
+  {300.0,                 300.0,             300.0,           300.0,           300.0,           288.0,       320.0,       300,      300,                   255, true, 6.0},
   // Above e4m3's 448: NaN. e5m2: 1.11|1101 x 2^9 -> 1024.
-  {1000.0,                1000.0,            1000.0,          1000.0,          1000.0,          kNaN,        1024.0,      1000,     1000,                  255, true},
-  {448.0,                 448.0,             448.0,           448.0,           448.0,           448.0,       448.0,       448,      448,                   255, true},
+  {1000.0,                1000.0,            1000.0,          1000.0,          1000.0,          kNaN,        1024.0,      1000,     1000,                  255, true, 6.0},
+  {448.0,                 448.0,             448.0,           448.0,           448.0,           448.0,       448.0,       448,      448,                   255, true, 6.0},
   // 1.1101b x 2^8: e4m3 tie -> 1.110 (448, even); e5m2 below half -> 448.
-  {464.0,                 464.0,             464.0,           464.0,           464.0,           448.0,       448.0,       464,      464,                   255, true},
+  {464.0,                 464.0,             464.0,           464.0,           464.0,           448.0,       448.0,       464,      464,                   255, true, 6.0},
   // 1.111b x 2^8 would be e4m3fn's NaN encoding 0x7F: overflow. e5m2 tie 1.11 -> 2^9.
-  {480.0,                 480.0,             480.0,           480.0,           480.0,           kNaN,        512.0,       480,      480,                   255, true},
+  {480.0,                 480.0,             480.0,           480.0,           480.0,           kNaN,        512.0,       480,      480,                   255, true, 6.0},
   // f16 max is 65504 (odd); 65520 is the tie with 65536 -> inf. bf16 rounds up to 2^16.
-  {65520.0,               65520.0,           65520.0,         65536.0,         kInf,            kNaN,        kInf,        65520,    65520,                 255, true},
-  {65504.0,               65504.0,           65504.0,         65536.0,         65504.0,         kNaN,        kInf,        65504,    65504,                 255, true},
+  {65520.0,               65520.0,           65520.0,         65536.0,         kInf,            kNaN,        kInf,        65520,    65520,                 255, true, 6.0},
+  {65504.0,               65504.0,           65504.0,         65536.0,         65504.0,         kNaN,        kInf,        65504,    65504,                 255, true, 6.0},
   // 0.1 = 0x1.999999999999ap-4: f32 0x1.99999ap-4, bf16 0x1.9ap-4, f16 0x1.998p-4,
   // e4m3 1.100|11 -> 1.101, e5m2 1.10|011 -> 1.10.
-  {0.1,                   0.1,               0x1.99999ap-4,   0x1.9ap-4,       0x1.998p-4,      0x1.ap-4,    0x1.8p-4,    0,        0,                     0,   true},
-  {kNaN,                  kNaN,              kNaN,            kNaN,            kNaN,            kNaN,        kNaN,        0,        0,                     0,   true},
-  {kInf,                  kInf,              kInf,            kInf,            kInf,            kNaN,        kInf,        kI32Max,  kI64Max,               255, true},
-  {-kInf,                 -kInf,             -kInf,           -kInf,           -kInf,           kNaN,        -kInf,       kI32Min,  kI64Min,               0,   true},
+  {0.1,                   0.1,               0x1.99999ap-4,   0x1.9ap-4,       0x1.998p-4,      0x1.ap-4,    0x1.8p-4,    0,        0,                     0,   true, 0.0},
+  {kNaN,                  kNaN,              kNaN,            kNaN,            kNaN,            kNaN,        kNaN,        0,        0,                     0,   true, 6.0},
+  {kInf,                  kInf,              kInf,            kInf,            kInf,            kNaN,        kInf,        kI32Max,  kI64Max,               255, true, 6.0},
+  {-kInf,                 -kInf,             -kInf,           -kInf,           -kInf,           kNaN,        -kInf,       kI32Min,  kI64Min,               0,   true, -6.0},
   // 3e9 = 0xB2D05E00 = 1.0110010|1101... x 2^31: bf16 rounds up to 179 x 2^24.
-  {3e9,                   3e9,               3e9,             3003121664.0,    kInf,            kNaN,        kInf,        kI32Max,  3000000000,            255, true},
-  {-3e9,                  -3e9,              -3e9,            -3003121664.0,   -kInf,           kNaN,        -kInf,       kI32Min,  -3000000000,           0,   true},
+  {3e9,                   3e9,               3e9,             3003121664.0,    kInf,            kNaN,        kInf,        kI32Max,  3000000000,            255, true, 6.0},
+  {-3e9,                  -3e9,              -3e9,            -3003121664.0,   -kInf,           kNaN,        -kInf,       kI32Min,  -3000000000,           0,   true, -6.0},
   // 2^24 + 1: f32 tie -> 2^24 (even). 2^24 + 3: f32 tie -> 2^24 + 4 (even), not truncation.
-  {16777217.0,            16777217.0,        16777216.0,      16777216.0,      kInf,            kNaN,        kInf,        16777217, 16777217,              255, true},
-  {16777219.0,            16777219.0,        16777220.0,      16777216.0,      kInf,            kNaN,        kInf,        16777219, 16777219,              255, true},
+  {16777217.0,            16777217.0,        16777216.0,      16777216.0,      kInf,            kNaN,        kInf,        16777217, 16777217,              255, true, 6.0},
+  {16777219.0,            16777219.0,        16777220.0,      16777216.0,      kInf,            kNaN,        kInf,        16777219, 16777219,              255, true, 6.0},
   // 2^63 - 1024 is the largest double below 2^63: exact in i64, 2^63 in f32/bf16.
-  {0x1.fffffffffffffp62,  0x1.fffffffffffffp62, 0x1p63,       0x1p63,          kInf,            kNaN,        kInf,        kI32Max,  9223372036854774784,   255, true},
+  {0x1.fffffffffffffp62,  0x1.fffffffffffffp62, 0x1p63,       0x1p63,          kInf,            kNaN,        kInf,        kI32Max,  9223372036854774784,   255, true, 6.0},
   // 2^63 itself does not fit in i64: saturates.
-  {0x1p63,                0x1p63,            0x1p63,          0x1p63,          kInf,            kNaN,        kInf,        kI32Max,  kI64Max,               255, true},
+  {0x1p63,                0x1p63,            0x1p63,          0x1p63,          kInf,            kNaN,        kInf,        kI32Max,  kI64Max,               255, true, 6.0},
   // bf16 ties: 1 + 2^-8 -> 1 (even); 1 + 3 x 2^-8 -> 1 + 2^-6 (even).
-  {1.0 + 0x1p-8,          1.0 + 0x1p-8,      1.0 + 0x1p-8,    1.0,             1.0 + 0x1p-8,    1.0,         1.0,         1,        1,                     1,   true},
-  {1.0 + 0x3p-8,          1.0 + 0x3p-8,      1.0 + 0x3p-8,    1.0 + 0x1p-6,    1.0 + 0x3p-8,    1.0,         1.0,         1,        1,                     1,   true},
+  {1.0 + 0x1p-8,          1.0 + 0x1p-8,      1.0 + 0x1p-8,    1.0,             1.0 + 0x1p-8,    1.0,         1.0,         1,        1,                     1,   true, 1.0},
+  {1.0 + 0x3p-8,          1.0 + 0x3p-8,      1.0 + 0x3p-8,    1.0 + 0x1p-6,    1.0 + 0x3p-8,    1.0,         1.0,         1,        1,                     1,   true, 1.0},
   // Just above the bf16 tie, by less than half an f32 ulp: via f32 it would land on the tie
   // and go to 1; one rounding gives 1 + 2^-7. f16 keeps 1 + 2^-8 (its ulp is 2^-10).
-  {1.0 + 0x1p-8 + 0x1p-40, 1.0 + 0x1p-8 + 0x1p-40, 1.0 + 0x1p-8, 1.0 + 0x1p-7,  1.0 + 0x1p-8,    1.0,         1.0,         1,        1,                     1,   true},
+  {1.0 + 0x1p-8 + 0x1p-40, 1.0 + 0x1p-8 + 0x1p-40, 1.0 + 0x1p-8, 1.0 + 0x1p-7,  1.0 + 0x1p-8,    1.0,         1.0,         1,        1,                     1,   true, 1.0},
   // Subnormals. e4m3: smallest 2^-9; 1.5 x 2^-10 = 0.75 quanta -> 2^-9; 2^-10 is the tie
   // with 0 -> +0; 5 x 2^-9 is exact (mantissa 101); 4.25 x 2^-9 -> 2^-7.
-  {0x1p-9,                0x1p-9,            0x1p-9,          0x1p-9,          0x1p-9,          0x1p-9,      0x1p-9,      0,        0,                     0,   true},
-  {0x1.8p-10,             0x1.8p-10,         0x1.8p-10,       0x1.8p-10,       0x1.8p-10,       0x1p-9,      0x1.8p-10,   0,        0,                     0,   true},
-  {0x1p-10,               0x1p-10,           0x1p-10,         0x1p-10,         0x1p-10,         0.0,         0x1p-10,     0,        0,                     0,   true},
-  {-0x1p-10,              -0x1p-10,          -0x1p-10,        -0x1p-10,        -0x1p-10,        -0.0,        -0x1p-10,    0,        0,                     0,   true},
-  {0x1.4p-7,              0x1.4p-7,          0x1.4p-7,        0x1.4p-7,        0x1.4p-7,        0x1.4p-7,    0x1.4p-7,    0,        0,                     0,   true},
-  {0x1.1p-7,              0x1.1p-7,          0x1.1p-7,        0x1.1p-7,        0x1.1p-7,        0x1p-7,      0x1p-7,      0,        0,                     0,   true},
+  {0x1p-9,                0x1p-9,            0x1p-9,          0x1p-9,          0x1p-9,          0x1p-9,      0x1p-9,      0,        0,                     0,   true, 0.0},
+  {0x1.8p-10,             0x1.8p-10,         0x1.8p-10,       0x1.8p-10,       0x1.8p-10,       0x1p-9,      0x1.8p-10,   0,        0,                     0,   true, 0.0},
+  {0x1p-10,               0x1p-10,           0x1p-10,         0x1p-10,         0x1p-10,         0.0,         0x1p-10,     0,        0,                     0,   true, 0.0},
+  {-0x1p-10,              -0x1p-10,          -0x1p-10,        -0x1p-10,        -0x1p-10,        -0.0,        -0x1p-10,    0,        0,                     0,   true, -0.0},
+  {0x1.4p-7,              0x1.4p-7,          0x1.4p-7,        0x1.4p-7,        0x1.4p-7,        0x1.4p-7,    0x1.4p-7,    0,        0,                     0,   true, 0.0},
+  {0x1.1p-7,              0x1.1p-7,          0x1.1p-7,        0x1.1p-7,        0x1.1p-7,        0x1p-7,      0x1p-7,      0,        0,                     0,   true, 0.0},
   // f16: smallest subnormal 2^-24; 2^-25 is the tie with 0 (-> signed 0); 1.5 x 2^-25 -> 2^-24.
   // e5m2's smallest is 2^-16, e4m3's 2^-9: both flush these to (signed) zero by rounding.
-  {0x1p-24,               0x1p-24,           0x1p-24,         0x1p-24,         0x1p-24,         0.0,         0.0,         0,        0,                     0,   true},
-  {0x1.8p-25,             0x1.8p-25,         0x1.8p-25,       0x1.8p-25,       0x1p-24,         0.0,         0.0,         0,        0,                     0,   true},
-  {-0x1p-25,              -0x1p-25,          -0x1p-25,        -0x1p-25,        -0.0,            -0.0,        -0.0,        0,        0,                     0,   true},
+  {0x1p-24,               0x1p-24,           0x1p-24,         0x1p-24,         0x1p-24,         0.0,         0.0,         0,        0,                     0,   true, 0.0},
+  {0x1.8p-25,             0x1.8p-25,         0x1.8p-25,       0x1.8p-25,       0x1p-24,         0.0,         0.0,         0,        0,                     0,   true, 0.0},
+  {-0x1p-25,              -0x1p-25,          -0x1p-25,        -0x1p-25,        -0.0,            -0.0,        -0.0,        0,        0,                     0,   true, -0.0},
   // e5m2 near its max 57344 = 1.11b x 2^15; 61440 = 1.111b x 2^15 is the tie -> 2^16 -> inf.
-  {57344.0,               57344.0,           57344.0,         57344.0,         57344.0,         kNaN,        57344.0,     57344,    57344,                 255, true},
-  {61440.0,               61440.0,           61440.0,         61440.0,         61440.0,         kNaN,        kInf,        61440,    61440,                 255, true},
+  {57344.0,               57344.0,           57344.0,         57344.0,         57344.0,         kNaN,        57344.0,     57344,    57344,                 255, true, 6.0},
+  {61440.0,               61440.0,           61440.0,         61440.0,         61440.0,         kNaN,        kInf,        61440,    61440,                 255, true, 6.0},
   // Fractions truncate toward zero for integers; u8 clamps negatives to 0.
-  {-0.75,                 -0.75,             -0.75,           -0.75,           -0.75,           -0.75,       -0.75,       0,        0,                     0,   true},
-  {200.5,                 200.5,             200.5,           200.0,           200.5,           208.0,       192.0,       200,      200,                   200, true},
+  {-0.75,                 -0.75,             -0.75,           -0.75,           -0.75,           -0.75,       -0.75,       0,        0,                     0,   true, -1.0},
+  {200.5,                 200.5,             200.5,           200.0,           200.5,           208.0,       192.0,       200,      200,                   200, true, 6.0},
 };
 // clang-format on
 
@@ -126,6 +128,8 @@ double expected_float(const Row& r, DType d) {
       return r.e4m3;
     case DType::f8_e5m2:
       return r.e5m2;
+    case DType::f4_e2m1fn:
+      return r.e2m1;
     default:
       ADD_FAILURE() << "not a float dtype";
       return 0;
