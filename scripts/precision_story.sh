@@ -6,22 +6,24 @@
 #
 #   scripts/precision_story.sh [STEPS] [extra `mixprec train` arguments...]
 #   scripts/precision_story.sh fp8 [STEPS] [...]   # FP8 / MX recipes on configs/llama3_debug.toml
+#   scripts/precision_story.sh fp8-moe [STEPS] [...]   # ... and on configs/deepseek_moe_debug.toml
 #
 # Recipes: fp32; bf16-mixed (bf16 compute, f32 masters); fp16-mixed with dynamic loss
 # scaling; fp16-mixed without scaling (gradients below 2^-24 flush to zero); bf16-pure (no f32
 # masters: bf16 weights and AdamW state, stochastic rounding). With `fp8`: bf16-mixed and every
 # linear recipe of amp/linear_recipe.h (15-20 minutes each on 2 cores of a Zen 5 at 600
-# steps). Runs go to outputs/precision/<recipe>/ or outputs/fp8/<recipe>/; a finished run is
+# steps). With `fp8-moe`: bf16-mixed and torchtitan's MoE spellings on the DeepSeek-style MoE
+# debug model (the experts' grouped GEMMs by [quantize.grouped_mm.*] where the recipe has one).
+# Runs go to outputs/precision/<recipe>/ or outputs/<set>/<recipe>/; a finished run is
 # reused and an interrupted one resumes from its last checkpoint, so rerunning continues.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 set_name=precision
 config=configs/moe_small.toml
-if [ "${1:-}" = fp8 ]; then
-  set_name=fp8
-  config=configs/llama3_debug.toml
-  shift
-fi
+case "${1:-}" in
+  fp8) set_name=fp8 config=configs/llama3_debug.toml; shift ;;
+  fp8-moe) set_name=fp8-moe config=configs/deepseek_moe_debug.toml; shift ;;
+esac
 steps=${1:-600}
 shift || true
 scripts/setup.sh
@@ -41,10 +43,18 @@ if [ "$set_name" = fp8 ]; then  # a recipe's name is a --precision spelling (bf1
          deepseek_v3 deepseek_v3_ue8m0 mxfp8_cublas mxfp8_cublas_rceil)
   for name in "${order[@]:1}"; do recipes[$name]=$name; done
 fi
+if [ "$set_name" = fp8-moe ]; then  # torchtitan's float8 and MX converters for MoE models
+  mixed="params=bf16,compute=bf16,reduce=f32,linear_skip=lm_head"
+  recipes[rowwise+grouped]="$mixed,linear=rowwise,grouped=rowwise,grouped_fqns=experts"
+  recipes[mxfp8+grouped]="$mixed,linear=mxfp8_cublas_rceil,grouped=mxfp8,grouped_fqns=experts"
+  recipes[tensorwise]=tensorwise        # torchtitan's default: experts stay in bf16
+  recipes[deepseek_v3]=deepseek_v3      # DeepSeek's blocks for the dense linears
+  order=(bf16-mixed rowwise+grouped mxfp8+grouped tensorwise deepseek_v3)
+fi
 extra=()
 # The monitor's per-tensor FP8 figures on log steps only: every step's would cost the FP8 runs
 # about a quarter of their speed, and the table's figures come from log steps anyway.
-[ "$set_name" = fp8 ] && extra=(--set metrics.fp8_stats=log_steps)
+[ "$set_name" != precision ] && extra=(--set metrics.fp8_stats=log_steps)
 # A finished run leaves a compact record (scripts/compact_metrics.py, committed with the
 # README's table): a later checkout without the run directory reads the record instead of
 # training that recipe again.

@@ -105,6 +105,15 @@ const LinearRecipe* policy_recipe(std::string_view value, std::string_view key) 
   return r;
 }
 
+// grouped=: torchtitan's grouped names first ([quantize.grouped_mm.float8|mx] recipe_name: "mxfp8"
+// is the grouped table's RCEIL recipe, where the linear alias "mxfp8" is FLOOR), then any
+// linear recipe.
+const LinearRecipe* policy_grouped_recipe(std::string_view value, std::string_view key) {
+  for (const char* section : {"float8", "mx"})
+    if (const LinearRecipe* r = find_grouped_recipe(section, trim(value))) return r;
+  return policy_recipe(value, key);
+}
+
 std::vector<std::string> split_bars(std::string_view value, std::string_view key) {
   std::vector<std::string> out;
   if (trim(value).empty()) return out;
@@ -255,7 +264,7 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
     else if (key == "linear_skip")
       set(skip, split_bars(value, key), "linear_skip");
     else if (key == "grouped")
-      set(grouped, policy_recipe(value, key), "grouped");
+      set(grouped, policy_grouped_recipe(value, key), "grouped");
     else if (key == "grouped_fqns")
       set(grouped_fqns, split_bars(value, key), "grouped_fqns");
     else if (key == "accumulator")

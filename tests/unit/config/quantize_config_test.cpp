@@ -228,6 +228,12 @@ TEST(QuantizeConfig, PrecisionSpellingsNameGroupedRecipes) {
       "compute=bf16,linear=rowwise,grouped=mxfp8_rceil,grouped_fqns=experts.0|experts.1");
   EXPECT_EQ(q.grouped_fqns.size(), 2u);
   EXPECT_EQ(amp::parse_policy(amp::to_string(q)), q);
+  // grouped=mxfp8 is torchtitan's [quantize.grouped_mm.mx] recipe_name "mxfp8" (RCEIL), not
+  // the linear alias mxfp8 (FLOOR); a linear recipe's own name still works.
+  EXPECT_STREQ(amp::parse_policy("compute=bf16,grouped=mxfp8").grouped_recipe->name,
+               "mxfp8_cublas_rceil");
+  EXPECT_STREQ(amp::parse_policy("compute=bf16,grouped=mxfp8_cublas").grouped_recipe->name,
+               "mxfp8_cublas");
   EXPECT_THROW(amp::parse_policy("grouped=rowwise"), Error);  // compute f32
   EXPECT_THROW(amp::parse_policy("compute=bf16,grouped_fqns=experts"), Error);
   EXPECT_THROW(amp::parse_policy("compute=bf16,grouped=rowwise,grouped_fqns="), Error);
