@@ -1,6 +1,7 @@
 // The gnuplot inputs: one data file per run (train, and eval when there is any) and a script
 // with three stacked panels sharing the step axis, plus one for an MoE run (its expert load
-// band) and one for an FP8 run (its saturated and flushed fractions).
+// band), one for an FP8 run (its saturated and flushed fractions) and, for several runs, one
+// with each run's validation loss against the first run's at the same steps (in %).
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -112,6 +113,15 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
 
   PlotFiles files;
   files.script = dir / "plot.gp";
+  // The first run's validation losses, by step: the others' are drawn against them.
+  std::vector<std::pair<int64_t, double>> baseline;
+  for (const EvalRecord& e : runs.front().eval) baseline.emplace_back(e.step, e.val_loss);
+  const auto relative = [&](const EvalRecord& e) {
+    for (const auto& [step, v] : baseline)
+      if (step == e.step && std::isfinite(v) && v != 0) return (e.val_loss / v - 1) * 100;
+    return static_cast<double>(NAN);
+  };
+  bool any_relative = false;
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunMetrics& run = runs[i];
     const std::vector<double> smoothed = trailing_mean(run.train, window);
@@ -129,9 +139,11 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
     files.train_data.push_back(dir / ("run" + std::to_string(i) + "_train.dat"));
     write_text(files.train_data.back(), train);
     if (!run.eval.empty()) {
-      std::string eval = "# step val_loss\n";
-      for (const EvalRecord& e : run.eval)
-        eval += std::to_string(e.step) + " " + value(e.val_loss) + "\n";
+      std::string eval = "# step val_loss percent_vs_first_run\n";
+      for (const EvalRecord& e : run.eval) {
+        eval += std::to_string(e.step) + " " + value(e.val_loss) + " " + value(relative(e)) + "\n";
+        any_relative = any_relative || (i > 0 && std::isfinite(relative(e)));
+      }
       files.eval_data.push_back(dir / ("run" + std::to_string(i) + "_eval.dat"));
       write_text(files.eval_data.back(), eval);
     } else {
@@ -154,7 +166,7 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
     for (std::size_t i = 0; i < series.size(); ++i) s += (i ? ", \\\n     " : "") + series[i];
     return s + "\n";
   };
-  std::vector<std::string> loss, scale, norm, load, fp8;
+  std::vector<std::string> loss, scale, norm, load, fp8, versus;
   bool fp8_run = false;  // some run logged FP8 fractions (all of them may be 0)
   for (std::size_t i = 0; i < runs.size(); ++i) {
     const RunMetrics& run = runs[i];
@@ -169,9 +181,13 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
     if (any_train(run, marked))
       loss.push_back(train + " using 1:6 with points pt 2 ps 1.2" + solid + " title " +
                      quoted(name + ": skipped or non-finite steps"));
-    if (!files.eval_data[i].empty())
+    if (!files.eval_data[i].empty()) {
       loss.push_back(quoted(files.eval_data[i].string()) + " using 1:2 with points pt 7 ps 1" +
                      solid + " notitle");
+      if (any_relative)
+        versus.push_back(quoted(files.eval_data[i].string()) + " using 1:3 with linespoints pt 7" +
+                         solid + " title " + quoted(name));
+    }
     if (any_train(run, [](const TrainRecord& r) { return r.loss_scale > 0; }))
       scale.push_back(train + " using 1:($4 > 0 ? $4 : 1/0) with steps lw 2" + solid + " title " +
                       quoted(name));
@@ -198,15 +214,23 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
   // A single step still needs a non-empty x range.
   const int64_t x_hi = last_step > first_step ? last_step : first_step + 1;
   std::string script;
+  // An MoE run adds a panel (the band its expert loads kept), an FP8 run another, several runs
+  // with evals one more; past three, each adds a third of the height.
+  const int panels = 3 + (load.empty() ? 0 : 1) + (fp8_run ? 1 : 0) + (versus.empty() ? 0 : 1);
+  const int height = options.height * panels / 3;
   script += "set terminal pngcairo size " + std::to_string(options.width) + "," +
-            std::to_string(options.height) + " noenhanced font ',10'\n";
+            std::to_string(height) + " noenhanced font ',10'\n";
   script += "set output " + quoted(png.string()) + "\n";
   script += "set datafile missing '?'\n";
-  // An MoE run adds a panel (the band its expert loads kept), an FP8 run another.
-  const int panels = 3 + (load.empty() ? 0 : 1) + (fp8_run ? 1 : 0);
   script += "set multiplot layout " + std::to_string(panels) + ",1";
   if (!options.title.empty()) script += " title " + quoted(options.title);
-  script += "\nset grid\nset key top right opaque\nset xlabel 'step'\n";
+  // Many runs' keys go beside the panels, where they hide no curve.
+  // Many runs' keys go beside the panels, where they hide no curve; a fixed right margin keeps
+  // the panels' step axes aligned whatever their keys' widths.
+  script +=
+      runs.size() > 2
+          ? "\nset grid\nset key outside right top\nset rmargin at screen 0.72\nset xlabel 'step'\n"
+          : "\nset grid\nset key top right opaque\nset xlabel 'step'\n";
   script += "set xrange [" + std::to_string(first_step) + ":" + std::to_string(x_hi) + "]\n";
   script += panel("training loss (faint: raw; line: mean of last " + std::to_string(window) +
                       " logged steps; points: validation)",
@@ -223,6 +247,10 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
                   "(dashed)",
                   true, fp8, "no FP8 element saturated or flushed to zero") +
               "set format y '% h'\n";
+  if (!versus.empty())
+    script +=
+        panel("validation loss against " + summarize(runs.front()).name + "'s at the same step, %",
+              false, versus, "");
   script += "unset multiplot\nset output\n";
   write_text(files.script, script);
   return files;

@@ -19,7 +19,7 @@
 namespace mixprec::report {
 
 struct PlotOptions {
-  int width = 1200, height = 900;  // pixels
+  int width = 1200, height = 900;  // pixels, for three panels (each one more adds a third)
   // The solid loss line: mean of the last `smoothing_window` logged steps (fewer at the
   // start); 0 = about 1/25 of the longest run's logged steps, at least 1.
   int64_t smoothing_window = 0;

@@ -99,8 +99,9 @@ TEST_F(Plot, DataFilesHoldTheNumbers) {
         EXPECT_EQ(train[i][c], expected[i][c]) << "row " << i << " column " << c;
     }
   }
+  // The third column: against the first run's validation loss (itself: 0 %).
   EXPECT_EQ(read_rows(files.eval_data[0]),
-            (std::vector<std::vector<double>>{{20, 4.5}, {40, 3.25}}));
+            (std::vector<std::vector<double>>{{20, 4.5, 0}, {40, 3.25, 0}}));
   EXPECT_TRUE(files.eval_data[1].empty());
   const auto single = read_rows(files.train_data[1]);
   ASSERT_EQ(single.size(), 1u);
@@ -113,6 +114,38 @@ TEST_F(Plot, DataFilesHoldTheNumbers) {
   EXPECT_NE(script.find("set output '" + (root_ / "loss.png").string() + "'"), std::string::npos);
   EXPECT_NE(script.find("set xrange [1:50]"), std::string::npos);
   EXPECT_NE(script.find("size 1200,900"), std::string::npos);
+}
+
+// Several runs with evals: each one's validation loss against the first run's at the same
+// step, in %, in the eval files' third column (missing where the first has no eval) and a panel.
+TEST_F(Plot, ValidationAgainstTheFirstRunGetsItsOwnPanel) {
+  const std::filesystem::path other =
+      run_dir("other", train_line(10, 5.0) + train_line(50, 2.0) +
+                           R"({"type":"eval","step":20,"val_loss":4.59})"
+                           "\n"
+                           R"({"type":"eval","step":30,"val_loss":3.5})"
+                           "\n"
+                           R"({"type":"eval","step":40,"val_loss":3.2175})"
+                           "\n");
+  const auto out = root_ / "work";
+  std::filesystem::create_directories(out);
+  const PlotFiles files = write_plot_files({read_run_metrics(first_run()), read_run_metrics(other)},
+                                           out, root_ / "loss.png", {});
+  const auto rows = read_rows(files.eval_data[1]);
+  ASSERT_EQ(rows.size(), 3u);
+  EXPECT_NEAR(rows[0][2], 2.0, 1e-12);
+  EXPECT_TRUE(std::isnan(rows[1][2]));
+  EXPECT_NEAR(rows[2][2], -1.0, 1e-12);
+  std::string script = read_text(files.script);
+  EXPECT_NE(script.find("layout 4,1"), std::string::npos) << script;
+  EXPECT_NE(script.find("validation loss against fp16 it''s''s at the same step"),
+            std::string::npos)
+      << script;
+  EXPECT_NE(script.find("using 1:3 with linespoints"), std::string::npos) << script;
+  EXPECT_NE(script.find("size 1200,1200"), std::string::npos) << script;  // four panels
+  // One run, or runs without evals beside the first: no such panel.
+  write_plot_files({read_run_metrics(first_run())}, out, root_ / "loss.png", {});
+  EXPECT_EQ(read_text(files.script).find("validation loss against"), std::string::npos);
 }
 
 // An MoE run's expert loads: the largest and smallest entry of each step in columns 7 and 8,
