@@ -181,13 +181,13 @@ const ExpectedFormat kExpectedFormats[] = {
     {"f16", "16", "1/5/10", "15", 65504.0, "65504", -14, -24, -10, "3.31", "yes"},
     {"f8_e4m3fn", "8", "1/4/3", "7", 448.0, "448", -6, -9, -3, "1.20", "no"},
     {"f8_e5m2", "8", "1/5/2", "15", 57344.0, "57344", -14, -16, -2, "0.90", "yes"},
-    {"f4_e2m1fn*", "4", "1/2/1", "1", 6.0, "6", 0, -1, -1, "0.60", "no"},
+    {"f4_e2m1fn", "4", "1/2/1", "1", 6.0, "6", 0, -1, -1, "0.60", "no"},
     {"f8_e8m0fnu*", "8", "0/8/0", "127", std::ldexp(1.0, 127), "1.7014118e+38", -127, -127, 0,
      "0.30", "no"},
 };
 
-const std::set<std::string> kAllRowNames{"f64",       "f32",     "tf32*",      "bf16",        "f16",
-                                         "f8_e4m3fn", "f8_e5m2", "f4_e2m1fn*", "f8_e8m0fnu*", "i32",
+const std::set<std::string> kAllRowNames{"f64",       "f32",     "tf32*",     "bf16",        "f16",
+                                         "f8_e4m3fn", "f8_e5m2", "f4_e2m1fn", "f8_e8m0fnu*", "i32",
                                          "i64",       "u8",      "bool"};
 
 // Rows of a `dtype info` output, keyed by their first word (only known format names).
@@ -288,20 +288,21 @@ TEST(DtypeInfo, UnknownNameIsAUsageError) {
   expect_usage_error({"dtype", "info", "bf16", "f9"}, "'f9'");
 }
 
-// The MX formats are rows (marked as not being dtypes) under their peers' spellings, and their
-// NaN columns say what the formats hold: E2M1 none, E8M0 the one unsigned pattern 0xFF.
+// The MX formats are rows under their peers' spellings (E8M0 marked as not being a dtype; E2M1
+// is the storage dtype f4_e2m1fn), and their NaN columns say what the formats hold: E2M1 none,
+// E8M0 the one unsigned pattern 0xFF.
 TEST(DtypeInfo, MxElementAndScaleFormatsHaveRows) {
   const std::vector<std::string> args{"dtype", "info", "float4_e2m1fn", "ue8m0"};
   const RunResult r = run_cli(args);
   ASSERT_EQ(r.exit_code, 0) << describe(args, r);
   const auto rows = info_rows(r.out);
   ASSERT_EQ(rows.size(), 2u) << r.out;
-  ASSERT_TRUE(rows.count("f4_e2m1fn*") && rows.count("f8_e8m0fnu*")) << r.out;
-  expect_format_row(rows.at("f4_e2m1fn*"), kExpectedFormats[7]);
+  ASSERT_TRUE(rows.count("f4_e2m1fn") && rows.count("f8_e8m0fnu*")) << r.out;
+  expect_format_row(rows.at("f4_e2m1fn"), kExpectedFormats[7]);
   expect_format_row(rows.at("f8_e8m0fnu*"), kExpectedFormats[8]);
-  EXPECT_EQ(rows.at("f4_e2m1fn*").back(), "none") << r.out;
+  EXPECT_EQ(rows.at("f4_e2m1fn").back(), "none") << r.out;
   EXPECT_EQ(rows.at("f8_e8m0fnu*")[kNan], "0xFF") << r.out;
-  EXPECT_NE(r.out.find("not tensor dtypes"), std::string::npos) << r.out;
+  EXPECT_NE(r.out.find("not a tensor dtype"), std::string::npos) << r.out;
   EXPECT_EQ(r.out.find("* tf32"), std::string::npos) << r.out;
 }
 

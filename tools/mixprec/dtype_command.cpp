@@ -20,7 +20,7 @@ namespace mixprec::cli {
 namespace {
 
 // A row of the formats table: a dtype, or a numerics format that is not a tensor dtype: tf32
-// (a rounding mode of f32) and the MX formats E2M1 (element) and E8M0 (block scale).
+// (a rounding mode of f32) and the MX block scale E8M0.
 struct FormatRow {
   std::string name;
   const FloatFormat* format;  // nullptr for integer dtypes
@@ -34,7 +34,6 @@ struct NonDTypeFormat {
 };
 const NonDTypeFormat kNonDTypeFormats[] = {
     {&kFormatTF32, "tf32"},
-    {&kFormatE2M1FN, "f4_e2m1fn,e2m1,float4_e2m1fn,fp4"},
     {&kFormatE8M0FNU, "f8_e8m0fnu,e8m0,float8_e8m0fnu,ue8m0"},
 };
 
@@ -75,7 +74,7 @@ void print_float_rows(const std::vector<FormatRow>& rows) {
     else
       nan = fmt::format("exp all ones, mantissa != 0 (emit: 0x{:X})", emitted);
     const std::string name = r.dtype ? r.name : r.name + "*";
-    const int bits = r.dtype ? 8 * r.dtype->size : tf32 ? 19 : f.total_bits();
+    const int bits = f.total_bits();  // f4_e2m1fn: 4, though its tensors keep one a byte
     fmt::print(
         "{:<12} {:>4} {:>8} {:>5} {:>14.8g} {:>8} {:>10.4g} {:>9} {:>11.4g} {:>7} {:>9.3g} "
         "{:>7.2f} {:>4}  {}\n",
@@ -97,9 +96,8 @@ void print_float_rows(const std::vector<FormatRow>& rows) {
           "to 10 bits (19 significant bits of an f32 word).\n");
     else if (r.format != &kFormatTF32 && !mx_note)
       fmt::print(
-          "* f4_e2m1fn (the MXFP4 / NVFP4 element, packed two per byte) and f8_e8m0fnu (the MX "
-          "block scale, 2^(e-127), no sign, zero or inf) are numerics formats, not tensor "
-          "dtypes: numerics/fp4.h, numerics/e8m0.h.\n");
+          "* f8_e8m0fnu (the MX block scale, 2^(e-127), no sign, zero or inf) is a numerics "
+          "format, not a tensor dtype: numerics/e8m0.h.\n");
     (r.format == &kFormatTF32 ? tf32_note : mx_note) = true;
   }
 }
@@ -124,7 +122,6 @@ int run_info(const std::vector<std::string>& names) {
       if (d.format) floats.push_back({d.name, d.format, &d});
       if (d.dtype == DType::f32) floats.push_back(find_format("tf32"));
     }
-    floats.push_back(find_format("e2m1"));
     floats.push_back(find_format("e8m0"));
   } else {
     for (const std::string& n : names) {
