@@ -43,12 +43,13 @@ if [ "$set_name" = fp8 ]; then  # a recipe's name is a --precision spelling (bf1
          deepseek_v3 deepseek_v3_ue8m0 mxfp8_cublas mxfp8_cublas_rceil)
   for name in "${order[@]:1}"; do recipes[$name]=$name; done
 fi
-# bf16-mixed again with another seed (init and data order): the seed-to-seed spread the FP8
+# bf16-mixed again with two other seeds (init and data order): the seed-to-seed spread the FP8
 # recipes' differences are held to (README, "the margin").
 declare -A run_args=()
 if [ "$set_name" != precision ]; then
-  recipes[bf16-mixed-seed2]=bf16-mixed
+  recipes[bf16-mixed-seed2]=bf16-mixed recipes[bf16-mixed-seed3]=bf16-mixed
   run_args[bf16-mixed-seed2]="--set training.seed=4321"
+  run_args[bf16-mixed-seed3]="--set training.seed=777"
 fi
 if [ "$set_name" = fp8-moe ]; then  # torchtitan's float8 and MX converters for MoE models
   mixed="params=bf16,compute=bf16,reduce=f32,linear_skip=lm_head"
@@ -58,7 +59,7 @@ if [ "$set_name" = fp8-moe ]; then  # torchtitan's float8 and MX converters for 
   recipes[deepseek_v3]=deepseek_v3      # DeepSeek's blocks for the dense linears
   order=(bf16-mixed rowwise+grouped mxfp8+grouped tensorwise deepseek_v3)
 fi
-[ "$set_name" != precision ] && order+=(bf16-mixed-seed2)
+[ "$set_name" != precision ] && order+=(bf16-mixed-seed2 bf16-mixed-seed3)
 extra=()
 # The monitor's per-tensor FP8 figures on log steps only: every step's would cost the FP8 runs
 # about a quarter of their speed, and the table's figures come from log steps anyway.

@@ -17,9 +17,11 @@ namespace mixprec::report {
 namespace {
 
 constexpr const char* kWhere = "report::write_plot_files";
-// Distinguishable on white (matplotlib's tab10); runs past 8 reuse them.
-constexpr const char* kColours[] = {"1f77b4", "d62728", "2ca02c", "ff7f0e",
-                                    "9467bd", "8c564b", "e377c2", "17becf"};
+// Distinguishable on white (matplotlib's tab10 and darker neighbours: a story of a dozen runs
+// needs a dozen); runs past 14 reuse them.
+constexpr const char* kColours[] = {"1f77b4", "d62728", "2ca02c", "ff7f0e", "9467bd",
+                                    "8c564b", "e377c2", "17becf", "7f7f7f", "bcbd22",
+                                    "000000", "393b79", "637939", "ad494a"};
 
 // %.17g round-trips a double; '?' is the script's "missing" marker.
 std::string value(double v) {
