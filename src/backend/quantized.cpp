@@ -47,6 +47,17 @@ void check_spec(const QuantSpec& spec, const char* where) {
                 "block sizes must be >= 0 (0 = the whole dim), got " + describe(spec));
 }
 
+void check_operand(const Tensor& x, const QuantSpec& spec, const char* where) {
+  check_spec(spec, where);
+  MIXPREC_CHECK(x.ndim() == 2, where, "expects a 2-d [rows, cols] tensor");
+  const DType d = x.dtype();
+  MIXPREC_CHECK(d == DType::f32 || d == DType::bf16 || d == DType::f16, where,
+                std::string("input must be f32, bf16 or f16, got ") + dtype_name(d));
+  MIXPREC_CHECK(spec.rule != ScaleRule::te_nvfp4 || x.size(1) % 16 == 0, where,
+                "te_nvfp4 casts rows of a multiple of 16 values, got [" +
+                    std::to_string(x.size(0)) + ", " + std::to_string(x.size(1)) + "]");
+}
+
 BlockShape resolved_block(const QuantSpec& spec, int64_t rows, int64_t cols) {
   return {std::max<int64_t>(1, spec.block.rows == 0 ? rows : std::min(spec.block.rows, rows)),
           std::max<int64_t>(1, spec.block.cols == 0 ? cols : std::min(spec.block.cols, cols))};

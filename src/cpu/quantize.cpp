@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "mixprec/core/error.h"
@@ -9,6 +10,8 @@
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/float_format.h"
+#include "mixprec/numerics/hadamard.h"
+#include "mixprec/numerics/nvfp4.h"
 #include "mixprec/numerics/scaled_cast.h"
 
 namespace mixprec::cpu {
@@ -29,31 +32,44 @@ Tensor widen_for_gemm(const Tensor& fp8) {
 }  // namespace
 
 Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
-  backend::check_spec(spec, "quantize");
-  MIXPREC_CHECK(x_in.ndim() == 2, "quantize", "expects a 2-d [rows, cols] tensor");
-  const DType in_dtype = x_in.dtype();
-  MIXPREC_CHECK(in_dtype == DType::f32 || in_dtype == DType::bf16 || in_dtype == DType::f16,
-                "quantize",
-                std::string("input must be f32, bf16 or f16, got ") + dtype_name(in_dtype));
-  if (spec.rule == ScaleRule::te_nvfp4) return quantize_te_nvfp4(x_in, spec);
+  backend::check_operand(x_in, spec, "quantize");
   const Tensor x = x_in.contiguous();
+  const DType in_dtype = x.dtype();
   const int64_t rows = x.size(0), cols = x.size(1);
   const BlockShape blk = backend::resolved_block(spec, rows, cols);
   const Shape ss = backend::scale_shape(spec, rows, cols);
   const int64_t col_blocks = ss[1];
   const FloatFormat& f = *info(spec.element).format;
+  const bool nvfp4 = spec.rule == ScaleRule::te_nvfp4;
   const auto* src = static_cast<const char*>(x.raw_data());
   const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(in_dtype);
-  auto read_row = [&](int64_t r, std::vector<float>& buf) {
-    widen_row_f32(in_dtype, src + static_cast<std::size_t>(r) * row_bytes, buf.data(),
-                  static_cast<std::size_t>(cols));
+  // A row in f32; with the RHT, transformed and rounded back to the input's dtype, as TE
+  // transforms in it. `narrow` holds the row in that dtype for the round trip.
+  auto read_row = [&](int64_t r, std::vector<float>& buf, std::vector<char>& narrow) {
+    widen_row_f32(in_dtype, src + static_cast<std::size_t>(r) * row_bytes, buf.data(), buf.size());
+    if (!spec.rht) return;
+    rht16(buf.data(), cols);
+    if (in_dtype == DType::f32) return;
+    narrow_row_f32(buf.data(), in_dtype, narrow.data(), buf.size());
+    widen_row_f32(in_dtype, narrow.data(), buf.data(), buf.size());
+  };
+  auto each_row = [&](auto&& fn) {
+    parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
+      std::vector<float> buf(static_cast<std::size_t>(cols));
+      std::vector<char> narrow(spec.rht ? row_bytes : 0);
+      for (int64_t r = r0; r < r1; ++r) {
+        read_row(r, buf, narrow);
+        fn(r, buf);
+      }
+    });
   };
 
   Tensor scales = Tensor::empty(ss, DType::f32);
   float* v = scales.data<float>();
   Tensor data = Tensor::empty({rows, cols}, spec.element);
   auto* q = static_cast<uint8_t*>(data.raw_data());
-  const ScaleForm form = scale_rule_info(spec.rule).form;
+  // NVFP4 stores its E4M3 block decode scale and multiplies by its block encode scale.
+  const ScaleForm form = nvfp4 ? ScaleForm::multiply : scale_rule_info(spec.rule).form;
   // A row (widened to f32 in buf) scaled block by block by vr, then cast (scaled_cast.h).
   auto scale_and_cast = [&](int64_t r, std::vector<float>& buf, const float* vr) {
     scale_and_cast_row(buf.data(), 0, cols, blk.cols, vr, form, spec.element, q + r * cols);
@@ -63,46 +79,51 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
     return block_amax(buf.data() + c0, std::min(cols, c0 + blk.cols) - c0);
   };
 
-  if (blk.rows == 1) {  // blocks within a row (rowwise, 1x128, MX): one pass reads each row once
-    parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
-      std::vector<float> buf(static_cast<std::size_t>(cols));
-      for (int64_t r = r0; r < r1; ++r) {
-        read_row(r, buf);
-        float* vr = v + r * col_blocks;
-        for (int64_t b = 0; b < col_blocks; ++b)
-          vr[b] = scale_from_amax(spec.rule, row_block_amax(buf, b), f, spec.pow2);
-        scale_and_cast(r, buf, vr);
-      }
+  if (blk.rows == 1 && !nvfp4) {  // blocks within a row (rowwise, 1x128, MX): one pass a row
+    each_row([&](int64_t r, std::vector<float>& buf) {
+      float* vr = v + r * col_blocks;
+      for (int64_t b = 0; b < col_blocks; ++b)
+        vr[b] = scale_from_amax(spec.rule, row_block_amax(buf, b), f, spec.pow2);
+      scale_and_cast(r, buf, vr);
     });
     return {data, scales, spec};
   }
 
-  // Blocks across rows: each row's amax per column block, then the row blocks' maxima (the
-  // same values whatever the thread count: a max does not depend on the order), then the cast.
+  // Blocks across rows, or NVFP4's tensor scale: each row's amax per column block, then the
+  // row blocks' maxima and the tensor's (the same values whatever the thread count: a max does
+  // not depend on the order), then the cast.
   std::vector<float> row_amax(static_cast<std::size_t>(rows * col_blocks));
-  parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
-    std::vector<float> buf(static_cast<std::size_t>(cols));
-    for (int64_t r = r0; r < r1; ++r) {
-      read_row(r, buf);
-      for (int64_t b = 0; b < col_blocks; ++b)
-        row_amax[static_cast<std::size_t>(r * col_blocks + b)] = row_block_amax(buf, b);
-    }
+  each_row([&](int64_t r, const std::vector<float>& buf) {
+    for (int64_t b = 0; b < col_blocks; ++b)
+      row_amax[static_cast<std::size_t>(r * col_blocks + b)] = row_block_amax(buf, b);
   });
+  std::optional<float> tensor_amax;
+  std::vector<float> encode;  // NVFP4's factors; the FP8 rules cast by the stored scales
+  if (nvfp4) {
+    tensor_amax = 0.0f;
+    for (const float a : row_amax) *tensor_amax = max_amax(*tensor_amax, a);
+    encode.resize(static_cast<std::size_t>(ss[0] * col_blocks));
+  }
+  const TeNvfp4TensorScale ts = te_nvfp4_tensor_scale(tensor_amax.value_or(0.0f));
   for (int64_t br = 0; br < ss[0]; ++br)
     for (int64_t b = 0; b < col_blocks; ++b) {
       float amax = 0;
       for (int64_t r = br * blk.rows; r < std::min(rows, (br + 1) * blk.rows); ++r)
         amax = max_amax(amax, row_amax[static_cast<std::size_t>(r * col_blocks + b)]);
-      v[br * col_blocks + b] = scale_from_amax(spec.rule, amax, f, spec.pow2);
+      const int64_t i = br * col_blocks + b;
+      if (nvfp4) {
+        const TeNvfp4BlockScale s = te_nvfp4_block_scale(amax, ts);
+        v[i] = s.decode;
+        encode[static_cast<std::size_t>(i)] = s.encode;
+      } else {
+        v[i] = scale_from_amax(spec.rule, amax, f, spec.pow2);
+      }
     }
-  parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
-    std::vector<float> buf(static_cast<std::size_t>(cols));
-    for (int64_t r = r0; r < r1; ++r) {
-      read_row(r, buf);
-      scale_and_cast(r, buf, v + (r / blk.rows) * col_blocks);
-    }
+  const float* factors = nvfp4 ? encode.data() : v;
+  each_row([&](int64_t r, std::vector<float>& buf) {
+    scale_and_cast(r, buf, factors + (r / blk.rows) * col_blocks);
   });
-  return {data, scales, spec};
+  return {data, scales, spec, tensor_amax};
 }
 
 namespace {
@@ -167,25 +188,20 @@ Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
   const int64_t step = backend::scaled_gemm_k_step(a, b, "scaled_gemm");
   const int64_t m = a.data.size(0), n = b.data.size(0), k = a.data.size(1);
   const backend::Descales da = backend::descales(a), db = backend::descales(b);
-  // NVFP4: the operands dequantize exactly at the block level, every product is exact in f32
-  // and the one GEMM sums them over all of k; the tensor scales multiply once at the end.
-  if (a.spec.element == DType::f4_e2m1fn) {
-    const DType wd = bf16_gemm_is_native() ? DType::bf16 : DType::f32;
+  // Exact descales scale a K-step's sum exactly, so the operands may be dequantized exactly
+  // and summed over all of k in one GEMM: the same exact products in f32, instead of one GEMM
+  // and one pass over C per K-step. Power-of-two descales (MX's E8M0, pow2 block scales) are
+  // exact; so are NVFP4's E4M3 ones on E2M1 values, whose tensor scales (TE's alpha) then
+  // multiply once.
+  const bool nvfp4 = a.spec.element == DType::f4_e2m1fn;
+  if (nvfp4 || (step < k && all_powers_of_two(da.values) && all_powers_of_two(db.values))) {
+    const DType wd = (nvfp4 ? bf16_gemm_is_native() : bf16_dequant_is_exact(a, da, b, db))
+                         ? DType::bf16
+                         : DType::f32;
     const Tensor ad = dequantize_exactly(a, da, wd), bd = dequantize_exactly(b, db, wd);
     Tensor c = Tensor::empty({m, n}, DType::f32);
     gemm(m, n, k, backend::tensor_scale_alpha(a, b), {wd, ad.raw_data(), k},
          {wd, bd.raw_data(), k, true}, 0.0f, {DType::f32, c.raw_data(), n});
-    return c.to(out_dtype);
-  }
-  // Power-of-two descales (MX's E8M0, pow2 block scales) scale a K-step's sum exactly, so the
-  // operands may be dequantized exactly and summed over all of K in one GEMM: the same exact
-  // products in f32, instead of one GEMM and one pass over C per K-step.
-  if (step < k && all_powers_of_two(da.values) && all_powers_of_two(db.values)) {
-    const DType wd = bf16_dequant_is_exact(a, da, b, db) ? DType::bf16 : DType::f32;
-    const Tensor ad = dequantize_exactly(a, da, wd), bd = dequantize_exactly(b, db, wd);
-    Tensor c = Tensor::empty({m, n}, DType::f32);
-    gemm(m, n, k, 1.0f, {wd, ad.raw_data(), k}, {wd, bd.raw_data(), k, true}, 0.0f,
-         {DType::f32, c.raw_data(), n});
     return c.to(out_dtype);
   }
   const Tensor aw = widen_for_gemm(a.data), bw = widen_for_gemm(b.data);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <map>
 #include <string>
 #include <vector>
 
@@ -116,12 +117,13 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
   PlotFiles files;
   files.script = dir / "plot.gp";
   // The first run's validation losses, by step: the others' are drawn against them.
-  std::vector<std::pair<int64_t, double>> baseline;
-  for (const EvalRecord& e : runs.front().eval) baseline.emplace_back(e.step, e.val_loss);
+  std::map<int64_t, double> baseline;
+  for (const EvalRecord& e : runs.front().eval) baseline[e.step] = e.val_loss;
   const auto relative = [&](const EvalRecord& e) {
-    for (const auto& [step, v] : baseline)
-      if (step == e.step && std::isfinite(v) && v != 0) return (e.val_loss / v - 1) * 100;
-    return static_cast<double>(NAN);
+    const auto it = baseline.find(e.step);
+    return it != baseline.end() && std::isfinite(it->second) && it->second != 0
+               ? (e.val_loss / it->second - 1) * 100
+               : static_cast<double>(NAN);
   };
   bool any_relative = false;
   for (std::size_t i = 0; i < runs.size(); ++i) {
@@ -143,8 +145,9 @@ PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::files
     if (!run.eval.empty()) {
       std::string eval = "# step val_loss percent_vs_first_run\n";
       for (const EvalRecord& e : run.eval) {
-        eval += std::to_string(e.step) + " " + value(e.val_loss) + " " + value(relative(e)) + "\n";
-        any_relative = any_relative || (i > 0 && std::isfinite(relative(e)));
+        const double vs_first = relative(e);
+        eval += std::to_string(e.step) + " " + value(e.val_loss) + " " + value(vs_first) + "\n";
+        any_relative = any_relative || (i > 0 && std::isfinite(vs_first));
       }
       files.eval_data.push_back(dir / ("run" + std::to_string(i) + "_eval.dat"));
       write_text(files.eval_data.back(), eval);

@@ -45,6 +45,9 @@ struct Quantized {
 std::string describe(const QuantSpec& spec);
 // Throws naming `where` unless the element is an FP8 dtype and the block sizes are >= 0.
 void check_spec(const QuantSpec& spec, const char* where);
+// check_spec, and x a 2-d f32 / bf16 / f16 matrix the spec can cast (te_nvfp4: rows of a
+// multiple of 16 values, as TE's cast and its RHT need); throws naming `where`.
+void check_operand(const Tensor& x, const QuantSpec& spec, const char* where);
 // The block extents for a [rows, cols] matrix (zeros resolved, each >= 1).
 BlockShape resolved_block(const QuantSpec& spec, int64_t rows, int64_t cols);
 // ceil(rows / block.rows) x ceil(cols / block.cols) for the resolved block.

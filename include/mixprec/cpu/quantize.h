@@ -9,8 +9,6 @@
 namespace mixprec::cpu {
 
 backend::Quantized quantize(const Tensor& x, const backend::QuantSpec& spec);
-// quantize's te_nvfp4 path (quantize_nvfp4.cpp).
-backend::Quantized quantize_te_nvfp4(const Tensor& x, const backend::QuantSpec& spec);
 Tensor scaled_gemm(const backend::Quantized& a, const backend::Quantized& b, DType out_dtype);
 
 }  // namespace mixprec::cpu

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <array>
+#include <bit>
 #include <cstdint>
 
 namespace mixprec {
@@ -23,7 +24,7 @@ void rht16(float* x, int64_t n);
 
 // H[i][j]·sign[i]/4: the transform's matrix, for reference computations.
 constexpr double rht16_entry(int i, int j) {
-  const int parity = __builtin_popcount(static_cast<unsigned>(i & j)) & 1;
+  const int parity = std::popcount(static_cast<unsigned>(i & j)) & 1;
   return (parity ? -0.25 : 0.25) * kTeRhtSigns[static_cast<std::size_t>(i)];
 }
 

@@ -1,6 +1,7 @@
-// Reference FP8 kernels: block by block, element by element, the GEMM summed in f64.
+// Reference FP8 / NVFP4 kernels: block by block, element by element, the GEMM summed in f64.
 #include <algorithm>
 #include <cmath>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -14,95 +15,77 @@ namespace mixprec::backend::reference {
 
 namespace {
 
-// TE's NVFP4 cast element by element: the RHT as a 16x16 matrix product summed in f64 and
-// rounded once to the input's dtype, then the tensor amax, each block's scales and the cast.
-Quantized quantize_te_nvfp4(const Tensor& x, const QuantSpec& spec) {
-  const int64_t rows = x.size(0), cols = x.size(1);
-  MIXPREC_CHECK(cols % kRhtSize == 0, "quantize",
-                "te_nvfp4 casts rows of a multiple of 16 values, got " + std::to_string(cols));
-  const BlockShape blk = resolved_block(spec, rows, cols);
-  const Shape ss = scale_shape(spec, rows, cols);
-  std::vector<double> in = values(x);
-  if (spec.rht) {
-    std::vector<double> t(in.size());
-    for (std::size_t r0 = 0; r0 < in.size(); r0 += kRhtSize)
-      for (int j = 0; j < kRhtSize; ++j) {
-        double s = 0;
-        for (int i = 0; i < kRhtSize; ++i)
-          s += in[r0 + static_cast<std::size_t>(i)] * rht16_entry(i, j);
-        t[r0 + static_cast<std::size_t>(j)] = s;
-      }
-    in = values(make(t, {rows, cols}, x.dtype()));  // rounded once to the input's dtype
-  }
-  float tensor_amax = 0;
-  for (const double v : in) {
-    const float a = std::fabs(static_cast<float>(v));
-    if (std::isnan(a) || a > tensor_amax) tensor_amax = std::isnan(tensor_amax) ? tensor_amax : a;
-  }
-  const TeNvfp4TensorScale ts = te_nvfp4_tensor_scale(tensor_amax);
-  std::vector<uint8_t> q(in.size());
-  std::vector<double> scales(static_cast<std::size_t>(ss[0] * ss[1]));
-  for (int64_t br = 0; br < ss[0]; ++br)
-    for (int64_t bc = 0; bc < ss[1]; ++bc) {
-      const int64_t r0 = br * blk.rows, r1 = std::min(rows, r0 + blk.rows);
-      const int64_t c0 = bc * blk.cols, c1 = c0 + blk.cols;
-      float amax = 0;
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) {
-          const float a = std::fabs(static_cast<float>(in[static_cast<std::size_t>(r * cols + c)]));
-          if (std::isnan(a) || a > amax) amax = std::isnan(amax) ? amax : a;
-        }
-      const TeNvfp4BlockScale s = te_nvfp4_block_scale(amax, ts);
-      scales[static_cast<std::size_t>(br * ss[1] + bc)] = s.decode;
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) {
-          const auto i = static_cast<std::size_t>(r * cols + c);
-          const float y = static_cast<float>(in[i]) * s.encode;
-          q[i] = static_cast<uint8_t>(encode_f32(kFormatE2M1FN, y, Rounding::nearest_even, true));
-        }
+// TE's RHT as a 16x16 matrix product of each run of 16, summed in f64 and rounded once to
+// `dtype` (the cpu kernel's butterflies in f32 agree on bf16 values).
+std::vector<double> rht(const std::vector<double>& in, const Shape& shape, DType dtype) {
+  std::vector<double> t(in.size());
+  for (std::size_t r0 = 0; r0 < in.size(); r0 += kRhtSize)
+    for (int j = 0; j < kRhtSize; ++j) {
+      double s = 0;
+      for (int i = 0; i < kRhtSize; ++i)
+        s += in[r0 + static_cast<std::size_t>(i)] * rht16_entry(i, j);
+      t[r0 + static_cast<std::size_t>(j)] = s;
     }
-  Tensor data = Tensor::empty({rows, cols}, spec.element);
-  std::copy(q.begin(), q.end(), static_cast<uint8_t*>(data.raw_data()));
-  return {data, make(scales, ss, DType::f32), spec, tensor_amax};
+  return values(make(t, shape, dtype));
+}
+
+// The NaN-keeping amax of in's elements [r0, r1) x [c0, c1) of a row-major [rows, cols].
+float region_amax(const std::vector<double>& in, int64_t cols, int64_t r0, int64_t r1, int64_t c0,
+                  int64_t c1) {
+  float amax = 0;
+  for (int64_t r = r0; r < r1; ++r)
+    for (int64_t c = c0; c < c1; ++c) {
+      const float a = std::fabs(static_cast<float>(in[static_cast<std::size_t>(r * cols + c)]));
+      if (std::isnan(a) || a > amax) amax = std::isnan(amax) ? amax : a;
+    }
+  return amax;
 }
 
 }  // namespace
 
 Quantized quantize(const Tensor& x, const QuantSpec& spec) {
-  check_spec(spec, "quantize");
-  MIXPREC_CHECK(x.ndim() == 2, "quantize", "expects a 2-d [rows, cols] tensor");
-  if (spec.rule == ScaleRule::te_nvfp4) return quantize_te_nvfp4(x, spec);
+  check_operand(x, spec, "quantize");
   const int64_t rows = x.size(0), cols = x.size(1);
   const BlockShape blk = resolved_block(spec, rows, cols);
   const Shape ss = scale_shape(spec, rows, cols);
   const FloatFormat& f = *info(spec.element).format;
-  const bool divide = scale_rule_info(spec.rule).form == ScaleForm::divide;
+  const bool nvfp4 = spec.rule == ScaleRule::te_nvfp4;
+  const bool divide = !nvfp4 && scale_rule_info(spec.rule).form == ScaleForm::divide;
   // f32 values: every input dtype widens to f32 exactly, and the recipes compute in f32.
-  const std::vector<double> in = values(x);
+  std::vector<double> in = values(x);
+  if (spec.rht) in = rht(in, x.shape(), x.dtype());
+  // NVFP4's second level: the tensor's amax sets every block's scale.
+  std::optional<float> tensor_amax;
+  if (nvfp4) tensor_amax = region_amax(in, cols, 0, rows, 0, cols);
+  const TeNvfp4TensorScale ts = te_nvfp4_tensor_scale(tensor_amax.value_or(0.0f));
   std::vector<uint8_t> q(in.size());
   std::vector<double> scales(static_cast<std::size_t>(ss[0] * ss[1]));
   for (int64_t br = 0; br < ss[0]; ++br)
     for (int64_t bc = 0; bc < ss[1]; ++bc) {
       const int64_t r0 = br * blk.rows, r1 = std::min(rows, r0 + blk.rows);
       const int64_t c0 = bc * blk.cols, c1 = std::min(cols, c0 + blk.cols);
-      float amax = 0;
-      for (int64_t r = r0; r < r1; ++r)
-        for (int64_t c = c0; c < c1; ++c) {
-          const float a = std::fabs(static_cast<float>(in[static_cast<std::size_t>(r * cols + c)]));
-          if (std::isnan(a) || a > amax) amax = std::isnan(amax) ? amax : a;
-        }
-      const float v = scale_from_amax(spec.rule, amax, f, spec.pow2);
-      scales[static_cast<std::size_t>(br * ss[1] + bc)] = v;
+      const float amax = region_amax(in, cols, r0, r1, c0, c1);
+      // The stored scale, and what the elements are multiplied or divided by: the same but
+      // for NVFP4, which stores its E4M3 decode scale and multiplies by its encode scale.
+      float stored, factor;
+      if (nvfp4) {
+        const TeNvfp4BlockScale s = te_nvfp4_block_scale(amax, ts);
+        stored = s.decode, factor = s.encode;
+      } else {
+        stored = factor = scale_from_amax(spec.rule, amax, f, spec.pow2);
+      }
+      scales[static_cast<std::size_t>(br * ss[1] + bc)] = stored;
       for (int64_t r = r0; r < r1; ++r)
         for (int64_t c = c0; c < c1; ++c) {
           const auto i = static_cast<std::size_t>(r * cols + c);
-          const float y = divide ? static_cast<float>(in[i]) / v : static_cast<float>(in[i]) * v;
+          const float y =
+              divide ? static_cast<float>(in[i]) / factor : static_cast<float>(in[i]) * factor;
           q[i] = static_cast<uint8_t>(encode_f32(f, y, Rounding::nearest_even, true));
         }
     }
   Tensor data = Tensor::empty({rows, cols}, spec.element);
   std::copy(q.begin(), q.end(), static_cast<uint8_t*>(data.raw_data()));
-  return {data, make(scales, ss, DType::f32), spec};
+  return {data, make(scales, ss, DType::f32), spec, tensor_amax};
 }
 
 Tensor scaled_gemm(const Quantized& a, const Quantized& b, DType out_dtype) {
