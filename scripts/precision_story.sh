@@ -40,7 +40,7 @@ declare -A recipes=(
 order=(fp32 bf16-mixed fp16-mixed fp16-unscaled bf16-pure-sr)
 if [ "$set_name" = fp8 ]; then  # a recipe's name is a --precision spelling (bf16-mixed + it)
   order=(bf16-mixed tensorwise rowwise rowwise_with_gw_hp te_delayed te_current te_blockwise
-         deepseek_v3 deepseek_v3_ue8m0 mxfp8_cublas mxfp8_cublas_rceil)
+         deepseek_v3 deepseek_v3_ue8m0 mxfp8_cublas mxfp8_cublas_rceil te_nvfp4)
   for name in "${order[@]:1}"; do recipes[$name]=$name; done
 fi
 # bf16-mixed again with two other seeds (init and data order): the seed-to-seed spread the FP8

@@ -48,7 +48,7 @@ std::shared_ptr<const detail::Overrides> merge(
   if (options.fp32_modules.empty() && options.fp32_ops.empty() &&
       options.lower_precision_ops.empty() && !options.linear_recipe && !options.grouped_recipe &&
       !options.delayed_scaling && !options.accumulator && !options.save_fp8_activations &&
-      !options.save_fp8_grouped_activations)
+      !options.save_fp8_grouped_activations && !options.rounding_seed)
     return outer;
   auto merged =
       outer ? std::make_shared<detail::Overrides>(*outer) : std::make_shared<detail::Overrides>();
@@ -72,6 +72,7 @@ std::shared_ptr<const detail::Overrides> merge(
   if (options.accumulator) merged->accumulator = options.accumulator;
   if (options.save_fp8_activations) merged->save_fp8_activations = true;
   if (options.save_fp8_grouped_activations) merged->save_fp8_grouped_activations = true;
+  if (options.rounding_seed) merged->rounding_seed = *options.rounding_seed;
   if (options.grouped_recipe) {
     merged->grouped_recipe = options.grouped_recipe;
     merged->grouped_fqns = options.grouped_fqns;

@@ -26,6 +26,7 @@ struct Overrides {
   DelayedScaling* delayed_scaling = nullptr;
   const AccumulatorModel* accumulator = nullptr;
   bool save_fp8_activations = false, save_fp8_grouped_activations = false;
+  uint64_t rounding_seed = 0;
 };
 
 // A leaf's cast, keyed by (its autograd state, target dtype, grad mode at the cast): a cast

@@ -13,6 +13,8 @@
 #include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
 #include "mixprec/numerics/encode.h"
+#include "mixprec/numerics/hadamard.h"
+#include "mixprec/numerics/nvfp4.h"
 
 namespace mixprec::amp {
 
@@ -81,6 +83,9 @@ int32_t zero_bytes(const uint8_t* q, int32_t n, uint8_t abs_mask) {
 void count_row(const float* x, const uint8_t* q, const float* v, int64_t cols, int64_t block_cols,
                bool divide, const FloatFormat& f, Fp8TensorStats& s) {
   const float max_finite = static_cast<float>(mixprec::max_finite(f));
+  // Where a format without inf or NaN would overflow: max finite plus half its ulp (its
+  // significand is all ones, odd, so the tie rounds up too).
+  const float half_ulp_at_max = std::ldexp(1.0f, std::ilogb(max_finite) - f.mant_bits - 1);
   const auto abs_mask = static_cast<uint8_t>(f.abs_mask());
   constexpr int64_t kPiece = int64_t{1} << 30;  // 32-bit counts: a longer block goes in pieces
   for (int64_t c0 = 0; c0 < cols; c0 += block_cols) {
@@ -112,6 +117,10 @@ void count_row(const float* x, const uint8_t* q, const float* v, int64_t cols, i
     for (int64_t c = 0; c < n; ++c) {
       const float xc = xb[c], y = divide ? xc / sv : xc * sv;
       if (!std::isfinite(xc) || !(std::fabs(y) > max_finite)) continue;
+      if (!f.has_inf && !f.has_nan) {  // E2M1: rounding to nearest even would pass max finite
+        s.saturated += std::fabs(y) >= max_finite + half_ulp_at_max;
+        continue;
+      }
       const uint32_t plain = encode_f32(f, y, Rounding::nearest_even, /*saturate=*/false);
       s.saturated += f.is_nan(plain) || (f.has_inf && (plain & f.abs_mask()) == f.inf_bits());
     }
@@ -144,7 +153,17 @@ Fp8TensorStats fp8_tensor_stats(const Tensor& source, const backend::Quantized& 
   const auto* src = static_cast<const char*>(x.raw_data());
   const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(in_dtype);
   const FloatFormat& f = *info(q.spec.element).format;
-  const bool divide = scale_rule_info(q.spec.rule).form == ScaleForm::divide;
+  // NVFP4 stores its blocks' decode scales and multiplies by their encode ones (nvfp4.h).
+  const bool nvfp4 = q.spec.rule == ScaleRule::te_nvfp4;
+  const bool divide = !nvfp4 && scale_rule_info(q.spec.rule).form == ScaleForm::divide;
+  std::vector<float> encode;
+  if (nvfp4) {
+    MIXPREC_CHECK(q.tensor_amax.has_value(), kWhere, "a te_nvfp4 cast without its tensor amax");
+    const TeNvfp4TensorScale ts = te_nvfp4_tensor_scale(*q.tensor_amax);
+    encode.resize(static_cast<std::size_t>(scales.numel()));
+    for (std::size_t i = 0; i < encode.size(); ++i) encode[i] = te_nvfp4_block_encode(v[i], ts);
+  }
+  const float* factors = nvfp4 ? encode.data() : v;
 
   // One partial per chunk of rows (chunks start at multiples of the grain): integer sums and
   // maxima, so the result does not depend on the thread count.
@@ -155,8 +174,9 @@ Fp8TensorStats fp8_tensor_stats(const Tensor& source, const backend::Quantized& 
     for (int64_t r = r0; r < r1; ++r) {
       widen_row_f32(in_dtype, src + static_cast<std::size_t>(r) * row_bytes, buf.data(),
                     static_cast<std::size_t>(cols));
-      count_row(buf.data(), bytes + r * cols, v + (r / blk.rows) * ss[1], cols, blk.cols, divide, f,
-                s);
+      if (q.spec.rht) rht16_in(buf.data(), cols, in_dtype);  // what the cast saw
+      count_row(buf.data(), bytes + r * cols, factors + (r / blk.rows) * ss[1], cols, blk.cols,
+                divide, f, s);
     }
   });
   Fp8TensorStats out;

@@ -16,6 +16,7 @@ using backend::QuantSpec;
 
 constexpr DType e4m3 = DType::f8_e4m3fn, e5m2 = DType::f8_e5m2;
 constexpr BlockShape kTensor{0, 0}, kRow{1, 0}, kMx{1, 32}, kTile{1, 128}, kBlock{128, 128};
+constexpr BlockShape kNvfp4{1, 16}, kNvfp4Weight{16, 16};
 
 constexpr ProductRecipe fp8(QuantSpec a, QuantSpec b) {
   return {true, a, b};
@@ -36,6 +37,11 @@ constexpr QuantSpec deepseek(BlockShape b, bool ue8m0) {
 }
 constexpr QuantSpec mx(ScaleRule rule) {  // E8M0 scales: the rule is always power-of-two
   return {e4m3, kMx, rule, false};
+}
+// TE's NVFP4: E4M3 block scales under the tensor's f32 one; `rht` the Hadamard transform of
+// grad_weight's operands, `stochastic` the gradients' rounding.
+constexpr QuantSpec nvfp4(BlockShape b, bool rht = false, bool stochastic = false) {
+  return {DType::f4_e2m1fn, b, ScaleRule::te_nvfp4, false, rht, stochastic};
 }
 
 // clang-format off
@@ -82,6 +88,10 @@ constexpr LinearRecipe kRecipes[] = {
    fp8(mx(ScaleRule::mx_rceil), mx(ScaleRule::mx_rceil)),
    fp8(mx(ScaleRule::mx_rceil), mx(ScaleRule::mx_rceil)),
    fp8(mx(ScaleRule::mx_rceil), mx(ScaleRule::mx_rceil)), SmallLinearRule::none},
+  {"te_nvfp4", "nvfp4,nvfp4_block_scaling", "mx", "Transformer Engine NVFP4BlockScaling: E2M1 values in 1x16 blocks with E4M3 scales under an f32 tensor scale, 16x16 weight blocks, gradients rounded stochastically, grad_weight's operands through the random Hadamard transform",
+   fp8(nvfp4(kNvfp4), nvfp4(kNvfp4Weight)),
+   fp8(nvfp4(kNvfp4, false, true), nvfp4(kNvfp4Weight)),
+   fp8(nvfp4(kNvfp4, true, true), nvfp4(kNvfp4, true)), SmallLinearRule::none},
 };
 // clang-format on
 
@@ -174,8 +184,17 @@ namespace {
 
 // The cast of a matrix by `a` equals the transposed cast of its transpose by `b`.
 bool transposed_alike(const QuantSpec& a, const QuantSpec& b) {
-  return a.element == b.element && a.rule == b.rule && a.pow2 == b.pow2 &&
-         a.block.rows == b.block.cols && a.block.cols == b.block.rows;
+  return a.element == b.element && a.rule == b.rule && a.pow2 == b.pow2 && a.rht == b.rht &&
+         a.stochastic == b.stochastic && a.block.rows == b.block.cols &&
+         a.block.cols == b.block.rows;
+}
+
+// An NVFP4 recipe: its casts carry a second, tensor-wide scale.
+bool two_level(const LinearRecipe& r) {
+  for (const ProductRecipe* p : {&r.output, &r.grad_input, &r.grad_weight})
+    if (p->fp8 && (p->a.rule == ScaleRule::te_nvfp4 || p->b.rule == ScaleRule::te_nvfp4))
+      return true;
+  return false;
 }
 
 }  // namespace
@@ -184,12 +203,39 @@ bool weight_cast_serves_both_products(const LinearRecipe& r) {
   return r.output.fp8 && r.grad_input.fp8 && transposed_alike(r.output.b, r.grad_input.b);
 }
 
+const char* fp8_gather_refusal(const LinearRecipe& r) {
+  if (!r.output.fp8 || !r.grad_input.fp8) return "reads the weight in high precision";
+  if (r.delayed) return "casts with amax histories";
+  // The gather's shards would need the global tensor amax before their casts, and its casts
+  // carry no tensor scale yet.
+  if (two_level(r)) return "casts the weight under a tensor-wide NVFP4 scale, not gathered yet";
+  return "";
+}
+
 bool gathers_weight_in_fp8(const LinearRecipe& r) {
-  return r.output.fp8 && r.grad_input.fp8 && !r.delayed;
+  return *fp8_gather_refusal(r) == '\0';
+}
+
+const char* fp8_save_refusal(const LinearRecipe& r) {
+  if (!r.output.fp8 || !r.grad_weight.fp8) return "runs grad_weight in high precision";
+  if (r.delayed) return "casts with amax histories";
+  // TE keeps grad_weight's own cast of X (through the Hadamard transform) made in forward;
+  // here grad_weight casts X again from the saved input.
+  if (two_level(r)) return "casts Xᵀ for grad_weight through the Hadamard transform";
+  return "";
 }
 
 bool saves_fp8_input(const LinearRecipe& r) {
-  return r.output.fp8 && r.grad_weight.fp8 && !r.delayed;
+  return *fp8_save_refusal(r) == '\0';
+}
+
+int64_t token_multiple(const LinearRecipe& r) {
+  const ProductRecipe& w = r.grad_weight;
+  return w.fp8 && (w.a.rule == ScaleRule::te_nvfp4 || w.b.rule == ScaleRule::te_nvfp4) ? 16 : 1;
+}
+
+bool sums_in_fast_accum(const LinearRecipe& r) {
+  return r.output.fast_accum || r.grad_input.fast_accum || r.grad_weight.fast_accum;
 }
 
 bool input_cast_serves_grad_weight(const LinearRecipe& r) {

@@ -25,6 +25,12 @@ bool save_fp8_activations_here(bool grouped) {
   return grouped ? o.save_fp8_grouped_activations : o.save_fp8_activations;
 }
 
+uint64_t rounding_seed_here() {
+  return detail::t_autocast_active && detail::state().overrides
+             ? detail::state().overrides->rounding_seed
+             : 0;
+}
+
 const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site) {
   if (!detail::t_autocast_active) return nullptr;
   const detail::AutocastState& s = detail::state();
@@ -42,7 +48,8 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site)
 }
 
 AutocastOptions ComputeScope::autocast_options(const MixedPrecisionPolicy& policy,
-                                               DelayedScaling* delayed) {
+                                               DelayedScaling* delayed,
+                                               std::optional<uint64_t> rounding_seed) {
   return {.linear_recipe = policy.linear_recipe,
           .recipe_skip = policy.linear_skip,
           .grouped_recipe = policy.grouped_recipe,
@@ -50,7 +57,8 @@ AutocastOptions ComputeScope::autocast_options(const MixedPrecisionPolicy& polic
           .delayed_scaling = delayed,
           .accumulator = policy.accumulator,
           .save_fp8_activations = policy.save_fp8_activations,
-          .save_fp8_grouped_activations = policy.save_fp8_grouped_activations};
+          .save_fp8_grouped_activations = policy.save_fp8_grouped_activations,
+          .rounding_seed = rounding_seed};
 }
 
 }  // namespace mixprec::amp

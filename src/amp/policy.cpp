@@ -318,7 +318,7 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   MIXPREC_CHECK(!p.save_fp8_activations || (recipe && saves_fp8_input(**recipe)), kWhere,
                 "save_fp8_activations=true needs a linear recipe whose grad_weight casts the "
                 "input from its FP8 copy (not rowwise_with_gw_hp's high-precision grad_weight, "
-                "not te_delayed's amax histories)");
+                "not te_delayed's amax histories, not te_nvfp4's Hadamard-transformed Xᵀ)");
   p.save_fp8_grouped_activations = save_fp8_grouped.value_or(false);
   MIXPREC_CHECK(!p.save_fp8_grouped_activations || (grouped && saves_fp8_input(**grouped)), kWhere,
                 "save_fp8_grouped_activations=true needs a grouped recipe (grouped=rowwise or "
@@ -327,6 +327,12 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   MIXPREC_CHECK(!p.accumulator || recipe || grouped, kWhere,
                 "accumulator is given without a linear or grouped recipe (it sums their FP8 "
                 "products)");
+  MIXPREC_CHECK(!p.accumulator || (recipe && sums_in_fast_accum(**recipe)) ||
+                    (grouped && sums_in_fast_accum(**grouped)),
+                kWhere,
+                "accumulator models the FP8 tensor cores' accumulator, and no product of the "
+                "recipes given sums in it (block-scaled MX and NVFP4 products are taken as exact "
+                "f32 sums)");
   return p;
 }
 

@@ -27,7 +27,19 @@ std::string describe(const QuantSpec& spec) {
                   extent(spec.block.cols) + " " + scale_rule_info(spec.rule).name;
   if (spec.pow2 && !scale_rule_info(spec.rule).always_pow2) s += " pow2";
   if (spec.rht) s += " rht";
+  if (spec.stochastic) s += " sr";
   return s;
+}
+
+ConvertOptions element_rounding(const QuantSpec& spec, int64_t index) {
+  ConvertOptions o;
+  o.saturate = true;
+  if (!spec.stochastic) return o;
+  o.rounding = Rounding::stochastic;
+  o.seed = spec.seed;
+  o.stream = spec.stream;
+  o.index_base = static_cast<uint64_t>(index);
+  return o;
 }
 
 void check_spec(const QuantSpec& spec, const char* where) {

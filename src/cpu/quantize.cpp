@@ -43,22 +43,14 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
   const bool nvfp4 = spec.rule == ScaleRule::te_nvfp4;
   const auto* src = static_cast<const char*>(x.raw_data());
   const std::size_t row_bytes = static_cast<std::size_t>(cols) * dtype_size(in_dtype);
-  // A row in f32; with the RHT, transformed and rounded back to the input's dtype, as TE
-  // transforms in it. `narrow` holds the row in that dtype for the round trip.
-  auto read_row = [&](int64_t r, std::vector<float>& buf, std::vector<char>& narrow) {
-    widen_row_f32(in_dtype, src + static_cast<std::size_t>(r) * row_bytes, buf.data(), buf.size());
-    if (!spec.rht) return;
-    rht16(buf.data(), cols);
-    if (in_dtype == DType::f32) return;
-    narrow_row_f32(buf.data(), in_dtype, narrow.data(), buf.size());
-    widen_row_f32(in_dtype, narrow.data(), buf.data(), buf.size());
-  };
+  // A row in f32; with the RHT, transformed in the input's dtype, as TE transforms.
   auto each_row = [&](auto&& fn) {
     parallel_for(rows, 16, [&](int64_t r0, int64_t r1) {
       std::vector<float> buf(static_cast<std::size_t>(cols));
-      std::vector<char> narrow(spec.rht ? row_bytes : 0);
       for (int64_t r = r0; r < r1; ++r) {
-        read_row(r, buf, narrow);
+        widen_row_f32(in_dtype, src + static_cast<std::size_t>(r) * row_bytes, buf.data(),
+                      buf.size());
+        if (spec.rht) rht16_in(buf.data(), cols, in_dtype);
         fn(r, buf);
       }
     });
@@ -72,7 +64,8 @@ Quantized quantize(const Tensor& x_in, const QuantSpec& spec) {
   const ScaleForm form = nvfp4 ? ScaleForm::multiply : scale_rule_info(spec.rule).form;
   // A row (widened to f32 in buf) scaled block by block by vr, then cast (scaled_cast.h).
   auto scale_and_cast = [&](int64_t r, std::vector<float>& buf, const float* vr) {
-    scale_and_cast_row(buf.data(), 0, cols, blk.cols, vr, form, spec.element, q + r * cols);
+    scale_and_cast_row(buf.data(), 0, cols, blk.cols, vr, form, spec.element, q + r * cols,
+                       backend::element_rounding(spec, r * cols));
   };
   auto row_block_amax = [&](const std::vector<float>& buf, int64_t b) {
     const int64_t c0 = b * blk.cols;

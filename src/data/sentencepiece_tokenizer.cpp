@@ -11,6 +11,7 @@
 #include <unordered_map>
 
 #include "mixprec/core/error.h"
+#include "mixprec/core/hash.h"
 #include "mixprec/io/atomic_file.h"
 #include "sentencepiece_model_check.h"
 
@@ -18,15 +19,6 @@ namespace mixprec::data {
 namespace {
 
 namespace fs = std::filesystem;
-
-uint64_t fnv1a(const std::string& bytes) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (const char c : bytes) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
 
 constexpr uint64_t kMaxModelBytes = 1ull << 30;  // real models are a few MB
 

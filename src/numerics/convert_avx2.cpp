@@ -8,6 +8,7 @@
 // round-to-nearest-even or toward-zero (no saturation) take shorter special-purpose paths.
 #include <immintrin.h>
 
+#include <algorithm>
 #include <cstdint>
 
 #include "convert_kernels.h"
@@ -28,6 +29,8 @@ struct VecFormat {
   __m256i special_inf;  // what +-inf becomes
   __m256i nan;          // canonical NaN
   bool nan_keeps_payload;
+  // No inf and no NaN (E2M1): a NaN becomes +max finite (satfinite; encode.h), sign dropped.
+  bool finite_only;
 
   VecFormat(const FloatFormat& f, bool saturate)
       : min_exp_biased(_mm256_set1_epi32(f.min_exp() + 127)),
@@ -39,8 +42,9 @@ struct VecFormat {
         max_finite(_mm256_set1_epi32(static_cast<int>(f.max_finite_bits()))),
         overflow(_mm256_set1_epi32(static_cast<int>(f.has_inf ? f.inf_bits() : f.nan_bits()))),
         special_inf(saturate ? max_finite : overflow),
-        nan(_mm256_set1_epi32(static_cast<int>(f.nan_bits()))),
-        nan_keeps_payload(f.nan_keeps_payload) {}
+        nan(_mm256_set1_epi32(static_cast<int>(f.has_nan ? f.nan_bits() : f.max_finite_bits()))),
+        nan_keeps_payload(f.nan_keeps_payload),
+        finite_only(!f.has_inf && !f.has_nan) {}
 };
 
 inline __m256i ones32() {
@@ -99,7 +103,7 @@ inline __m256i encode8(__m256i bits, const VecFormat& F, __m256i random) {
         nan_value, _mm256_and_si256(_mm256_srlv_epi32(frac, F.mant_shift), F.mant_mask));
   const __m256i special = _mm256_blendv_epi8(F.special_inf, nan_value, is_nan);
   enc = _mm256_blendv_epi8(enc, special, is_special);
-  return _mm256_or_si256(enc, sign);
+  return _mm256_or_si256(enc, F.finite_only ? _mm256_andnot_si256(is_nan, sign) : sign);
 }
 
 // ---- Philox4x32-10, vectorised -------------------------------------------------------------
@@ -183,7 +187,7 @@ template <Rounding kMode, bool kSaturate>
 std::size_t generic_narrow(const FloatFormat& f, const float* src, void* dst, std::size_t n,
                            const ConvertOptions& o, uint64_t index0, bool tf32) {
   const VecFormat F(f, kSaturate);
-  const int out_bits = tf32 ? 32 : f.total_bits();
+  const int out_bits = tf32 ? 32 : std::max(8, f.total_bits());  // E2M1: a byte each
   const std::size_t out_bytes = static_cast<std::size_t>(out_bits / 8);
   const std::size_t done = n / 64 * 64;
   __m256i random[8] = {};
@@ -357,8 +361,9 @@ std::size_t avx2_narrow_f32(const FloatFormat& f, const float* src, void* dst, s
       return f16_fast<_MM_FROUND_TO_ZERO | _MM_FROUND_NO_EXC>(src, static_cast<uint16_t*>(dst), n);
     return f16_stochastic(src, static_cast<uint16_t*>(dst), n, o, index0);
   }
-  // The vector encoder packs 8, 16 or 32 bits a lane; FP4 (a byte each) takes the scalar one.
-  if (f.total_bits() < 8) return 0;
+  // FP4 (a byte each) stores as FP8 does; ml_dtypes' NaN rule for it (a signed zero) is the
+  // scalar encoder's alone.
+  if (f.total_bits() < 8 && o.overflow != OverflowConvention::satfinite) return 0;
   return generic_dispatch(f, src, dst, n, o, index0, false);
 }
 

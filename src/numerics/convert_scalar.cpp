@@ -70,6 +70,7 @@ void scalar_narrow_f32(const FloatFormat& f, const float* src, void* dst, std::s
   if (&f == &kFormatF16) return narrow_f32<kFormatF16>(src, dst, n, o, index0);
   if (&f == &kFormatE4M3FN) return narrow_f32<kFormatE4M3FN>(src, dst, n, o, index0);
   if (&f == &kFormatE5M2) return narrow_f32<kFormatE5M2>(src, dst, n, o, index0);
+  if (&f == &kFormatE2M1FN) return narrow_f32<kFormatE2M1FN>(src, dst, n, o, index0);
   detail::for_each_with_random(n, o, index0, [&](std::size_t i, uint32_t random) {
     store(f, dst, i, encode_f32(f, src[i], o.rounding, o.saturate, random, o.overflow));
   });
@@ -85,16 +86,22 @@ void scalar_narrow_f64(const FloatFormat& f, const double* src, void* dst, std::
 }
 
 void scalar_widen_f32(const FloatFormat& f, const void* src, float* dst, std::size_t n) {
-  if (f.total_bits() == 8) {  // 256-entry tables, built once from the reference decoder
-    static const auto make = [](const FloatFormat& g) {
-      std::array<float, 256> t{};
-      for (uint32_t b = 0; b < 256; ++b) t[b] = decode_f32(g, b);
-      return t;
-    };
-    static const std::array<float, 256> e4m3 = make(kFormatE4M3FN), e5m2 = make(kFormatE5M2);
-    const std::array<float, 256>& lut = &f == &kFormatE4M3FN ? e4m3 : e5m2;
+  // Tables for the dtypes of a byte, built once from the reference decoder (E2M1 keeps its
+  // value in a byte's low nibble: the byte indexes its table all the same).
+  static const auto make = [](const FloatFormat& g) {
+    std::array<float, 256> t{};
+    for (uint32_t b = 0; b <= g.sign_bit() + g.abs_mask(); ++b) t[b] = decode_f32(g, b);
+    return t;
+  };
+  static const std::array<float, 256> e4m3 = make(kFormatE4M3FN), e5m2 = make(kFormatE5M2),
+                                      e2m1 = make(kFormatE2M1FN);
+  const std::array<float, 256>* lut = &f == &kFormatE4M3FN   ? &e4m3
+                                      : &f == &kFormatE5M2   ? &e5m2
+                                      : &f == &kFormatE2M1FN ? &e2m1
+                                                             : nullptr;
+  if (lut) {
     const auto* s = static_cast<const uint8_t*>(src);
-    for (std::size_t i = 0; i < n; ++i) dst[i] = lut[s[i]];
+    for (std::size_t i = 0; i < n; ++i) dst[i] = (*lut)[s[i]];
     return;
   }
   for (std::size_t i = 0; i < n; ++i) dst[i] = decode_f32(f, load(f, src, i));

@@ -82,9 +82,12 @@ TeNvfp4BlockScale te_nvfp4_block_scale(float block_amax, const TeNvfp4TensorScal
   if (d > FLT_MAX) d = FLT_MAX;
   d = clamp_keep_nan(d, -kE4M3Max, kE4M3Max);
   const float decode = decode_f32(kFormatE4M3FN, encode_f32(kFormatE4M3FN, d));
-  float encode = 1.0f / (decode * t.decode);
-  if (encode > FLT_MAX) encode = FLT_MAX;  // a zero block: its elements are all 0
-  return {decode, encode};
+  return {decode, te_nvfp4_block_encode(decode, t)};
+}
+
+float te_nvfp4_block_encode(float block_decode, const TeNvfp4TensorScale& t) {
+  const float encode = 1.0f / (block_decode * t.decode);
+  return encode > FLT_MAX ? FLT_MAX : encode;  // a zero block: its elements are all 0
 }
 
 float te_nvfp4_gemm_alpha(float amax_a, float amax_b) {

@@ -1,6 +1,8 @@
 #include "linear_product.h"
 
+#include <cstdint>
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "linear_parts.h"
@@ -11,10 +13,15 @@
 #include "mixprec/autograd/grad_mode.h"
 #include "mixprec/backend/backend.h"
 #include "mixprec/backend/modeled_gemm.h"
+#include "mixprec/core/hash.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
 
 namespace mixprec::detail {
+
+uint64_t rounding_stream(std::string_view module, amp::Fp8Product product, std::string_view role) {
+  return splitmix64(fnv1a(module) ^ splitmix64(fnv1a(role) + static_cast<uint64_t>(product)));
+}
 
 // C [rows of a, rows of b] in f32; the caller rounds it once into its result's dtype.
 Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, const char* a_role,
@@ -22,9 +29,14 @@ Tensor LinearProduct::fp8_product(const amp::ProductRecipe& r, const Tensor& a, 
                                   amp::Fp8Product product, const backend::Quantized* b_cast,
                                   const backend::Quantized* a_cast) const {
   const backend::Backend& be = backend::current();
-  const auto cast = [&](const Tensor& t, const backend::QuantSpec& spec, const char* role) {
-    return delayed ? amp::delayed_quantize(t, spec, *delayed, module_path + "." + role, record_amax)
-                   : be.quantize(t, spec);
+  const auto cast = [&](const Tensor& t, backend::QuantSpec spec, const char* role) {
+    if (delayed)
+      return amp::delayed_quantize(t, spec, *delayed, module_path + "." + role, record_amax);
+    if (spec.stochastic) {
+      spec.seed = rounding_seed;
+      spec.stream = rounding_stream(module_path, product, role);
+    }
+    return be.quantize(t, spec);
   };
   const auto gemm = [&](const backend::Quantized& qa, const backend::Quantized& qb) {
     return accumulator && r.fast_accum ? backend::scaled_gemm_modeled(qa, qb, *accumulator)
@@ -121,12 +133,23 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
                   std::string("recipe ") + p.recipe->name +
                       " casts with amax histories, and the autocast guard holds none (its "
                       "options' delayed_scaling: the trainer gives one)");
-    p.module_path = std::string(amp::module_path());
     p.record_amax = GradMode::is_enabled();
+  }
+  if (p.recipe && GradMode::is_enabled()) {
+    const int64_t multiple = amp::token_multiple(*p.recipe);
+    MIXPREC_CHECK(p.rows % multiple == 0, op,
+                  "'" + std::string(amp::module_path()) + "' runs recipe " + p.recipe->name +
+                      ", whose grad_weight casts along the tokens in runs of " +
+                      std::to_string(multiple) + "; got " + std::to_string(p.rows) +
+                      " tokens (make the batch's tokens, batch_size x seq_len per micro-batch, a "
+                      "multiple of " +
+                      std::to_string(multiple) + ")");
   }
   if (p.recipe) {
     p.fp8_site = amp::fp8_site_here();
     p.accumulator = amp::accumulator_here();
+    p.module_path = std::string(amp::module_path());
+    p.rounding_seed = amp::rounding_seed_here();
   }
   return p;
 }

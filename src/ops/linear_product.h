@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <string_view>
 
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/fp8_monitor.h"
@@ -14,6 +15,11 @@
 #include "mixprec/tensor/tensor.h"
 
 namespace mixprec::detail {
+
+// The Philox stream a linear's stochastic cast draws under its key: its module path, the
+// product and the operand's role ("input", "weight", "grad_output") hashed, so every operand
+// of every linear draws its own numbers (a module run twice under one key draws the same ones).
+uint64_t rounding_stream(std::string_view module, amp::Fp8Product product, std::string_view role);
 
 struct LinearProduct {
   Tensor x2;  // x as [rows, In], rounded under the matmul precision
@@ -33,10 +39,12 @@ struct LinearProduct {
   // The low-precision recipe of the autocast guards for this linear (null: none); its FP8
   // products quantize the operands above and run the scaled GEMM, the others run as usual.
   const amp::LinearRecipe* recipe = nullptr;
-  // A delayed recipe's state and this linear's module path, its tensors' keys' stem.
+  // A delayed recipe's state; this linear's module path, its tensors' keys' stem and its
+  // stochastic casts' streams'.
   amp::DelayedScaling* delayed = nullptr;
   std::string module_path;
-  bool record_amax = false;  // a training forward's (grad mode on): its casts feed the history
+  uint64_t rounding_seed = 0;  // the key of the recipe's stochastic casts (autocast's)
+  bool record_amax = false;    // a training forward's (grad mode on): its casts feed the history
   // The GPU accumulator model the recipe's fast-accumulation products are summed by (null: f32).
   const AccumulatorModel* accumulator = nullptr;
   // With a recipe: the module path and order the numerics monitor files its FP8 operands

@@ -121,7 +121,7 @@ void AdamMini::update(Parameter& param, const ParamGroup& group, ParamState& sta
   const float b1 = static_cast<float>(options_.beta1), b1c = static_cast<float>(1 - options_.beta1);
   const float b2 = static_cast<float>(options_.beta2), b2c = static_cast<float>(1 - options_.beta2);
   const float eps = static_cast<float>(options_.eps);
-  const detail::RoundingKeys keys{seed(), detail::fnv1a(param.name()), state.step};
+  const detail::RoundingKeys keys{seed(), fnv1a(param.name()), state.step};
 
   // The per-block second moment and step size (few values: computed serially).
   // The mean over each whole block: a cut block's sum comes from before_updates when the

@@ -41,7 +41,7 @@ void AdamW::update(Parameter& param, const ParamGroup& group, ParamState& state,
   const float b1 = static_cast<float>(options_.beta1), b1c = static_cast<float>(1 - options_.beta1);
   const float b2 = static_cast<float>(options_.beta2), b2c = static_cast<float>(1 - options_.beta2);
   const float eps = static_cast<float>(options_.eps);
-  const detail::RoundingKeys keys{seed(), detail::fnv1a(param.name()), state.step};
+  const detail::RoundingKeys keys{seed(), fnv1a(param.name()), state.step};
   detail::fused_update(
       param, grad, inv_scale, state.buffers, state.kahan, keys, [&](const detail::Tile& tile) {
         float* const m = tile.s[0];

@@ -5,24 +5,9 @@
 #include <type_traits>
 
 #include "mixprec/backend/backend.h"
+#include "mixprec/core/hash.h"
 
 namespace mixprec::optim::detail {
-namespace {
-
-uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
-}
-
-}  // namespace
-
-uint64_t fnv1a(const std::string& s) {
-  uint64_t h = 0xCBF29CE484222325ull;
-  for (unsigned char c : s) h = (h ^ c) * 0x100000001B3ull;
-  return h;
-}
 
 uint64_t rounding_stream(const RoundingKeys& keys, int buffer) {
   return splitmix64(keys.name_hash ^ splitmix64(static_cast<uint64_t>(keys.step) * 8 +

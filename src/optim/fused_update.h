@@ -9,6 +9,7 @@
 #include <span>
 
 #include "mixprec/backend/kernel_types.h"
+#include "mixprec/core/hash.h"
 #include "mixprec/optim/parameter.h"
 
 namespace mixprec::optim::detail {
@@ -29,7 +30,6 @@ struct RoundingKeys {
   int64_t index_offset = 0;
 };
 
-uint64_t fnv1a(const std::string& s);
 // The Philox stream of buffer `buffer` (0: master, 1 + k: state k).
 uint64_t rounding_stream(const RoundingKeys& keys, int buffer);
 

@@ -27,7 +27,7 @@ void SGD::update(Parameter& param, const ParamGroup& group, ParamState& state, c
   const float momentum = static_cast<float>(options_.momentum);
   const float keep = static_cast<float>(1.0 - options_.dampening);
   const bool first = state.step == 1, nesterov = options_.nesterov;
-  const detail::RoundingKeys keys{seed(), detail::fnv1a(param.name()), state.step};
+  const detail::RoundingKeys keys{seed(), fnv1a(param.name()), state.step};
   detail::fused_update(param, grad, inv_scale, state.buffers, state.kahan, keys,
                        [&](const detail::Tile& t) {
                          for (int64_t i = 0; i < t.len; ++i) {

@@ -22,6 +22,7 @@
 #include "mixprec/autograd/record_tensor_ops.h"
 #include "mixprec/core/checksum.h"
 #include "mixprec/core/error.h"
+#include "mixprec/core/hash.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/core/process_memory.h"
 #include "mixprec/data/batches.h"
@@ -190,7 +191,8 @@ struct Trainer::State {
     std::vector<int64_t> counts;          // the model's step counts over them
   };
   Pass forward_backward(int64_t step, float loss_scale);
-  models::LossParts micro_batch(const data::Batch& batch, double loss_scale, int64_t micro_batches);
+  models::LossParts micro_batch(const data::Batch& batch, double loss_scale, int64_t micro_batches,
+                                uint64_t rounding_seed);
   data::Batch local_batch(int64_t step);
   void stop_if_diverged(const StepMetrics& m);
   std::string kept_text() const;
@@ -592,11 +594,11 @@ void Trainer::State::update_buffers(std::vector<int64_t> counts, bool stepped, S
 // step's gradient is that of the mean over all its rows (torchtitan divides the summed loss by
 // the global token count: the same thing for equal micro-batches).
 models::LossParts Trainer::State::micro_batch(const data::Batch& batch, double loss_scale,
-                                              int64_t micro_batches) {
+                                              int64_t micro_batches, uint64_t rounding_seed) {
   models::LossParts loss;
   parallelism->begin_step(true);
   {
-    amp::ComputeScope compute(config.training.policy, delayed.get());
+    amp::ComputeScope compute(config.training.policy, delayed.get(), rounding_seed);
     loss = model->loss(batch.inputs, batch.targets);
   }
   const double weight = (scaler.enabled() ? loss_scale : 1.0) / static_cast<double>(micro_batches);
@@ -618,7 +620,13 @@ Trainer::State::Pass Trainer::State::forward_backward(int64_t step, float loss_s
             ? rows
             : data::Batch{rows.inputs.slice(0, i * per, (i + 1) * per).contiguous(),
                           rows.targets.slice(0, i * per, (i + 1) * per).contiguous()};
-    models::LossParts loss = micro_batch(mb, loss_scale, micro_batches);
+    // The recipe's stochastic casts draw one key per step and micro-batch of the global batch
+    // (every rank's its own), so a resumed run draws what an uninterrupted one drew.
+    const auto global_micro_batch = static_cast<uint64_t>(comm->rank() * micro_batches + i);
+    const uint64_t rounding_seed =
+        splitmix64(static_cast<uint64_t>(config.training.seed) ^
+                   splitmix64(splitmix64(static_cast<uint64_t>(step)) + global_micro_batch));
+    models::LossParts loss = micro_batch(mb, loss_scale, micro_batches, rounding_seed);
     // The values, then the graph goes (it would otherwise live through the next forward).
     std::vector<double> parts{loss.total.item(), loss.ce.item()};
     if (i == 0) pass.losses.assign(2 + loss.terms.size(), 0.0);

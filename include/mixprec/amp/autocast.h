@@ -22,6 +22,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <tuple>
@@ -74,6 +75,9 @@ struct AutocastOptions {
   bool save_fp8_activations = false;
   // The same for the grouped recipe's groups (MoE experts).
   bool save_fp8_grouped_activations = false;
+  // The key of the recipes' stochastic casts (NVFP4's gradients) for the linears prepared here;
+  // each operand draws its own stream of it. The trainer gives one per step and micro-batch.
+  std::optional<uint64_t> rounding_seed{};
 };
 
 // Enables autocast to `dtype` (bf16 or f16) for the scope; f32 means off. Nestable: an inner
@@ -123,6 +127,8 @@ DelayedScaling* delayed_scaling_here();
 const AccumulatorModel* accumulator_here();
 // Whether the guards in force save linears' inputs in FP8 (`grouped`: grouped GEMMs' groups').
 bool save_fp8_activations_here(bool grouped = false);
+// The stochastic casts' key of the guards in force (0 when none gives one).
+uint64_t rounding_seed_here();
 
 // What autocast did on this thread since the outermost enabled guard began (kept after it
 // ends, until the next one begins).

@@ -95,12 +95,22 @@ bool weight_cast_serves_both_products(const LinearRecipe& r);
 // grad_input both read the weight in FP8, with scales from its current amax (not a history).
 // Where one cast does not serve both, each product's cast is gathered (dist/fp8_gather.h).
 bool gathers_weight_in_fp8(const LinearRecipe& r);
+// Why gathers_weight_in_fp8(r) is false, for an error ("" when it is true).
+const char* fp8_gather_refusal(const LinearRecipe& r);
 // True when a linear may save its input for backward as the output product's FP8 cast (policy
 // save_fp8_activations, DeepSeek-V3's cached FP8 activations): grad_weight is an FP8 product
 // that quantizes Xᵀ from it (exactly, by transposing, when its blocks are output's transposed;
 // else dequantized and cast again, as DeepSeek turns 1x128 tiles into 128x1), and the scales
 // come from the tensor itself, not an amax history.
 bool saves_fp8_input(const LinearRecipe& r);
+// Why saves_fp8_input(r) is false, for an error ("" when it is true).
+const char* fp8_save_refusal(const LinearRecipe& r);
+// Whether a product of r sums in the tensor core's FP8 accumulator (fast_accum), which the GPU
+// accumulator model describes: none of MX's and NVFP4's block-scaled products do.
+bool sums_in_fast_accum(const LinearRecipe& r);
+// What a trained linear's token count must be a multiple of under r: grad_weight casts along
+// the tokens, NVFP4 in runs of 16 (its Hadamard transform's and blocks' length); else 1.
+int64_t token_multiple(const LinearRecipe& r);
 // Whether grad_weight's Xᵀ cast is output's X cast transposed (tensorwise, te_current).
 bool input_cast_serves_grad_weight(const LinearRecipe& r);
 

@@ -13,6 +13,7 @@
 #include <string>
 #include <vector>
 
+#include "mixprec/numerics/rounding.h"
 #include "mixprec/numerics/scale_rules.h"
 #include "mixprec/tensor/tensor.h"
 
@@ -31,6 +32,12 @@ struct QuantSpec {
   // TE's random Hadamard transform (hadamard.h) of each row's runs of 16, in the input's dtype,
   // before the amaxes and the cast: NVFP4's weight-gradient operands.
   bool rht = false;
+  // Stochastic rounding of the elements (NVFP4's gradients, as TE's cvt.rs): element (r, c)
+  // draws Philox4x32-10 keyed by `seed` at counter (r·cols + c, `stream`) (numerics/rounding.h),
+  // so the cast depends on neither the thread count nor the order of the casts. A recipe sets
+  // `stochastic`; whoever casts sets seed and stream (a linear: per step and operand).
+  bool stochastic = false;
+  uint64_t seed = 0, stream = 0;
 };
 
 struct Quantized {
@@ -43,6 +50,9 @@ struct Quantized {
 
 // "e4m3 1x128 deepseek pow2": the spec as messages and tables name it.
 std::string describe(const QuantSpec& spec);
+// How a cast by `spec` rounds its elements from the one at row-major index `index` of the
+// matrix on: to nearest even, or stochastically by the spec's key (the cast saturates anyway).
+ConvertOptions element_rounding(const QuantSpec& spec, int64_t index = 0);
 // Throws naming `where` unless the element is an FP8 dtype and the block sizes are >= 0.
 void check_spec(const QuantSpec& spec, const char* where);
 // check_spec, and x a 2-d f32 / bf16 / f16 matrix the spec can cast (te_nvfp4: rows of a

@@ -9,6 +9,8 @@
 #include <bit>
 #include <cstdint>
 
+#include "mixprec/numerics/dtype.h"
+
 namespace mixprec {
 
 inline constexpr int kRhtSize = 16;
@@ -21,6 +23,9 @@ inline constexpr std::array<int8_t, kRhtSize> kTeRhtSigns = {1,  1,  1,  -1, 1, 
 // then the 1/4 (exact). The sums are exact while a run's exponents lie within f32's 24 bits
 // of each other (always for bf16 values within 2^16 of each other's magnitude).
 void rht16(float* x, int64_t n);
+// rht16, then each value rounded to `dtype` (f32, bf16 or f16) and widened back: TE transforms
+// a tensor in its own dtype. Every cast's and statistic's view of a transformed row.
+void rht16_in(float* x, int64_t n, DType dtype);
 
 // H[i][j]·sign[i]/4: the transform's matrix, for reference computations.
 constexpr double rht16_entry(int i, int j) {

@@ -52,6 +52,8 @@ struct TeNvfp4BlockScale {
   float encode;  // what its elements are multiplied by before the E2M1 cast
 };
 TeNvfp4BlockScale te_nvfp4_block_scale(float block_amax, const TeNvfp4TensorScale& t);
+// The block encode scale from the stored decode one (what te_nvfp4_block_scale returns with it).
+float te_nvfp4_block_encode(float block_decode, const TeNvfp4TensorScale& t);
 // (amax_a · amax_b) / (6² · 448²) in f32: TE's GEMM alpha for two NVFP4 operands.
 float te_nvfp4_gemm_alpha(float amax_a, float amax_b);
 

@@ -9,6 +9,7 @@
 #include "mixprec/numerics/encode.h"
 #include "mixprec/numerics/hadamard.h"
 #include "mixprec/numerics/nvfp4.h"
+#include "mixprec/numerics/philox.h"
 #include "reference_kernels.h"
 
 namespace mixprec::backend::reference {
@@ -58,6 +59,13 @@ Quantized quantize(const Tensor& x, const QuantSpec& spec) {
   std::optional<float> tensor_amax;
   if (nvfp4) tensor_amax = region_amax(in, cols, 0, rows, 0, cols);
   const TeNvfp4TensorScale ts = te_nvfp4_tensor_scale(tensor_amax.value_or(0.0f));
+  // Stochastic rounding's draw for element i, computed on its own (the cpu kernel's draws
+  // four a Philox block).
+  const ConvertOptions rounding = element_rounding(spec);
+  const auto random = [&](std::size_t i) {
+    return rounding.rounding == Rounding::stochastic ? philox_u32(rounding.seed, rounding.stream, i)
+                                                     : 0u;
+  };
   std::vector<uint8_t> q(in.size());
   std::vector<double> scales(static_cast<std::size_t>(ss[0] * ss[1]));
   for (int64_t br = 0; br < ss[0]; ++br)
@@ -80,7 +88,7 @@ Quantized quantize(const Tensor& x, const QuantSpec& spec) {
           const auto i = static_cast<std::size_t>(r * cols + c);
           const float y =
               divide ? static_cast<float>(in[i]) / factor : static_cast<float>(in[i]) * factor;
-          q[i] = static_cast<uint8_t>(encode_f32(f, y, Rounding::nearest_even, true));
+          q[i] = static_cast<uint8_t>(encode_f32(f, y, rounding.rounding, true, random(i)));
         }
     }
   Tensor data = Tensor::empty({rows, cols}, spec.element);

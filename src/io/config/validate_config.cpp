@@ -358,9 +358,8 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
       c.require(amp::gathers_weight_in_fp8(*recipe), section + ".enable_fsdp_float8_all_gather",
                 "needs a recipe that casts the weight by its current amax for output and "
                 "grad_input (" +
-                    fp8_all_gather_recipes() + "); " + recipe->name +
-                    (recipe->delayed ? " casts with amax histories"
-                                     : " reads the weight in high precision"));
+                    fp8_all_gather_recipes() + "); " + recipe->name + " " +
+                    amp::fp8_gather_refusal(*recipe));
     c.require(!q->precompute_float8_dynamic_scale_for_fsdp || q->enable_fsdp_float8_all_gather,
               section + ".precompute_float8_dynamic_scale_for_fsdp",
               "is set without enable_fsdp_float8_all_gather = true (it precomputes that "
@@ -378,15 +377,18 @@ void resolve_quantize(TrainConfig& config, const Origins& origins, const std::st
       c.require(
           amp::saves_fp8_input(*recipe), section + ".save_fp8_activations",
           std::string("needs a recipe whose grad_weight casts the input from its FP8 copy; ") +
-              recipe->name +
-              (recipe->delayed ? " casts with amax histories"
-                               : " runs grad_weight in high precision"));
+              recipe->name + " " + amp::fp8_save_refusal(*recipe));
       policy.save_fp8_activations = true;
     }
     if (q->accumulator != "f32") {
       const std::string acc_key = section + ".accumulator";
       const NamedAccumulator* named = named_accumulator(q->accumulator);
       c.require(named != nullptr, acc_key, "is not an accumulator; valid: " + accumulator_names());
+      c.require(amp::sums_in_fast_accum(*recipe), acc_key,
+                std::string("models the FP8 tensor cores' accumulator, and no product of ") +
+                    recipe->name +
+                    " sums in it (block-scaled MX and NVFP4 products are taken as exact f32 "
+                    "sums)");
       policy.accumulator = named->model;
     }
   }

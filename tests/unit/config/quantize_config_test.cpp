@@ -131,6 +131,36 @@ TEST(QuantizeConfig, CombinationsThatCannotRunNameTheKey) {
   EXPECT_TRUE(has(m, "empty module name")) << m;
 }
 
+// Transformer Engine's NVFP4 in the mx section, and what it cannot do yet: gather weights in
+// FP4 (a tensor-wide scale), save its inputs in FP4 (grad_weight's own Hadamard cast), or run
+// under the FP8 accumulator model (no product sums in it; MX's neither).
+TEST(QuantizeConfig, TeNvfp4IsAnMxRecipeWithItsRefusals) {
+  const auto has = [](const std::string& m, const char* part) {
+    return m.find(part) != std::string::npos;
+  };
+  const TrainConfig c = load_text("[quantize.linear.mx]\nrecipe_name = \"nvfp4\"\n");
+  EXPECT_STREQ(recipe_of(c), "te_nvfp4");
+  EXPECT_EQ(load_text(to_toml(c)), c);
+  EXPECT_STREQ(recipe_of(load_text("", {"training.precision=te_nvfp4"})), "te_nvfp4");
+  std::string m = load_error("[quantize.linear.float8]\nrecipe_name = \"te_nvfp4\"\n");
+  EXPECT_TRUE(has(m, "is not a float8 recipe")) << m;
+  m = load_error(
+      "[quantize.linear.mx]\nrecipe_name = \"te_nvfp4\"\nenable_fsdp_float8_all_gather = true\n");
+  EXPECT_TRUE(has(m, "line 3: quantize.linear.mx.enable_fsdp_float8_all_gather") &&
+              has(m, "te_nvfp4 casts the weight under a tensor-wide NVFP4 scale"))
+      << m;
+  m = load_error("[quantize.linear.mx]\nrecipe_name = \"te_nvfp4\"\nsave_fp8_activations = true\n");
+  EXPECT_TRUE(has(m, "line 3: quantize.linear.mx.save_fp8_activations") &&
+              has(m, "through the Hadamard transform"))
+      << m;
+  for (const char* recipe : {"te_nvfp4", "mxfp8_cublas"}) {
+    m = load_error("", {std::string("training.precision=compute=bf16,linear=") + recipe +
+                        ",accumulator=h100"});
+    EXPECT_TRUE(has(m, "accumulator models the FP8 tensor cores' accumulator")) << m;
+  }
+  EXPECT_THROW(amp::parse_policy("compute=bf16,linear=te_nvfp4,save_fp8_activations=true"), Error);
+}
+
 TEST(QuantizeConfig, PrecisionSpellingsNameRecipes) {
   const amp::MixedPrecisionPolicy p = amp::parse_policy("rowwise");
   EXPECT_EQ(amp::parse_policy(amp::to_string(p)), p);

@@ -27,6 +27,9 @@ constexpr DType e2m1 = DType::f4_e2m1fn;
 const QuantSpec kActivation{e2m1, {1, 16}, ScaleRule::te_nvfp4};
 const QuantSpec kWeight{e2m1, {16, 16}, ScaleRule::te_nvfp4};
 const QuantSpec kWgradOperand{e2m1, {1, 16}, ScaleRule::te_nvfp4, false, true};
+// The gradients' casts: stochastic rounding under some key (TE's fp4_quant_bwd_grad).
+const QuantSpec kGradient{e2m1, {1, 16}, ScaleRule::te_nvfp4, false, false, true, 7, 3};
+const QuantSpec kWgradGradient{e2m1, {1, 16}, ScaleRule::te_nvfp4, false, true, true, 7, 4};
 
 std::vector<uint8_t> bytes_of(const Tensor& q) {
   const Tensor c = q.contiguous();
@@ -48,7 +51,7 @@ Tensor varied(int64_t rows, int64_t cols, uint64_t seed, DType dtype) {
 
 TEST(Nvfp4Quantize, CpuGivesTheReferenceBytesScalesAndTensorAmax) {
   int cases = 0;
-  for (const QuantSpec& spec : {kActivation, kWeight, kWgradOperand})
+  for (const QuantSpec& spec : {kActivation, kWeight, kWgradOperand, kGradient, kWgradGradient})
     for (const Shape& shape : {Shape{1, 16}, Shape{7, 48}, Shape{40, 96}, Shape{130, 256}})
       for (DType in : {DType::f32, DType::bf16}) {
         // The RHT of f32 values: the cpu's f32 butterflies round where the reference's f64 sum
@@ -67,7 +70,7 @@ TEST(Nvfp4Quantize, CpuGivesTheReferenceBytesScalesAndTensorAmax) {
         EXPECT_EQ(bytes_of(c.data), bytes_of(r.data)) << what;
         ++cases;
       }
-  EXPECT_EQ(cases, 3 * 4 * 2 - 4);
+  EXPECT_EQ(cases, 5 * 4 * 2 - 8);
 }
 
 TEST(Nvfp4Quantize, ABlockWorkedOutByHand) {
@@ -105,12 +108,65 @@ TEST(Nvfp4Quantize, AnAllZeroTensorGivesZerosAndAZeroAlpha) {
 
 TEST(Nvfp4Quantize, BitsDoNotDependOnTheThreadCount) {
   const Tensor x = varied(300, 128, 9, DType::bf16);
-  for (const QuantSpec& spec : {kActivation, kWeight, kWgradOperand}) {
+  for (const QuantSpec& spec : {kActivation, kWeight, kWgradOperand, kGradient, kWgradGradient}) {
     const Quantized one = with_threads(1, [&] { return cpu_backend().quantize(x, spec); });
     const Quantized two = with_threads(2, [&] { return cpu_backend().quantize(x, spec); });
     EXPECT_TRUE(same_bits(one.scales, two.scales) && same_bits(one.data, two.data))
         << describe(spec);
   }
+}
+
+// Stochastic rounding (TE's cvt.rs for the gradients): every element lands on one of the two
+// E2M1 values around its scaled source, the nearer one more often, and the mean over many keys
+// is the source (unbiased), where rounding to nearest keeps a bias; the key and stream choose
+// the draws, and a nearest-even cast is untouched by them.
+TEST(Nvfp4Quantize, StochasticRoundingIsUnbiasedAndKeyed) {
+  // One block of amax 6 under tensor amax 2688 (both scales 1): elements are x itself.
+  const int64_t cols = 32;
+  Tensor x = Tensor::zeros({1, cols});
+  float* p = x.data<float>();
+  p[0] = 2688.0f, p[16] = 6.0f;
+  const float probes[] = {0.2f, 0.7f, 1.1f, 2.25f, 2.9f, 4.5f, 5.9f, -3.3f, -0.1f};
+  for (std::size_t i = 0; i < std::size(probes); ++i) p[17 + i] = probes[i];
+  const int kKeys = 4000;
+  std::vector<double> sum(std::size(probes), 0.0);
+  for (int k = 0; k < kKeys; ++k) {
+    QuantSpec s = kGradient;
+    s.seed = static_cast<uint64_t>(k);
+    const Tensor d = dequantize(cpu_backend().quantize(x, s));
+    for (std::size_t i = 0; i < std::size(probes); ++i) {
+      const float v = d.data<float>()[17 + i], a = std::fabs(probes[i]);
+      // The E2M1 neighbours of |x|: 0, 0.5, 1, 1.5, 2, 3, 4, 6.
+      const float grid[] = {0, 0.5f, 1, 1.5f, 2, 3, 4, 6};
+      float lo = 0, hi = 6;
+      for (float g : grid) {
+        if (g <= a) lo = g;
+        if (g >= a && hi == 6) hi = g;
+      }
+      ASSERT_TRUE(std::fabs(v) == lo || std::fabs(v) == hi) << probes[i] << " -> " << v;
+      sum[i] += v;
+    }
+  }
+  for (std::size_t i = 0; i < std::size(probes); ++i) {
+    // The mean's standard error is at most 1 / (2·sqrt(kKeys)) (a gap of at most 2): 5 of them.
+    EXPECT_NEAR(sum[i] / kKeys, probes[i], 5 * 1.0 / (2 * std::sqrt(double{kKeys}))) << probes[i];
+  }
+  const Tensor nearest = dequantize(cpu_backend().quantize(x, kActivation));
+  EXPECT_EQ(nearest.data<float>()[17 + 3], 2.0f);  // 2.25 -> 2: a bias of 0.25 every time
+  // The key chooses the draws: another seed or stream changes some bytes, the same key none.
+  const Tensor g = varied(8, 64, 5, DType::bf16);
+  QuantSpec other_seed = kGradient, other_stream = kGradient;
+  other_seed.seed += 1, other_stream.stream += 1;
+  const auto bytes = [&](const QuantSpec& s) {
+    return bytes_of(cpu_backend().quantize(g, s).data);
+  };
+  EXPECT_EQ(bytes(kGradient), bytes(kGradient));
+  EXPECT_NE(bytes(kGradient), bytes(other_seed));
+  EXPECT_NE(bytes(kGradient), bytes(other_stream));
+  QuantSpec keyed_nearest = kActivation;
+  keyed_nearest.seed = 99;
+  EXPECT_EQ(bytes(kActivation), bytes(keyed_nearest));
+  EXPECT_EQ(describe(kGradient), "f4_e2m1fn 1x16 te_nvfp4 sr");
 }
 
 TEST(Rht16, EqualsItsMatrixAndKeepsDotProducts) {

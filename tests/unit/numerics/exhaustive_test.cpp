@@ -175,6 +175,36 @@ TEST(Exhaustive, Fp8NearestEvenSimdEqualsScalarAndTableSearch) {
   }
 }
 
+// E2M1 (a byte each) against Transformer Engine's reference cast (cast_to_fp4x2): magnitude
+// thresholds with the ties going to the even code, +-6 past 5, and under satfinite a NaN as
+// +6. Saturation changes nothing (the format has no inf to overflow to).
+uint32_t e2m1_reference(float x) {
+  if (std::isnan(x)) return 0x7;
+  const float a = std::fabs(x);
+  const uint32_t code = (a > 0.25f) + (a >= 0.75f) + (a > 1.25f) + (a >= 1.75f) + (a > 2.5f) +
+                        (a >= 3.5f) + (a > 5.0f);
+  return (std::signbit(x) ? 0x8u : 0u) | code;
+}
+
+TEST(Exhaustive, E2m1NearestEvenSimdEqualsScalarAndThresholds) {
+  for (const bool saturate : {false, true}) {
+    ConvertOptions o;
+    o.saturate = saturate;
+    expect_simd_equals_scalar<uint8_t>(DType::f4_e2m1fn, o, e2m1_reference, 3, saturate ? 4 : 1);
+  }
+}
+
+// NVFP4's gradients round stochastically: the AVX2 kernel against the scalar one (every 4th
+// chunk: the scalar Philox dominates).
+TEST(Exhaustive, StochasticE2m1SimdEqualsScalar) {
+  ConvertOptions o;
+  o.rounding = Rounding::stochastic;
+  o.saturate = true;
+  o.seed = 0xF0F0123456789ull;
+  o.stream = 11;
+  expect_simd_equals_scalar<uint8_t>(DType::f4_e2m1fn, o, NoReference{}, 1, 4);
+}
+
 TEST(Exhaustive, Tf32NearestEvenSimdEqualsScalar) {
   ASSERT_TRUE(cpu_has_avx2_f16c());
   Mismatches bad;

@@ -109,7 +109,7 @@ TEST(PureBf16, StochasticRoundingKeysAreSeedStepAndElementIndex) {
   for (int64_t i = 0; i < kN; ++i)
     expect[i] = static_cast<float>(s[i]) + (-0.5f) * static_cast<float>(gv[i]);
   Tensor want = Tensor::empty({kN}, DType::bf16);
-  const detail::RoundingKeys keys{42, detail::fnv1a("layer.w"), 1};
+  const detail::RoundingKeys keys{42, fnv1a("layer.w"), 1};
   convert_from_f32(
       expect.data(), DType::bf16, want.raw_data(), kN,
       {.rounding = Rounding::stochastic, .seed = 42, .stream = detail::rounding_stream(keys, 0)});
