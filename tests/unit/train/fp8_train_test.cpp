@@ -63,7 +63,7 @@ TEST(Fp8Training, EveryRecipeTracksBf16Mixed) {
 }
 
 TEST(Fp8Training, SameBitsTwiceAndAtAnyThreadCount) {
-  for (const char* recipe : {"rowwise", "deepseek_v3"}) {
+  for (const char* recipe : {"rowwise", "deepseek_v3", "te_nvfp4"}) {
     const TrainSummary a = run(recipe, {"training.steps=6", "training.threads=1"});
     const TrainSummary b = run(recipe, {"training.steps=6", "training.threads=2"});
     ASSERT_EQ(a.steps.size(), b.steps.size());

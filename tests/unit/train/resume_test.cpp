@@ -66,7 +66,7 @@ TEST_P(ResumeTest, StoppedAndResumedRunRepeatsTheUninterruptedOne) {
 
 INSTANTIATE_TEST_SUITE_P(Policies, ResumeTest,
                          ::testing::Values("fp32", "bf16-mixed", "fp16-mixed", "bf16-pure",
-                                           "te_delayed"),
+                                           "te_delayed", "te_nvfp4"),
                          [](const auto& info) {
                            std::string n = info.param;
                            for (char& c : n)
