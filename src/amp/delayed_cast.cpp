@@ -16,6 +16,8 @@ backend::Quantized delayed_quantize(const Tensor& x_in, const backend::QuantSpec
   backend::check_spec(spec, "delayed_quantize");
   MIXPREC_CHECK(x_in.ndim() == 2 && spec.block == backend::BlockShape{}, "delayed_quantize",
                 "expects a 2-d tensor and a tensorwise spec");
+  MIXPREC_CHECK(!spec.stochastic && !spec.rht, "delayed_quantize",
+                "casts to nearest without a transform, got " + backend::describe(spec));
   MIXPREC_CHECK(
       x_in.dtype() == DType::f32 || x_in.dtype() == DType::bf16 || x_in.dtype() == DType::f16,
       "delayed_quantize",

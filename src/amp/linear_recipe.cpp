@@ -189,12 +189,12 @@ bool transposed_alike(const QuantSpec& a, const QuantSpec& b) {
          a.block.cols == b.block.rows;
 }
 
-// An NVFP4 recipe: its casts carry a second, tensor-wide scale.
+// An NVFP4 product: its casts carry a second, tensor-wide scale.
+bool is_nvfp4(const ProductRecipe& p) {
+  return p.fp8 && (p.a.rule == ScaleRule::te_nvfp4 || p.b.rule == ScaleRule::te_nvfp4);
+}
 bool two_level(const LinearRecipe& r) {
-  for (const ProductRecipe* p : {&r.output, &r.grad_input, &r.grad_weight})
-    if (p->fp8 && (p->a.rule == ScaleRule::te_nvfp4 || p->b.rule == ScaleRule::te_nvfp4))
-      return true;
-  return false;
+  return is_nvfp4(r.output) || is_nvfp4(r.grad_input) || is_nvfp4(r.grad_weight);
 }
 
 }  // namespace
@@ -230,8 +230,7 @@ bool saves_fp8_input(const LinearRecipe& r) {
 }
 
 int64_t token_multiple(const LinearRecipe& r) {
-  const ProductRecipe& w = r.grad_weight;
-  return w.fp8 && (w.a.rule == ScaleRule::te_nvfp4 || w.b.rule == ScaleRule::te_nvfp4) ? 16 : 1;
+  return is_nvfp4(r.grad_weight) ? 16 : 1;
 }
 
 bool sums_in_fast_accum(const LinearRecipe& r) {

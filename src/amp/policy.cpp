@@ -317,8 +317,9 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   p.save_fp8_activations = save_fp8.value_or(false);
   MIXPREC_CHECK(!p.save_fp8_activations || (recipe && saves_fp8_input(**recipe)), kWhere,
                 "save_fp8_activations=true needs a linear recipe whose grad_weight casts the "
-                "input from its FP8 copy (not rowwise_with_gw_hp's high-precision grad_weight, "
-                "not te_delayed's amax histories, not te_nvfp4's Hadamard-transformed Xᵀ)");
+                "input from its FP8 copy; " +
+                    (recipe ? std::string((*recipe)->name) + " " + fp8_save_refusal(**recipe)
+                            : std::string("no linear recipe is given")));
   p.save_fp8_grouped_activations = save_fp8_grouped.value_or(false);
   MIXPREC_CHECK(!p.save_fp8_grouped_activations || (grouped && saves_fp8_input(**grouped)), kWhere,
                 "save_fp8_grouped_activations=true needs a grouped recipe (grouped=rowwise or "

@@ -75,9 +75,7 @@ Fp8Weight weight_cast(std::size_t slot, int64_t rows, int64_t cols, WeightCast c
 Fp8GatherPlan plan_fp8_gather(const ShardLayout& layout, const models::Model& model,
                               const amp::LinearRecipe& recipe, std::span<const std::string> skip) {
   MIXPREC_CHECK(amp::gathers_weight_in_fp8(recipe), kWhere,
-                std::string("recipe ") + recipe.name +
-                    (recipe.delayed ? " casts the weight with an amax history's scale"
-                                    : " runs a product that reads the weight in high precision"));
+                std::string("recipe ") + recipe.name + " " + amp::fp8_gather_refusal(recipe));
   const bool two_casts = !amp::weight_cast_serves_both_products(recipe);
   const int W = layout.world_size();
   Fp8GatherPlan plan;

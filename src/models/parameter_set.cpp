@@ -3,18 +3,14 @@
 #include <algorithm>
 #include <cmath>
 
+#include "mixprec/core/hash.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/tensor/generator.h"
 
 namespace mixprec::models {
 
 uint64_t name_stream(std::string_view name) {
-  uint64_t h = 0xcbf29ce484222325ull;  // FNV-1a offset basis
-  for (const char c : name) {
-    h ^= static_cast<unsigned char>(c);
-    h *= 0x100000001b3ull;  // FNV prime
-  }
-  return h;
+  return fnv1a(name);
 }
 
 Tensor initial_values(const ParamSpec& spec, uint64_t seed) {

@@ -2,8 +2,10 @@
 
 #include <array>
 #include <cstring>
+#include <string>
 #include <vector>
 
+#include "mixprec/core/error.h"
 #include "mixprec/numerics/convert.h"
 
 namespace mixprec {
@@ -35,9 +37,11 @@ constexpr ButterflyTables kTables = [] {
 
 }  // namespace
 
+#if defined(__GNUC__) && !defined(__clang__)
 // The butterflies lane-parallel: stage h is v·signs_h + v[j ^ h], the scalar butterfly's
 // a + c (bit h of j clear) and a - c (set), each rounded alike: multiplying by +-1 is exact.
 __attribute__((target_clones("avx512f", "avx2", "default"))) void rht16(float* x, int64_t n) {
+  MIXPREC_CHECK(n % kRhtSize == 0, "rht16", "runs of 16, got " + std::to_string(n) + " values");
   Run te, signs[kStages];
   Lanes partner[kStages];
   std::memcpy(&te, kTables.te.data(), sizeof te);
@@ -54,6 +58,25 @@ __attribute__((target_clones("avx512f", "avx2", "default"))) void rht16(float* x
     std::memcpy(x + b, &v, sizeof v);
   }
 }
+#else
+// Other compilers: the same butterflies a lane at a time (GCC's vector shuffle is GCC's own).
+void rht16(float* x, int64_t n) {
+  MIXPREC_CHECK(n % kRhtSize == 0, "rht16", "runs of 16, got " + std::to_string(n) + " values");
+  for (int64_t b = 0; b < n; b += kRhtSize) {
+    float* v = x + b;
+    for (int j = 0; j < kRhtSize; ++j) v[j] *= kTables.te[static_cast<std::size_t>(j)];
+    for (int s = 0; s < kStages; ++s) {
+      float y[kRhtSize];
+      for (int j = 0; j < kRhtSize; ++j) {
+        const auto sj = static_cast<std::size_t>(j), ss = static_cast<std::size_t>(s);
+        y[j] = v[j] * kTables.signs[ss][sj] + v[kTables.partner[ss][sj]];
+      }
+      std::memcpy(v, y, sizeof y);
+    }
+    for (int j = 0; j < kRhtSize; ++j) v[j] *= 0.25f;
+  }
+}
+#endif
 
 void rht16_in(float* x, int64_t n, DType dtype) {
   rht16(x, n);

@@ -135,16 +135,6 @@ LinearProduct LinearProduct::prepare(const char* op, const Tensor& x, const Tens
                       "options' delayed_scaling: the trainer gives one)");
     p.record_amax = GradMode::is_enabled();
   }
-  if (p.recipe && GradMode::is_enabled()) {
-    const int64_t multiple = amp::token_multiple(*p.recipe);
-    MIXPREC_CHECK(p.rows % multiple == 0, op,
-                  "'" + std::string(amp::module_path()) + "' runs recipe " + p.recipe->name +
-                      ", whose grad_weight casts along the tokens in runs of " +
-                      std::to_string(multiple) + "; got " + std::to_string(p.rows) +
-                      " tokens (make the batch's tokens, batch_size x seq_len per micro-batch, a "
-                      "multiple of " +
-                      std::to_string(multiple) + ")");
-  }
   if (p.recipe) {
     p.fp8_site = amp::fp8_site_here();
     p.accumulator = amp::accumulator_here();
@@ -229,6 +219,13 @@ Tensor widen_transposed(const backend::Quantized& q) {
   return out;
 }
 
+// t [rows, cols] followed by zero columns up to `cols` of them.
+Tensor zero_padded_columns(const Tensor& t, int64_t cols) {
+  Tensor out = Tensor::zeros({t.size(0), cols}, t.dtype());
+  out.slice(1, 0, t.size(1)).copy_from(t);
+  return out;
+}
+
 }  // namespace
 
 void LinearProduct::cast_input_for_saving() {
@@ -250,9 +247,16 @@ void LinearProduct::grad_w(const Grads& g) const {
                               x_fp8->tensor_amax};
     else if (x_fp8)
       x_source = widen_transposed(*x_fp8);
-    Tensor(g.dw).copy_from(fp8_product(recipe->grad_weight, g.operand.transpose(0, 1),
-                                       "grad_output", x_source, "input", {}, amp::Fp8Product::wgrad,
-                                       xt ? &*xt : nullptr));
+    // NVFP4 casts runs of 16 tokens: zero columns pad both operands (TE pads likewise), which
+    // adds nothing to the product, nor to an amax, nor to a run's transform. (Its input is
+    // never a saved FP8 cast: saves_fp8_input refuses NVFP4.)
+    Tensor dyt = g.operand.transpose(0, 1);
+    if (const int64_t m = amp::token_multiple(*recipe); rows % m != 0) {
+      dyt = zero_padded_columns(dyt, (rows + m - 1) / m * m);
+      x_source = zero_padded_columns(x_source, dyt.size(1));
+    }
+    Tensor(g.dw).copy_from(fp8_product(recipe->grad_weight, dyt, "grad_output", x_source, "input",
+                                       {}, amp::Fp8Product::wgrad, xt ? &*xt : nullptr));
     return;
   }
   backend::current().gemm(out, in, rows, 1.0f, {g.operand.dtype(), g.operand.raw_data(), out, true},

@@ -76,7 +76,9 @@ struct AutocastOptions {
   // The same for the grouped recipe's groups (MoE experts).
   bool save_fp8_grouped_activations = false;
   // The key of the recipes' stochastic casts (NVFP4's gradients) for the linears prepared here;
-  // each operand draws its own stream of it. The trainer gives one per step and micro-batch.
+  // each operand draws its own stream of it. The trainer gives one per step and micro-batch;
+  // without one the key is 0, the same every step, so a caller training by hand should give
+  // each step its own (else the rounding errors of a fixed input repeat, not average out).
   std::optional<uint64_t> rounding_seed{};
 };
 

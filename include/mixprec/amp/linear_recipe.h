@@ -108,8 +108,8 @@ const char* fp8_save_refusal(const LinearRecipe& r);
 // Whether a product of r sums in the tensor core's FP8 accumulator (fast_accum), which the GPU
 // accumulator model describes: none of MX's and NVFP4's block-scaled products do.
 bool sums_in_fast_accum(const LinearRecipe& r);
-// What a trained linear's token count must be a multiple of under r: grad_weight casts along
-// the tokens, NVFP4 in runs of 16 (its Hadamard transform's and blocks' length); else 1.
+// The multiple grad_weight's operands are zero-padded to along the tokens under r: NVFP4 casts
+// runs of 16 (its Hadamard transform's and blocks' length), as TE pads; else 1 (no padding).
 int64_t token_multiple(const LinearRecipe& r);
 // Whether grad_weight's Xᵀ cast is output's X cast transposed (tensorwise, te_current).
 bool input_cast_serves_grad_weight(const LinearRecipe& r);

@@ -6,10 +6,12 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <vector>
 
 #include "mixprec/backend/backend.h"
+#include "mixprec/numerics/hadamard.h"
 #include "support/op_testing.h"
 
 namespace mixprec::amp {
@@ -157,6 +159,49 @@ TEST(Fp8TensorStats, StridedSourcesAndMerging) {
   const std::string e = mixprec::testing::error_of(
       [&] { fp8_tensor_stats(x, backend::current().quantize(x.transpose(0, 1), spec)); });
   EXPECT_NE(e.find("same 2-d shape"), std::string::npos) << e;
+}
+
+// TE's NVFP4 cast (te_nvfp4): E2M1 has no inf, so "saturated" is a value at or past 7 after
+// scaling (rounding to nearest would pass 6). Tensor amax 2688 gives a tensor scale of 1; block 1's
+// amax 0.0174 wants a block scale of 0.0029, which E4M3 can only hold as its subnormal 2^-9: the
+// block is multiplied by 512, its amax lands at 8.9 (saturated) and 0.0002 at 0.10 (flushed).
+TEST(Fp8TensorStats, Nvfp4CountsByTheEncodeScalesAndItsSaturationRule) {
+  std::vector<double> v(32, 0.0);
+  v[0] = 2688, v[1] = 448, v[16] = 0.0174, v[17] = 0.0002;
+  const Tensor x = matrix(v, 1);
+  const QuantSpec spec{DType::f4_e2m1fn, {1, 16}, ScaleRule::te_nvfp4};
+  const Fp8TensorStats s = stats_of(x, spec);
+  EXPECT_EQ(s.numel, 32);
+  EXPECT_EQ(s.amax, 2688.0f);
+  EXPECT_EQ(s.saturated, 1);
+  EXPECT_EQ(s.flushed, 1);
+  EXPECT_EQ(s.scale_min, std::ldexp(1.0f, -9));
+  EXPECT_EQ(s.scale_max, 448.0f);
+}
+
+// With the Hadamard transform the counts are of what the cast saw: the transformed rows (in
+// the source's dtype), counted here by hand from the stored bytes.
+TEST(Fp8TensorStats, Nvfp4WithTheTransformCountsTheTransformedSource) {
+  const Tensor x = mixprec::testing::randn({24, 64}, DType::bf16, 21);
+  const QuantSpec spec{DType::f4_e2m1fn, {1, 16}, ScaleRule::te_nvfp4, false, true};
+  const backend::Quantized q = backend::current().quantize(x, spec);
+  const Fp8TensorStats s = fp8_tensor_stats(x, q);
+  const Tensor t = x.to(DType::f32);
+  const auto* bytes = static_cast<const uint8_t*>(q.data.raw_data());
+  float amax = 0;
+  int64_t flushed = 0;
+  for (int64_t r = 0; r < 24; ++r) {
+    std::vector<float> row(t.data<float>() + r * 64, t.data<float>() + (r + 1) * 64);
+    rht16_in(row.data(), 64, DType::bf16);
+    for (int64_t c = 0; c < 64; ++c) {
+      amax = std::max(amax, std::fabs(row[static_cast<std::size_t>(c)]));
+      flushed += row[static_cast<std::size_t>(c)] != 0 && (bytes[r * 64 + c] & 0x7) == 0;
+    }
+  }
+  EXPECT_EQ(s.amax, amax);
+  EXPECT_EQ(s.amax, *q.tensor_amax);
+  EXPECT_EQ(s.flushed, flushed);
+  EXPECT_GT(flushed, 0);
 }
 
 }  // namespace

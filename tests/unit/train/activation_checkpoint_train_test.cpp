@@ -62,6 +62,12 @@ TEST(ActivationCheckpointTraining, LlamaFp16WithLossScalingStepsAreModeNonesBitF
   expect_every_mode_matches_none("fp16-mixed", "llama3");
 }
 
+// NVFP4's stochastic casts under recompute: the recomputed forward's linears capture the same
+// rounding key (the autocast state the checkpoint keeps), so the gradients draw alike.
+TEST(ActivationCheckpointTraining, LlamaTeNvfp4StepsAreModeNonesBitForBit) {
+  expect_every_mode_matches_none("te_nvfp4", "llama3");
+}
+
 TEST(ActivationCheckpointTraining, GptFp32StepsAreModeNonesBitForBit) {
   expect_every_mode_matches_none("fp32", "gpt");
 }
