@@ -72,28 +72,44 @@ void run_shape(const Shape3& s, int rounds) {
                 median(times[v]) * 1e3, range_text(times[v]).c_str(), median(times[v]) / base);
 }
 
-// Where one FP8 output product's time goes (rowwise and deepseek_v3), against the bf16 GEMM.
+// Where an FP8 linear's time goes, product by product (operands cast from the bf16 tensors as
+// the linear casts them, transposed ones copied by the cast), against the bf16 GEMM.
 void breakdown(const Shape3& s, int rounds) {
   Generator gen(2);
   const Tensor x = Tensor::normal({s.tokens, s.in}, 0, 1, gen, DType::bf16);
   const Tensor w = Tensor::normal({s.out, s.in}, 0, 0.05, gen, DType::bf16);
+  const Tensor dy = Tensor::normal({s.tokens, s.out}, 0, 1e-3, gen, DType::bf16);
   const backend::Backend& be = backend::current();
-  std::printf("\noutput product Y = X·Wᵀ of the shape above, parts (median of %d, ms)\n", rounds);
-  std::printf("| recipe | quantize X | quantize W | scaled GEMM | total | bf16 GEMM |\n");
-  std::printf("|---|---:|---:|---:|---:|---:|\n");
-  for (const char* name : {"tensorwise", "rowwise", "deepseek_v3", "mxfp8_cublas"}) {
+  std::printf("\nthe shape above, product by product (median of %d, ms)\n", rounds);
+  std::printf("| recipe | product | cast A | cast B | scaled GEMM | total | bf16 GEMM |\n");
+  std::printf("|---|---|---:|---:|---:|---:|---:|\n");
+  struct Product {
+    const char* name;
+    const amp::ProductRecipe amp::LinearRecipe::*recipe;
+    Tensor a, b;
+  };
+  const Product products[] = {
+      {"output", &amp::LinearRecipe::output, x, w},
+      {"grad_input", &amp::LinearRecipe::grad_input, dy, w.transpose(0, 1)},
+      {"grad_weight", &amp::LinearRecipe::grad_weight, dy.transpose(0, 1), x.transpose(0, 1)}};
+  for (const char* name : {"tensorwise", "rowwise", "deepseek_v3", "mxfp8_cublas", "te_nvfp4"}) {
     const amp::LinearRecipe* r = amp::find_any_linear_recipe(name);
-    std::vector<double> qx, qw, g, bf;
-    for (int i = 0; i < rounds; ++i) {
-      backend::Quantized a, b;
-      qx.push_back(seconds_of([&] { a = be.quantize(x, r->output.a); }));
-      qw.push_back(seconds_of([&] { b = be.quantize(w, r->output.b); }));
-      g.push_back(seconds_of([&] { (void)be.scaled_gemm(a, b, DType::f32); }));
-      bf.push_back(seconds_of([&] { (void)matmul(x, w.transpose(0, 1)); }));
+    for (const Product& p : products) {
+      const amp::ProductRecipe& pr = r->*p.recipe;
+      if (!pr.fp8) continue;
+      std::vector<double> qa, qb, g, bf;
+      for (int i = 0; i < rounds; ++i) {
+        backend::Quantized a, b;
+        qa.push_back(seconds_of([&] { a = be.quantize(p.a, pr.a); }));
+        qb.push_back(seconds_of([&] { b = be.quantize(p.b, pr.b); }));
+        g.push_back(seconds_of([&] { (void)be.scaled_gemm(a, b, DType::f32); }));
+        bf.push_back(seconds_of([&] { (void)matmul(p.a, p.b.transpose(0, 1)); }));
+      }
+      const double total = median(qa) + median(qb) + median(g);
+      std::printf("| %s | %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", name, p.name,
+                  median(qa) * 1e3, median(qb) * 1e3, median(g) * 1e3, total * 1e3,
+                  median(bf) * 1e3);
     }
-    const double total = median(qx) + median(qw) + median(g);
-    std::printf("| %s | %.2f | %.2f | %.2f | %.2f | %.2f |\n", name, median(qx) * 1e3,
-                median(qw) * 1e3, median(g) * 1e3, total * 1e3, median(bf) * 1e3);
   }
 }
 
