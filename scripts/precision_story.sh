@@ -42,6 +42,9 @@ if [ "$set_name" = fp8 ]; then  # a recipe's name is a --precision spelling (bf1
   order=(bf16-mixed tensorwise rowwise rowwise_with_gw_hp te_delayed te_current te_blockwise
          deepseek_v3 deepseek_v3_ue8m0 mxfp8_cublas mxfp8_cublas_rceil te_nvfp4)
   for name in "${order[@]:1}"; do recipes[$name]=$name; done
+  # NVFP4 with the last block kept in bf16, as NVIDIA's NVFP4 pretraining keeps its final blocks
+  recipes[te_nvfp4-last-block-bf16]="params=bf16,compute=bf16,reduce=f32,linear=te_nvfp4,linear_skip=lm_head|blocks.7."
+  order+=(te_nvfp4-last-block-bf16)
 fi
 # bf16-mixed again with two other seeds (init and data order): the seed-to-seed spread the FP8
 # recipes' differences are held to (README, "the margin").
@@ -56,8 +59,7 @@ if [ "$set_name" = fp8-moe ]; then  # torchtitan's float8 and MX converters for 
   recipes[rowwise+grouped]="$mixed,linear=rowwise,grouped=rowwise,grouped_fqns=experts"
   recipes[mxfp8+grouped]="$mixed,linear=mxfp8_cublas_rceil,grouped=mxfp8,grouped_fqns=experts"
   recipes[tensorwise]=tensorwise        # torchtitan's default: experts stay in bf16
-  recipes[deepseek_v3]=deepseek_v3      # DeepSeek's blocks for the dense linears
-  order=(bf16-mixed rowwise+grouped mxfp8+grouped tensorwise deepseek_v3)
+  order=(bf16-mixed rowwise+grouped mxfp8+grouped tensorwise)
 fi
 [ "$set_name" != precision ] && order+=(bf16-mixed-seed2 bf16-mixed-seed3)
 extra=()
