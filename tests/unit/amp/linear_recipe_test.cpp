@@ -154,6 +154,18 @@ TEST(LinearRecipe, TeNvfp4GradientsDrawFromTheGuardsKey) {
   EXPECT_TRUE(same_bits(odd.dw, want));
 }
 
+// Every operand of every linear draws its own stream under one key: module paths, products and
+// roles each change it.
+TEST(LinearRecipe, StochasticStreamsDifferByModuleProductAndRole) {
+  using mixprec::detail::rounding_stream;
+  const uint64_t base = rounding_stream("blocks.0.attn.wq", Fp8Product::dgrad, "grad_output");
+  EXPECT_NE(base, rounding_stream("blocks.0.attn.wk", Fp8Product::dgrad, "grad_output"));
+  EXPECT_NE(base, rounding_stream("blocks.1.attn.wq", Fp8Product::dgrad, "grad_output"));
+  EXPECT_NE(base, rounding_stream("blocks.0.attn.wq", Fp8Product::wgrad, "grad_output"));
+  EXPECT_NE(base, rounding_stream("blocks.0.attn.wq", Fp8Product::dgrad, "input"));
+  EXPECT_EQ(base, rounding_stream("blocks.0.attn.wq", Fp8Product::dgrad, "grad_output"));
+}
+
 // FP8 keeps about 2 significant digits; the products stay within a few percent of bf16's.
 // NVFP4's E2M1 keeps 2 significant bits: within a fifth (each operand's error ~10%).
 TEST(LinearRecipe, Fp8ProductsStayNearTheBf16Linear) {
