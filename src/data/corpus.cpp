@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <string_view>
 #include <system_error>
 
 #include "mixprec/core/error.h"
+#include "mixprec/core/hash.h"
 
 namespace mixprec::data {
 namespace fs = std::filesystem;
@@ -35,12 +37,8 @@ CorpusFile describe(const fs::path& path) {
   return f;
 }
 
-void fnv1a(uint64_t& h, const void* data, std::size_t n) {
-  const auto* p = static_cast<const unsigned char*>(data);
-  for (std::size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
+void hash_bytes(uint64_t& h, const void* data, std::size_t n) {
+  h = fnv1a(std::string_view(static_cast<const char*>(data), n), h);
 }
 
 }  // namespace
@@ -78,13 +76,13 @@ std::vector<CorpusFile> list_corpus_files(const CorpusSpec& spec) {
 }
 
 uint64_t corpus_fingerprint(const std::vector<CorpusFile>& files, const std::string& tokenizer) {
-  uint64_t h = 0xcbf29ce484222325ull;
-  fnv1a(h, tokenizer.data(), tokenizer.size() + 1);
+  uint64_t h = kFnv1aBasis;
+  hash_bytes(h, tokenizer.data(), tokenizer.size() + 1);
   for (const CorpusFile& f : files) {
     const std::string p = f.path.string();
-    fnv1a(h, p.data(), p.size() + 1);  // the NUL keeps "ab"+"c" apart from "a"+"bc"
-    fnv1a(h, &f.size, sizeof f.size);
-    fnv1a(h, &f.mtime_ns, sizeof f.mtime_ns);
+    hash_bytes(h, p.data(), p.size() + 1);  // the NUL keeps "ab"+"c" apart from "a"+"bc"
+    hash_bytes(h, &f.size, sizeof f.size);
+    hash_bytes(h, &f.mtime_ns, sizeof f.mtime_ns);
   }
   return h;
 }

@@ -7,9 +7,10 @@
 
 namespace mixprec {
 
-// FNV-1a, 64 bits.
-constexpr uint64_t fnv1a(std::string_view s) {
-  uint64_t h = 0xCBF29CE484222325ull;
+inline constexpr uint64_t kFnv1aBasis = 0xCBF29CE484222325ull;
+
+// FNV-1a, 64 bits; `h` carries a hash on over several pieces.
+constexpr uint64_t fnv1a(std::string_view s, uint64_t h = kFnv1aBasis) {
   for (const char c : s) h = (h ^ static_cast<unsigned char>(c)) * 0x100000001B3ull;
   return h;
 }

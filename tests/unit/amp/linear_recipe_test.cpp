@@ -154,6 +154,14 @@ TEST(LinearRecipe, TeNvfp4GradientsDrawFromTheGuardsKey) {
   EXPECT_TRUE(same_bits(odd.dw, want));
 }
 
+// The config's accumulator key lives in [quantize.linear.float8] alone and needs no check of
+// its own because each recipe there has a product the accumulator model sums; MX's and NVFP4's
+// block-scaled products have none (their spellings are refused by the policy).
+TEST(LinearRecipe, EveryFloat8RecipeSumsInTheFastAccumulator) {
+  for (const LinearRecipe& r : linear_recipes())
+    EXPECT_EQ(sums_in_fast_accum(r), std::string_view(r.section) == "float8") << r.name;
+}
+
 // Every operand of every linear draws its own stream under one key: module paths, products and
 // roles each change it.
 TEST(LinearRecipe, StochasticStreamsDifferByModuleProductAndRole) {
