@@ -11,6 +11,8 @@ PACKAGES=(
   libtomlplusplus-dev                # TOML training configs (configs/*.toml)
   libopenblas-dev                    # sgemm (found by name via pkg-config openblas)
   libsentencepiece-dev               # subword tokenizers: mixprec tokenizer train, [model] tokenizer
+  libonig-dev libutf8proc-dev        # tokenizer.json: pre-tokenizer regexes, Unicode normalization
+  zlib1g-dev                         # tests: the real tokenizer.json fixtures are gzip files
   clang-format                       # style check in CI
   fortunes                           # default training corpus (/usr/share/games/fortunes)
   gnuplot-nox                        # loss-curve PNGs (mixprec plot, src/report)

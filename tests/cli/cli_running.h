@@ -45,9 +45,11 @@ inline const char* cli_path() {
   return exe;
 }
 
-// Starts `$MIXPREC_CLI args...` with stdin from /dev/null and stdout/stderr into the given
-// files; returns the child's pid, or -1 (with a test failure) when it cannot start.
-inline pid_t start_cli(const std::vector<std::string>& args, FILE* out, FILE* err) {
+// Starts `$MIXPREC_CLI args...` with stdin from `input` (a file; /dev/null by default) and
+// stdout/stderr into the given files; returns the child's pid, or -1 (with a test failure)
+// when it cannot start.
+inline pid_t start_cli(const std::vector<std::string>& args, FILE* out, FILE* err,
+                       const std::string& input = "/dev/null") {
   const char* exe = cli_path();
   if (exe == nullptr) return -1;
   std::vector<std::string> storage{exe};
@@ -58,7 +60,7 @@ inline pid_t start_cli(const std::vector<std::string>& args, FILE* out, FILE* er
 
   posix_spawn_file_actions_t actions;
   posix_spawn_file_actions_init(&actions);
-  posix_spawn_file_actions_addopen(&actions, 0, "/dev/null", O_RDONLY, 0);
+  posix_spawn_file_actions_addopen(&actions, 0, input.c_str(), O_RDONLY, 0);
   posix_spawn_file_actions_adddup2(&actions, fileno(out), 1);
   posix_spawn_file_actions_adddup2(&actions, fileno(err), 2);
   pid_t pid = 0;
@@ -79,15 +81,16 @@ inline int wait_cli(pid_t pid) {
   return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-// Runs `$MIXPREC_CLI args...` to completion; stdout and stderr go to separate temporary files
-// (no pipe-buffer deadlock however long the output).
-inline RunResult run_cli(const std::vector<std::string>& args) {
+// Runs `$MIXPREC_CLI args...` to completion, stdin from the file `input`; stdout and stderr go
+// to separate temporary files (no pipe-buffer deadlock however long the output).
+inline RunResult run_cli(const std::vector<std::string>& args,
+                         const std::string& input = "/dev/null") {
   RunResult r;
   FILE* out = std::tmpfile();
   FILE* err = std::tmpfile();
   if (out == nullptr || err == nullptr) {
     ADD_FAILURE() << "tmpfile() failed";
-  } else if (const pid_t pid = start_cli(args, out, err); pid > 0) {
+  } else if (const pid_t pid = start_cli(args, out, err, input); pid > 0) {
     r.exit_code = wait_cli(pid);
     r.out = slurp(out);
     r.err = slurp(err);

@@ -124,3 +124,60 @@ TEST(TokenizerCli, TrainRefusesAModelWhoseNormalizerWouldCrashTheLibrary) {
 
 }  // namespace
 }  // namespace mixprec
+
+namespace mixprec {
+namespace {
+
+const std::filesystem::path kTokenizerFixtures =
+    std::filesystem::path(MIXPREC_SOURCE_DIR) / "tests/reference/fixtures/tokenizers";
+
+testing::RunResult run_with_input(const std::vector<std::string>& args, const std::string& input) {
+  testing::TempDir dir;
+  testing::write_file(dir / "stdin", input);
+  return testing::run_cli(args, (dir / "stdin").string());
+}
+
+TEST(TokenizerCli, EncodeThenDecodeGivesTheTextBack) {
+  const std::string folder = (kTokenizerFixtures / "gpt2_style").string();
+  const std::string text = "Hello, world!\n  It's 2026 -- caf\xc3\xa9 \xf0\x9f\x98\x80\n";
+  const auto enc = run_with_input({"tokenizer", "encode", folder}, text);
+  ASSERT_EQ(enc.exit_code, 0) << enc.err;
+  ASSERT_EQ(enc.out.front(), '[');
+  const auto dec = run_with_input({"tokenizer", "decode", folder}, enc.out);
+  ASSERT_EQ(dec.exit_code, 0) << dec.err;
+  EXPECT_EQ(dec.out, text);
+}
+
+TEST(TokenizerCli, AddSpecialTokensAppliesThePostProcessor) {
+  const std::string folder = (kTokenizerFixtures / "wordpiece_free_metaspace").string();
+  const auto plain = run_with_input({"tokenizer", "encode", folder}, "hello");
+  const auto special =
+      run_with_input({"tokenizer", "encode", folder, "--add-special-tokens"}, "hello");
+  ASSERT_EQ(plain.exit_code, 0) << plain.err;
+  ASSERT_EQ(special.exit_code, 0) << special.err;
+  EXPECT_EQ(special.out, "[1," + plain.out.substr(1));  // <s> is id 1
+  const auto skipped =
+      run_with_input({"tokenizer", "decode", folder, "--skip-special-tokens"}, special.out);
+  EXPECT_EQ(skipped.out, "hello");
+  const auto kept = run_with_input({"tokenizer", "decode", folder}, special.out);
+  EXPECT_EQ(kept.out.rfind("<s>", 0), 0u) << kept.out;
+}
+
+TEST(TokenizerCli, BadIdsAndTokenizersAreRefusedNamingThem) {
+  const std::string folder = (kTokenizerFixtures / "gpt2_style").string();
+  auto expect = [](const testing::RunResult& r, int code, const std::string& part) {
+    EXPECT_EQ(r.exit_code, code) << r.err;
+    EXPECT_NE(r.err.find(part), std::string::npos) << "expected '" << part << "' in: " << r.err;
+  };
+  expect(run_with_input({"tokenizer", "decode", folder}, "1, 2"), 2, "not a JSON array");
+  expect(run_with_input({"tokenizer", "decode", folder}, "[1, \"x\"]"), 2, "element 1");
+  expect(run_with_input({"tokenizer", "decode", folder}, "[1, 99999]"), 1,
+         "token 99999 at position 1");
+  expect(run_with_input({"tokenizer", "encode", folder}, std::string("ok\xc3", 3)), 1,
+         "not UTF-8 at byte 2");
+  expect(run_with_input({"tokenizer", "encode", "/nonexistent/tokenizer.json"}, "x"), 1,
+         "/nonexistent/tokenizer.json");
+}
+
+}  // namespace
+}  // namespace mixprec

@@ -14,6 +14,7 @@
 #include "mixprec/data/corpus.h"
 #include "mixprec/data/documents.h"
 #include "mixprec/data/sentencepiece_tokenizer.h"
+#include "tokenizer_text_command.h"
 #include "training_lines.h"
 #include "usage_error.h"
 
@@ -89,7 +90,8 @@ void run_train(TrainArgs a) {
 }  // namespace
 
 void add_tokenizer_command(CLI::App& app, int& exit_code) {
-  CLI::App* cmd = app.add_subcommand("tokenizer", "Subword tokenizers (sentencepiece)");
+  CLI::App* cmd = app.add_subcommand(
+      "tokenizer", "Subword tokenizers: train a sentencepiece model; encode and decode text");
   cmd->require_subcommand(1);
   auto args = std::make_shared<TrainArgs>();
   CLI::App* train = cmd->add_subcommand(
@@ -120,6 +122,7 @@ void add_tokenizer_command(CLI::App& app, int& exit_code) {
     run_train(*args);
     exit_code = 0;
   });
+  add_tokenizer_text_commands(*cmd, exit_code);
 }
 
 }  // namespace mixprec::cli

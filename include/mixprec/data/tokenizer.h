@@ -1,5 +1,6 @@
 // What turns text into token ids and back: the byte tokenizer (the default: 256 ids, no
-// training, lossless) or a sentencepiece model ([model] tokenizer = PATH). Datasets, the token
+// training, lossless), a Hugging Face tokenizer.json or a sentencepiece model
+// ([model] tokenizer = PATH). Datasets, the token
 // cache, evaluation per byte and `sample` see a tokenizer only through this interface.
 #pragma once
 
@@ -30,8 +31,9 @@ class Tokenizer {
   virtual std::optional<int64_t> eos() const { return std::nullopt; }
 };
 
-// The byte tokenizer for "", else the sentencepiece model at `path` (an Error naming it when
-// it cannot be read or is not a model).
+// The byte tokenizer for "", a Hugging Face tokenizer.json for a *.json path or a folder holding
+// tokenizer.json, else the sentencepiece model at `path` (an Error naming it when it cannot be
+// read or is not a model).
 std::unique_ptr<Tokenizer> open_tokenizer(const std::string& path);
 
 // [bos] + encode(text) + [eos]: one document of a corpus.

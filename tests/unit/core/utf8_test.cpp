@@ -108,5 +108,20 @@ TEST(Utf8, MatchesReferenceOnFourByteSequences) {
   EXPECT_EQ(mismatches, 0);
 }
 
+// Rust's String::from_utf8_lossy (what tokenizers' decoders give): one U+FFFD per maximal
+// subpart, so a truncated 4-byte sequence is one replacement and a surrogate's bytes three.
+TEST(Utf8, LossyReplacesEachMaximalSubpart) {
+  const std::string r = "\xEF\xBF\xBD";
+  EXPECT_EQ(utf8_lossy("a\xF0\x9F\x98"
+                       "b"),
+            "a" + r + "b");
+  EXPECT_EQ(utf8_lossy("\xED\xA0\x80"), r + r + r);
+  EXPECT_EQ(utf8_lossy("\xC0\xAF"), r + r);
+  EXPECT_EQ(utf8_lossy("\xE2\x82"), r);
+  EXPECT_EQ(utf8_lossy("\xF4\x90\x80\x80"), r + r + r + r);
+  EXPECT_EQ(utf8_lossy("caf\xC3\xA9 \xF0\x9F\x98\x80"), "caf\xC3\xA9 \xF0\x9F\x98\x80");
+  EXPECT_EQ(utf8_lossy(""), "");
+}
+
 }  // namespace
 }  // namespace mixprec
