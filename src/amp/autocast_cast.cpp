@@ -70,6 +70,7 @@ CastCategory effective_category(AutocastOpId op) {
   if (detail::in_fp32_module(s)) return CastCategory::fp32;
   if (s.overrides) {
     if (const auto& o = s.overrides->op[static_cast<std::size_t>(op.index())]) return *o;
+    return op.category(s.overrides->table);
   }
   return op.category();
 }
@@ -81,8 +82,11 @@ void autocast_cast(AutocastOpId op, const Tensor* const* in, Tensor* out, std::s
   const CastCategory category = effective_category(op);
   std::vector<DType> target(n);
   // Inputs that must share a dtype (a promote op, whatever its override) meet at the widest
-  // of their per-input targets.
-  const bool promote_all = op.category() == CastCategory::promote;
+  // of their per-input targets; so do those of an op mixprec casts but PyTorch's lists leave
+  // as given (layernorm's input and weight under torch_cpu): its kernel takes one dtype.
+  const bool promote_all =
+      op.category() == CastCategory::promote ||
+      (category == CastCategory::as_given && op.category() != CastCategory::as_given);
   bool any_floating = false;
   DType widest = DType::f32;
   for (std::size_t i = 0; i < n; ++i) {

@@ -45,13 +45,14 @@ int checked_op(const std::string& op) {
 // The outer overrides with `options` laid over them (null when there are none at all).
 std::shared_ptr<const detail::Overrides> merge(
     const std::shared_ptr<const detail::Overrides>& outer, const AutocastOptions& options) {
-  if (options.fp32_modules.empty() && options.fp32_ops.empty() &&
+  if (!options.op_table && options.fp32_modules.empty() && options.fp32_ops.empty() &&
       options.lower_precision_ops.empty() && !options.linear_recipe && !options.grouped_recipe &&
       !options.delayed_scaling && !options.accumulator && !options.save_fp8_activations &&
       !options.save_fp8_grouped_activations && !options.rounding_seed)
     return outer;
   auto merged =
       outer ? std::make_shared<detail::Overrides>(*outer) : std::make_shared<detail::Overrides>();
+  if (options.op_table) merged->table = *options.op_table;
   for (const std::string& op : options.fp32_ops) {
     MIXPREC_CHECK(std::find(options.lower_precision_ops.begin(), options.lower_precision_ops.end(),
                             op) == options.lower_precision_ops.end(),

@@ -17,6 +17,7 @@ namespace mixprec::amp::detail {
 
 // What the guards in force say beyond dtype and on/off; immutable once built (guards share it).
 struct Overrides {
+  AutocastOpTable table = AutocastOpTable::mixprec;  // the column the op hooks read
   std::array<std::optional<CastCategory>, kNumAutocastOps> op{};
   std::vector<std::string> fp32_modules;  // globs on the module path
   const LinearRecipe* linear_recipe = nullptr;

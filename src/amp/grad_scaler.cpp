@@ -58,6 +58,13 @@ ScalerOptions ScalerOptions::dynamic_defaults() {
   return ScalerOptions{};
 }
 
+ScalerOptions ScalerOptions::pytorch() {
+  ScalerOptions o;
+  o.unscale_in_step = true;
+  o.allow_fp16_grads = false;
+  return o;
+}
+
 ScalerOptions ScalerOptions::for_policy(const MixedPrecisionPolicy& policy) {
   return policy.loss_scaling ? dynamic_defaults() : none();
 }
@@ -84,19 +91,22 @@ void check_options(const ScalerOptions& o) {
 // One table of what a state dict carries besides the scale and the trackers: each option under
 // its key (PyTorch's names for PyTorch's options), read by state_dict() and its loader alike;
 // and the step counters a checkpoint adds.
+// PyTorch's keys are required when loading; mixprec's own may be absent (a dict with only
+// torch.amp.GradScaler.state_dict()'s five keys keeps those options as they are).
 template <class Struct, class T>
 struct Field {
   const char* key;
   T Struct::*member;
+  bool pytorch = true;
 };
 constexpr Field<ScalerOptions, double> kRealOptions[] = {
     {"growth_factor", &ScalerOptions::growth_factor},
     {"backoff_factor", &ScalerOptions::backoff_factor},
-    {"min_scale", &ScalerOptions::min_scale},
-    {"max_scale", &ScalerOptions::max_scale}};
+    {"min_scale", &ScalerOptions::min_scale, false},
+    {"max_scale", &ScalerOptions::max_scale, false}};
 constexpr Field<ScalerOptions, int64_t> kIntegerOptions[] = {
     {"growth_interval", &ScalerOptions::growth_interval},
-    {"hysteresis", &ScalerOptions::hysteresis}};
+    {"hysteresis", &ScalerOptions::hysteresis, false}};
 constexpr Field<ScalerState, int64_t> kStepCounters[] = {
     {"steps_skipped", &ScalerState::steps_skipped}, {"steps_taken", &ScalerState::steps_taken}};
 
@@ -166,6 +176,12 @@ void GradScaler::unscale(GradientStep& opt) {
                   "unscale() has already been called on this optimizer since the last update()");
     MIXPREC_CHECK(!it->second.stepped, kWhere, "unscale() is being called after step()");
   }
+  if (!options_.allow_fp16_grads)  // torch.amp.GradScaler.unscale_'s refusal, word for word
+    for (const NamedGradient& g : opt.gradients())
+      MIXPREC_CHECK(g.grad.dtype() != DType::f16, kWhere,
+                    "Attempting to unscale FP16 gradients. (parameter '" + std::string(g.name) +
+                        "'; allow_fp16_grads = true unscales them, which flushes what falls "
+                        "below f16's range after the division)");
   // A disabled scaler's 1/scale is 1: nothing to write, but the test is what unscale() is
   // called for (clipping comes next).
   check(opt, /*write=*/enabled()).unscaled = true;
@@ -174,9 +190,13 @@ void GradScaler::unscale(GradientStep& opt) {
 StepReport GradScaler::step(GradientStep& opt, float grad_factor, std::optional<double> grad_norm) {
   MIXPREC_CHECK(std::isfinite(grad_factor) && grad_factor > 0.0f, kWhere,
                 "step(): grad_factor " + std::to_string(grad_factor) + " must be finite and > 0");
-  const auto it = this_iteration_.find(&opt);
+  auto it = this_iteration_.find(&opt);
   MIXPREC_CHECK(it == this_iteration_.end() || !it->second.stepped, kWhere,
                 "step() has already been called on this optimizer since the last update()");
+  if (options_.unscale_in_step && (it == this_iteration_.end() || !it->second.unscaled)) {
+    unscale(opt);  // PyTorch's step(): .grad holds the unscaled gradients afterwards
+    it = this_iteration_.find(&opt);
+  }
   const bool unscaled = it != this_iteration_.end() && it->second.unscaled;
   PerOptimizer* st = unscaled ? &it->second : nullptr;  // unscale() has tested the gradients
   // A finite f64 sum of squares has no inf or NaN in it; multiplying by 1/scale <= 1 (none
@@ -278,14 +298,19 @@ void GradScaler::load_state_dict(const TensorMap& dict) {
   const bool legacy = !dict.count("_growth_tracker") && dict.count("growth_tracker");
   s.growth_tracker =
       entry(dict, legacy ? "growth_tracker" : "_growth_tracker", DType::i64).data<int64_t>()[0];
-  s.hysteresis_left = entry(dict, "hysteresis_left", DType::i64).data<int64_t>()[0];
   if (!legacy) {
     for (const auto& f : kRealOptions)
-      trial.options_.*f.member = entry(dict, f.key, DType::f64).data<double>()[0];
+      if (f.pytorch || dict.count(f.key))
+        trial.options_.*f.member = entry(dict, f.key, DType::f64).data<double>()[0];
     for (const auto& f : kIntegerOptions)
-      trial.options_.*f.member = entry(dict, f.key, DType::i64).data<int64_t>()[0];
+      if (f.pytorch || dict.count(f.key))
+        trial.options_.*f.member = entry(dict, f.key, DType::i64).data<int64_t>()[0];
     check_options(trial.options_);
   }
+  // PyTorch has no hysteresis: without the entry the allowance starts full.
+  s.hysteresis_left = dict.count("hysteresis_left") || legacy
+                          ? entry(dict, "hysteresis_left", DType::i64).data<int64_t>()[0]
+                          : trial.options_.hysteresis;
   trial.load_state(s);  // checks hysteresis_left against the loaded hysteresis
   *this = std::move(trial);
 }

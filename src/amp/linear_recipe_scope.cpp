@@ -50,7 +50,8 @@ const LinearRecipe* linear_recipe_here(int64_t out, int64_t in, RecipeSite site)
 AutocastOptions ComputeScope::autocast_options(const MixedPrecisionPolicy& policy,
                                                DelayedScaling* delayed,
                                                std::optional<uint64_t> rounding_seed) {
-  return {.linear_recipe = policy.linear_recipe,
+  return {.op_table = policy.autocast_ops,
+          .linear_recipe = policy.linear_recipe,
           .recipe_skip = policy.linear_skip,
           .grouped_recipe = policy.grouped_recipe,
           .grouped_fqns = policy.grouped_fqns,

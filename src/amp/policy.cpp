@@ -75,7 +75,7 @@ constexpr std::array<const char*, 3> kUpdateNames{"nearest", "stochastic", "kaha
 constexpr const char* kValidKeys =
     "params (param, p), compute (c), reduce (r), output (o), master, update, matmul, "
     "loss_scaling, linear, linear_skip, grouped, grouped_fqns, accumulator, save_fp8_activations, "
-    "save_fp8_grouped_activations";
+    "save_fp8_grouped_activations, autocast_ops";
 
 std::string lower(std::string_view s) {
   std::string out(s);
@@ -226,6 +226,7 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   std::optional<std::vector<std::string>> grouped_fqns;
   std::optional<const AccumulatorModel*> accumulator;
   std::optional<bool> save_fp8, save_fp8_grouped;
+  std::optional<AutocastOpTable> autocast_ops;
   const auto set = [&](auto& slot, auto value, const std::string& key) {
     MIXPREC_CHECK(!slot.has_value(), kWhere,
                   "key '" + key + "' is given twice in '" + std::string(text) + "'");
@@ -273,6 +274,11 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
       set(save_fp8, parse_bool(value, key), "save_fp8_activations");
     else if (key == "save_fp8_grouped_activations")
       set(save_fp8_grouped, parse_bool(value, key), "save_fp8_grouped_activations");
+    else if (key == "autocast_ops")
+      set(autocast_ops,
+          static_cast<AutocastOpTable>(
+              find_name(kAutocastOpTableNames, value, "autocast op table")),
+          "autocast_ops");
     else
       throw Error(kWhere, "unknown key '" + key + "' in '" + std::string(text) +
                               "'; valid keys: " + kValidKeys);
@@ -321,6 +327,7 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
                     (recipe ? std::string((*recipe)->name) + " " + fp8_save_refusal(**recipe)
                             : std::string("no linear recipe is given")));
   p.save_fp8_grouped_activations = save_fp8_grouped.value_or(false);
+  p.autocast_ops = autocast_ops.value_or(AutocastOpTable::mixprec);
   MIXPREC_CHECK(!p.save_fp8_grouped_activations || (grouped && saves_fp8_input(**grouped)), kWhere,
                 "save_fp8_grouped_activations=true needs a grouped recipe (grouped=rowwise or "
                 "mxfp8)");
@@ -419,7 +426,11 @@ std::string to_string(const MixedPrecisionPolicy& p) {
          ",output=" + dtype_name(p.output_dtype) + ",master=" + dtype_name(p.master_dtype()) +
          ",update=" + kUpdateNames[static_cast<int>(p.master_update)] +
          ",matmul=" + matmul_precision_name(p.matmul_precision) +
-         ",loss_scaling=" + (p.loss_scaling ? "true" : "false") + recipe_part(p);
+         ",loss_scaling=" + (p.loss_scaling ? "true" : "false") + recipe_part(p) +
+         (p.autocast_ops == AutocastOpTable::mixprec
+              ? std::string()
+              : std::string(",autocast_ops=") +
+                    kAutocastOpTableNames[static_cast<std::size_t>(p.autocast_ops)]);
 }
 
 MatmulPrecision parse_matmul_precision(std::string_view name) {

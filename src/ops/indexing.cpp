@@ -279,8 +279,18 @@ Tensor index_add(const Tensor& x_in, int64_t dim, const Tensor& index, const Ten
 
 Tensor concat(const std::vector<Tensor>& tensors_in, int64_t dim) {
   const amp::AutocastList cast("concat", tensors_in);
-  const std::vector<Tensor>& tensors = cast.get();
-  MIXPREC_CHECK(!tensors.empty(), "concat", "needs at least one tensor");
+  MIXPREC_CHECK(!cast.get().empty(), "concat", "needs at least one tensor");
+  // torch.cat's type promotion: mixed dtypes meet at the widest (autograd-aware casts).
+  DType widest = cast.get()[0].defined() ? cast.get()[0].dtype() : DType::f32;
+  for (const Tensor& t : cast.get())
+    if (t.defined()) widest = promote(widest, t.dtype());
+  std::vector<Tensor> promoted;
+  for (const Tensor& t : cast.get())
+    if (t.defined() && t.dtype() != widest)
+      promoted.push_back(t.to(widest));
+    else
+      promoted.push_back(t);
+  const std::vector<Tensor>& tensors = promoted;
   const Tensor& first = tensors[0];
   check_tensor(first, "concat", "tensor 0");
   const int d = checked_dim(first, dim, "concat");
@@ -292,9 +302,6 @@ Tensor concat(const std::vector<Tensor>& tensors_in, int64_t dim) {
     const Tensor& x = tensors[t];
     const std::string what = "tensor " + std::to_string(t);
     check_tensor(x, "concat", what.c_str());
-    MIXPREC_CHECK(x.dtype() == first.dtype(), "concat",
-                  what + " is " + dtype_name(x.dtype()) + ", tensor 0 is " +
-                      dtype_name(first.dtype()) + " (concat needs one dtype)");
     bool ok = x.ndim() == first.ndim();
     for (int e = 0; ok && e < x.ndim(); ++e) ok = e == d || x.size(e) == first.size(e);
     MIXPREC_CHECK(ok, "concat",

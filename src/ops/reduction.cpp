@@ -90,6 +90,23 @@ Tensor reduce(const Tensor& x, const Plan& p, backend::ReduceOp op) {
   return y;
 }
 
+// torch.sum of a bool or integer tensor: an i64 result, summed exactly (wrapping on overflow
+// as PyTorch's int64 sum does). No gradient: integers have none.
+Tensor integer_sum(const Tensor& x, const Plan& p) {
+  MIXPREC_CHECK(!x.is_meta(), "sum", "meta tensors have no data");
+  const Tensor wide = x.detach().to(DType::i64).contiguous();
+  const int64_t* in = wide.data<int64_t>();
+  std::vector<int64_t> out(static_cast<std::size_t>(p.g.outer * p.g.inner), 0);
+  for (int64_t o = 0; o < p.g.outer; ++o)
+    for (int64_t k = 0; k < p.g.n; ++k)
+      for (int64_t i = 0; i < p.g.inner; ++i) {
+        auto& acc = out[static_cast<std::size_t>(o * p.g.inner + i)];
+        acc = static_cast<int64_t>(static_cast<uint64_t>(acc) +
+                                   static_cast<uint64_t>(in[(o * p.g.n + k) * p.g.inner + i]));
+      }
+  return Tensor::from_vector(out, p.out_shape);
+}
+
 std::pair<Tensor, Tensor> max_impl(const Tensor& x, const Plan& p) {
   MIXPREC_CHECK(
       p.g.n > 0, "max",
@@ -109,11 +126,14 @@ std::pair<Tensor, Tensor> max_impl(const Tensor& x, const Plan& p) {
 
 Tensor sum(const Tensor& x_in) {
   const auto [x] = amp::autocast_args("sum", x_in);
+  if (x.defined() && !is_floating(x.dtype())) return integer_sum(x, plan_all(x));
   check_compute_input("sum", x);
   return reduce(x, plan_all(x), backend::ReduceOp::sum);
 }
 Tensor sum(const Tensor& x_in, int64_t dim, bool keepdim) {
   const auto [x] = amp::autocast_args("sum", x_in);
+  if (x.defined() && !is_floating(x.dtype()))
+    return integer_sum(x, plan_dim(x, dim, keepdim, "sum"));
   check_compute_input("sum", x);
   return reduce(x, plan_dim(x, dim, keepdim, "sum"), backend::ReduceOp::sum);
 }

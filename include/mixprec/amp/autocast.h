@@ -42,6 +42,9 @@ struct LinearRecipe;
 class DelayedScaling;
 
 struct AutocastOptions {
+  // Which op table's categories apply (autocast_table.h): mixprec's (the default), or PyTorch's
+  // CUDA or CPU lists. An inner guard without one keeps the outer guard's.
+  std::optional<AutocastOpTable> op_table{};
   // Globs ('*' any characters, dots included; '?' one) on the ModuleScope path: every op
   // inside a matching scope, or inside any scope below it, runs with fp32 category (a
   // matmul gets f32 operands). Beats every other rule.

@@ -16,86 +16,111 @@ namespace mixprec::amp {
 //   as_given:        no cast (unless an fp32 module or op override applies).
 enum class CastCategory : uint8_t { lower_precision, fp32, promote, as_given };
 
+// Which column of the table autocast reads: mixprec's own, or PyTorch's CUDA or CPU op lists
+// (torch.autocast(device_type="cuda") / "cpu": aten/src/ATen/autocast_mode.{h,cpp}).
+enum class AutocastOpTable : uint8_t { mixprec, torch_cuda, torch_cpu };
+
 struct AutocastRule {
   std::string_view op;
-  CastCategory category;
+  CastCategory category;    // mixprec's
+  CastCategory torch_cuda;  // PyTorch's CUDA lists
+  CastCategory torch_cpu;   // PyTorch's CPU lists
+  constexpr CastCategory in(AutocastOpTable table) const {
+    return table == AutocastOpTable::torch_cuda  ? torch_cuda
+           : table == AutocastOpTable::torch_cpu ? torch_cpu
+                                                 : category;
+  }
 };
 
 namespace table_rows {  // the enumerators spelled bare in the rows, without leaking out
 using enum CastCategory;
-// clang-format off
+// PyTorch's columns follow its op lists; ops PyTorch builds from others (cross_entropy from
+// log_softmax and nll_loss, rms_norm from pow, mean and rsqrt, einsum from bmm) take the
+// category their result ends up with there, and ops outside autocast that promote by type
+// (add, cat, where, ...) are promote. mixprec's column differs from PyTorch's CUDA one where
+// mixprec runs more in f32: rmsnorm, mean, sqrt, tanh and the MoE router (PyTorch: as given,
+// or a plain linear for the router). PyTorch's CPU lists leave softmax, norms, sums and
+// exp/log in the input's dtype.
+//                          op                              mixprec          torch_cuda torch_cpu
 inline constexpr std::array kAutocastTable{
     // Matmul-like: low-precision operands, f32 accumulation inside the kernels.
-    AutocastRule{"matmul",                       lower_precision},
-    AutocastRule{"bmm",                          lower_precision},
-    AutocastRule{"linear",                       lower_precision},
-    AutocastRule{"mm",                           lower_precision},
-    AutocastRule{"mv",                           lower_precision},
-    AutocastRule{"dot",                          lower_precision},
-    AutocastRule{"addmm",                        lower_precision},
-    AutocastRule{"baddbmm",                      lower_precision},
-    AutocastRule{"einsum",                       lower_precision},
-    AutocastRule{"scaled_dot_product_attention", lower_precision},
+    AutocastRule{"matmul", lower_precision, lower_precision, lower_precision},
+    AutocastRule{"bmm", lower_precision, lower_precision, lower_precision},
+    AutocastRule{"linear", lower_precision, lower_precision, lower_precision},
+    AutocastRule{"mm", lower_precision, lower_precision, lower_precision},
+    AutocastRule{"mv", lower_precision, lower_precision, as_given},
+    AutocastRule{"addmm", lower_precision, lower_precision, lower_precision},
+    AutocastRule{"baddbmm", lower_precision, lower_precision, lower_precision},
+    AutocastRule{"einsum", lower_precision, lower_precision, lower_precision},
+    AutocastRule{"scaled_dot_product_attention", lower_precision, lower_precision, lower_precision},
     // Numerically sensitive: exponentials, statistics, losses, long sums.
-    AutocastRule{"softmax",                      fp32},
-    AutocastRule{"log_softmax",                  fp32},
-    AutocastRule{"rmsnorm",                      fp32},
-    AutocastRule{"layernorm",                    fp32},
-    AutocastRule{"cross_entropy",                fp32},
-    AutocastRule{"nll_loss",                     fp32},
-    AutocastRule{"mse_loss",                     fp32},
-    AutocastRule{"l1_loss",                      fp32},
-    AutocastRule{"smooth_l1_loss",               fp32},
-    AutocastRule{"kl_div",                       fp32},
-    AutocastRule{"binary_cross_entropy_with_logits", fp32},
-    AutocastRule{"cosine_similarity",            fp32},
-    AutocastRule{"sum",                          fp32},
-    AutocastRule{"mean",                         fp32},
-    AutocastRule{"norm",                         fp32},
-    AutocastRule{"prod",                         fp32},
-    AutocastRule{"cumsum",                       fp32},
-    AutocastRule{"logsumexp",                    fp32},
-    AutocastRule{"moe_router",                   fp32},  // a hook for MoE router logits
-    AutocastRule{"exp",                          fp32},
-    AutocastRule{"log",                          fp32},
-    AutocastRule{"log1p",                        fp32},
-    AutocastRule{"expm1",                        fp32},
-    AutocastRule{"sqrt",                         fp32},
-    AutocastRule{"rsqrt",                        fp32},
-    AutocastRule{"reciprocal",                   fp32},
-    AutocastRule{"tanh",                         fp32},
-    AutocastRule{"softplus",                     fp32},
-    AutocastRule{"pow",                          fp32},
-    // Several floating inputs that must share a dtype: widest wins.
-    AutocastRule{"add",                          promote},
-    AutocastRule{"sub",                          promote},
-    AutocastRule{"mul",                          promote},
-    AutocastRule{"div",                          promote},
-    AutocastRule{"swiglu",                       promote},
-    AutocastRule{"concat",                       promote},
-    AutocastRule{"scatter_add",                  promote},
-    AutocastRule{"index_add",                    promote},
-    AutocastRule{"stack",                        promote},
-    AutocastRule{"addcmul",                      promote},
-    AutocastRule{"addcdiv",                      promote},
-    AutocastRule{"where",                        promote},
-    AutocastRule{"index_put",                    promote},
+    AutocastRule{"softmax", fp32, fp32, as_given},
+    AutocastRule{"log_softmax", fp32, fp32, as_given},
+    AutocastRule{"rmsnorm", fp32, fp32, as_given},
+    AutocastRule{"layernorm", fp32, fp32, as_given},
+    AutocastRule{"cross_entropy", fp32, fp32, fp32},
+    AutocastRule{"nll_loss", fp32, fp32, fp32},
+    AutocastRule{"mse_loss", fp32, fp32, fp32},
+    AutocastRule{"l1_loss", fp32, fp32, fp32},
+    AutocastRule{"smooth_l1_loss", fp32, fp32, fp32},
+    AutocastRule{"kl_div", fp32, fp32, fp32},
+    AutocastRule{"binary_cross_entropy_with_logits", fp32, fp32, fp32},
+    AutocastRule{"cosine_similarity", fp32, fp32, as_given},
+    AutocastRule{"sum", fp32, fp32, as_given},
+    AutocastRule{"mean", fp32, as_given, as_given},
+    AutocastRule{"norm", fp32, fp32, as_given},
+    AutocastRule{"prod", fp32, fp32, fp32},
+    AutocastRule{"cumsum", fp32, fp32, as_given},
+    AutocastRule{"logsumexp", fp32, fp32, as_given},
+    AutocastRule{"moe_router", fp32, lower_precision,
+                 lower_precision},  // a hook for MoE router logits
+    AutocastRule{"exp", fp32, fp32, as_given},
+    AutocastRule{"log", fp32, fp32, as_given},
+    AutocastRule{"log1p", fp32, fp32, as_given},
+    AutocastRule{"expm1", fp32, fp32, as_given},
+    AutocastRule{"sqrt", fp32, as_given, as_given},
+    AutocastRule{"rsqrt", fp32, fp32, as_given},
+    AutocastRule{"reciprocal", fp32, fp32, as_given},
+    AutocastRule{"tanh", fp32, as_given, as_given},
+    AutocastRule{"softplus", fp32, fp32, as_given},
+    AutocastRule{"pow", fp32, fp32, as_given},
+    // Several floating inputs that must share a dtype: widest wins (PyTorch's promote list:
+    // dot, addcmul, addcdiv, index_put, scatter_add; cat, stack on CPU; the rest by type
+    // promotion). Under every column these inputs meet at one dtype.
+    AutocastRule{"dot", promote, promote, promote},
+    AutocastRule{"add", promote, promote, promote},
+    AutocastRule{"sub", promote, promote, promote},
+    AutocastRule{"mul", promote, promote, promote},
+    AutocastRule{"div", promote, promote, promote},
+    AutocastRule{"swiglu", promote, promote, promote},
+    AutocastRule{"concat", promote, promote, promote},
+    AutocastRule{"scatter_add", promote, promote, promote},
+    AutocastRule{"index_add", promote, promote, promote},
+    AutocastRule{"stack", promote, promote, promote},
+    AutocastRule{"addcmul", promote, promote, promote},
+    AutocastRule{"addcdiv", promote, promote, promote},
+    AutocastRule{"where", promote, promote, promote},
+    AutocastRule{"index_put", promote, promote, promote},
     // Run on their inputs' dtype (elementwise or exact selection); listed so that fp32
     // module and op overrides reach them too.
-    AutocastRule{"gelu",                         as_given},
-    AutocastRule{"gelu_tanh",                    as_given},
-    AutocastRule{"silu",                         as_given},
-    AutocastRule{"dropout",                      as_given},
-    AutocastRule{"scale",                        as_given},
-    AutocastRule{"rope",                         as_given},
-    AutocastRule{"embedding",                    as_given},
-    AutocastRule{"gather",                       as_given},
-    AutocastRule{"topk",                         as_given},
-    AutocastRule{"max",                          as_given},
+    AutocastRule{"gelu", as_given, as_given, as_given},
+    AutocastRule{"gelu_tanh", as_given, as_given, as_given},
+    AutocastRule{"silu", as_given, as_given, as_given},
+    AutocastRule{"dropout", as_given, as_given, as_given},
+    AutocastRule{"scale", as_given, as_given, as_given},
+    AutocastRule{"rope", as_given, as_given, as_given},
+    AutocastRule{"embedding", as_given, as_given, as_given},
+    AutocastRule{"gather", as_given, as_given, as_given},
+    AutocastRule{"topk", as_given, as_given, as_given},
+    AutocastRule{"max", as_given, as_given, as_given},
 };
 // clang-format on
 }  // namespace table_rows
 using table_rows::kAutocastTable;
+
+// "mixprec", "torch_cuda", "torch_cpu" (what [training] precision's autocast_ops= takes).
+inline constexpr std::array<const char*, 3> kAutocastOpTableNames{"mixprec", "torch_cuda",
+                                                                  "torch_cpu"};
 
 inline constexpr int kNumAutocastOps = static_cast<int>(kAutocastTable.size());
 
@@ -123,8 +148,12 @@ class AutocastOpId {
   constexpr std::string_view name() const {
     return kAutocastTable[static_cast<std::size_t>(index_)].op;
   }
+  // mixprec's column (also what decides whether the op's inputs must share a dtype).
   constexpr CastCategory category() const {
     return kAutocastTable[static_cast<std::size_t>(index_)].category;
+  }
+  constexpr CastCategory category(AutocastOpTable table) const {
+    return kAutocastTable[static_cast<std::size_t>(index_)].in(table);
   }
 
  private:

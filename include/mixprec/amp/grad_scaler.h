@@ -40,10 +40,19 @@ struct ScalerOptions {
   int64_t hysteresis = 1;
   double min_scale = 0.0;      // backoff never goes below (0: no floor)
   double max_scale = FLT_MAX;  // growth never goes above (and never past FLT_MAX)
+  // PyTorch's step() unscales .grad in place first when unscale() was not called. mixprec's
+  // default (false) folds 1/scale into the optimizer's pass instead, one pass over the
+  // gradients fewer, and leaves .grad scaled.
+  bool unscale_in_step = false;
+  // PyTorch's unscale_() raises "Attempting to unscale FP16 gradients."; mixprec's default
+  // unscales them (what falls below f16's range after the division flushes to 0).
+  bool allow_fp16_grads = true;
 
   static ScalerOptions none();  // disabled: checks only
   static ScalerOptions fixed(double scale);
-  static ScalerOptions dynamic_defaults();  // PyTorch's defaults
+  static ScalerOptions dynamic_defaults();  // PyTorch's defaults for the scale
+  // dynamic_defaults() with PyTorch's conventions too: unscale_in_step, no fp16 gradients.
+  static ScalerOptions pytorch();
   // What a policy wants: dynamic for fp16 compute (policy.loss_scaling), else none().
   static ScalerOptions for_policy(const MixedPrecisionPolicy& policy);
 };
@@ -113,8 +122,11 @@ class GradScaler {
   TensorMap state_dict() const;
   // Restores the scale, the tracker and the factors, interval and bounds (options() changes).
   // A disabled scaler ignores the dict, as PyTorch's does; an enabled one refuses an empty
-  // dict (saved by a disabled scaler) and names a missing or malformed entry. Dicts written
-  // before the factors were saved ("growth_tracker", no "_growth_tracker") keep options().
+  // dict (saved by a disabled scaler) and names a missing or malformed entry of PyTorch's
+  // five; mixprec's own (hysteresis, hysteresis_left, min_scale, max_scale) may be absent, as
+  // in a dict from PyTorch: those options stay and the hysteresis allowance starts full. Dicts
+  // written before the factors were saved ("growth_tracker", no "_growth_tracker") keep
+  // options().
   void load_state_dict(const TensorMap& dict);
   // What a checkpoint keeps: state_dict() plus the counters "steps_skipped" and "steps_taken"
   // (i64), which a disabled scaler keeps too (a bf16 run's skipped steps). Loading checks

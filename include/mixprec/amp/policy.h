@@ -8,6 +8,7 @@
 #include <string_view>
 #include <vector>
 
+#include "mixprec/amp/autocast_table.h"
 #include "mixprec/numerics/dtype.h"
 
 namespace mixprec {
@@ -54,6 +55,9 @@ struct MixedPrecisionPolicy {
   bool save_fp8_activations = false;
   // The same for the grouped recipe's MoE experts ([quantize.grouped_mm.*]'s key).
   bool save_fp8_grouped_activations = false;
+  // Whose autocast op lists the compute runs by (autocast_table.h): mixprec's, or PyTorch's
+  // CUDA or CPU ones ("autocast_ops=torch_cuda").
+  AutocastOpTable autocast_ops = AutocastOpTable::mixprec;
 
   DType master_dtype() const { return f32_master ? DType::f32 : param_dtype; }
   bool operator==(const MixedPrecisionPolicy&) const = default;

@@ -140,8 +140,9 @@ std::vector<OpCase> cases(DType d) {
       {"mm", [=] { return mm(a, b); }, [=] { return mm(a.to(d), b.to(d)); }, d},
       {"mv", [=] { return mv(a, rowf.select(0, 0)); },
        [=] { return mv(a.to(d), rowf.select(0, 0).to(d)); }, d},
+      // torch.dot is on PyTorch's promote list (autocast_mode.h AT_FORALL_PROMOTE): f32 wins.
       {"dot", [=] { return dot(rowf.select(0, 1), rowd); },
-       [=] { return dot(rowf.select(0, 1).to(d), rowd); }, d},
+       [=] { return dot(rowf.select(0, 1), rowd.to(f32)); }, f32},
       {"addmm", [=] { return addmm(bias, a, b); },
        [=] { return addmm(bias.to(d), a.to(d), b.to(d)); }, d},
       {"baddbmm", [=] { return baddbmm(bias, a3, b3, 0.5, 2.0); },
@@ -246,46 +247,54 @@ Tensor cast_for(CastCategory category, const Tensor& input, DType widest, DType 
 // forward and backward.
 TEST(AutocastOps, EveryRegistryCaseFollowsItsTableRow) {
   std::set<std::string> covered;
-  for (DType d : {DType::bf16, DType::f16}) {
-    for (const auto& [name, op] : mixprec::testing::op_registry()) {
-      if (op.op.empty() || op.composite) continue;  // views (no row), several ops
-      covered.insert(op.op);
-      SCOPED_TRACE(name + " under " + dtype_name(d));
-      const int row = find_autocast_op(op.op);
-      ASSERT_GE(row, 0) << op.op << " is not in the autocast table";
-      const CastCategory category = kAutocastTable[static_cast<std::size_t>(row)].category;
-      auto inputs = [&] {
-        mixprec::testing::Tensors in = mixprec::testing::case_inputs(name, d);
-        for (auto& [n, t] : in)
-          if (is_floating(t.dtype())) {
-            t = t.detach().to(f32).set_requires_grad(true, f32);
-            break;
+  for (const AutocastOpTable table :
+       {AutocastOpTable::mixprec, AutocastOpTable::torch_cuda, AutocastOpTable::torch_cpu})
+    for (DType d : {DType::bf16, DType::f16}) {
+      for (const auto& [name, op] : mixprec::testing::op_registry()) {
+        if (op.op.empty() || op.composite) continue;  // views (no row), several ops
+        covered.insert(op.op);
+        SCOPED_TRACE(name + " under " + dtype_name(d) + ", table " +
+                     std::string(kAutocastOpTableNames[static_cast<std::size_t>(table)]));
+        const int row = find_autocast_op(op.op);
+        ASSERT_GE(row, 0) << op.op << " is not in the autocast table";
+        const AutocastRule& rule = kAutocastTable[static_cast<std::size_t>(row)];
+        // An op PyTorch leaves as given but mixprec casts meets its inputs at the widest dtype.
+        const CastCategory category =
+            rule.in(table) == CastCategory::as_given && rule.category != CastCategory::as_given
+                ? CastCategory::promote
+                : rule.in(table);
+        auto inputs = [&] {
+          mixprec::testing::Tensors in = mixprec::testing::case_inputs(name, d);
+          for (auto& [n, t] : in)
+            if (is_floating(t.dtype())) {
+              t = t.detach().to(f32).set_requires_grad(true, f32);
+              break;
+            }
+          return in;
+        };
+        auto run = [&](mixprec::testing::Tensors in, bool autocast, DType widest) {
+          mixprec::testing::Tensors given = in;
+          if (!autocast)
+            for (auto& [n, t] : given) t = cast_for(category, t, widest, d);
+          mixprec::testing::Tensors out;
+          {
+            AutocastGuard guard(d, AutocastOptions{.op_table = table}, autocast);
+            out = op.run(given);
           }
-        return in;
-      };
-      auto run = [&](mixprec::testing::Tensors in, bool autocast, DType widest) {
-        mixprec::testing::Tensors given = in;
-        if (!autocast)
-          for (auto& [n, t] : given) t = cast_for(category, t, widest, d);
-        mixprec::testing::Tensors out;
-        {
-          AutocastGuard guard(d, autocast);
-          out = op.run(given);
+          const Tensor& primary = out.at(mixprec::testing::primary_output(out));
+          if (primary.requires_grad()) mixprec::sum(primary).backward();
+          for (auto& [n, t] : in)
+            if (t.requires_grad()) out["grad_" + n] = t.grad();
+          return out;
+        };
+        const auto a = run(inputs(), true, f32);
+        const auto b = run(inputs(), false, f32);
+        for (const auto& [key, t] : a) {
+          ASSERT_TRUE(b.count(key)) << key;
+          EXPECT_TRUE(same_bits(t, b.at(key))) << key;
         }
-        const Tensor& primary = out.at(mixprec::testing::primary_output(out));
-        if (primary.requires_grad()) mixprec::sum(primary).backward();
-        for (auto& [n, t] : in)
-          if (t.requires_grad()) out["grad_" + n] = t.grad();
-        return out;
-      };
-      const auto a = run(inputs(), true, f32);
-      const auto b = run(inputs(), false, f32);
-      for (const auto& [key, t] : a) {
-        ASSERT_TRUE(b.count(key)) << key;
-        EXPECT_TRUE(same_bits(t, b.at(key))) << key;
       }
     }
-  }
   for (const AutocastRule& rule : kAutocastTable)
     EXPECT_TRUE(covered.count(std::string(rule.op))) << rule.op << " has no registry case";
 }

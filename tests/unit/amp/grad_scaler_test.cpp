@@ -552,6 +552,74 @@ TEST(GradScaler, StateDictCarriesPyTorchsKeysAndLoadingRestoresTheFactors) {
 // PyTorch: a disabled scaler's state_dict() is {}, its load_state_dict() ignores the dict, and
 // an enabled one loading {} raises "The source state dict is empty, possibly because it was
 // saved from a disabled instance of GradScaler."
+// torch.amp.GradScaler.load_state_dict: a dict with only PyTorch's five keys (as
+// state_dict() gives them in PyTorch) loads; mixprec's own options stay, the hysteresis
+// allowance starts full. A missing PyTorch key is still refused, naming it.
+TEST(GradScaler, LoadsAStateDictWithOnlyPyTorchsFiveKeys) {
+  const TensorMap torch_dict{{"scale", Tensor::from_vector(std::vector<float>{1024.0f})},
+                             {"growth_factor", Tensor::from_vector(std::vector<double>{2.0})},
+                             {"backoff_factor", Tensor::from_vector(std::vector<double>{0.5})},
+                             {"growth_interval", Tensor::from_vector(std::vector<int64_t>{100})},
+                             {"_growth_tracker", Tensor::from_vector(std::vector<int64_t>{7})}};
+  ScalerOptions o;
+  o.hysteresis = 2;
+  o.max_scale = 1e6;
+  GradScaler scaler(o);
+  scaler.load_state_dict(torch_dict);
+  EXPECT_EQ(scaler.get_scale(), 1024.0f);
+  EXPECT_EQ(scaler.state().growth_tracker, 7);
+  EXPECT_EQ(scaler.options().growth_interval, 100);
+  EXPECT_EQ(scaler.options().hysteresis, 2);
+  EXPECT_EQ(scaler.options().max_scale, 1e6);
+  EXPECT_EQ(scaler.state().hysteresis_left, 2);
+  for (const char* key :
+       {"scale", "growth_factor", "backoff_factor", "growth_interval", "_growth_tracker"}) {
+    TensorMap missing = torch_dict;
+    missing.erase(key);
+    GradScaler fresh;
+    try {
+      fresh.load_state_dict(missing);
+      ADD_FAILURE() << "loaded without " << key;
+    } catch (const Error& e) {
+      EXPECT_NE(std::string(e.what()).find(key), std::string::npos) << e.what();
+    }
+  }
+}
+
+// torch.amp.GradScaler.step: without an explicit unscale_(), step() unscales .grad in place
+// first. With unscale_in_step (ScalerOptions::pytorch()) mixprec does so too; its default
+// leaves .grad scaled and folds 1/scale into the optimizer's pass.
+TEST(GradScaler, StepUnscalesTheGradientsInPlaceWithPyTorchsConvention) {
+  for (const bool pytorch : {false, true}) {
+    ScalerOptions o = pytorch ? ScalerOptions::pytorch() : ScalerOptions::dynamic_defaults();
+    o.init_scale = 8.0;
+    GradScaler scaler(o);
+    RecordingSgd opt({param("w", 3, DType::f32, 4.0)});
+    EXPECT_TRUE(scaler.step(opt).stepped);
+    EXPECT_EQ(opt.parameters()[0]->grad().to_doubles()[1], pytorch ? 0.5 : 4.0);
+    EXPECT_EQ(opt.last_inv_scale, pytorch ? 1.0f : 0.125f);
+    scaler.update();
+  }
+}
+
+// torch.amp.GradScaler.unscale_ raises "Attempting to unscale FP16 gradients."; with
+// allow_fp16_grads = false (ScalerOptions::pytorch()) mixprec does too, naming the parameter.
+TEST(GradScaler, RefusesFp16GradientsWithPyTorchsConvention) {
+  GradScaler scaler(ScalerOptions::pytorch());
+  RecordingSgd opt({param("a", 3, DType::f32, 1.0), param("b", 3, DType::f16, 1.0)});
+  try {
+    scaler.unscale(opt);
+    FAIL() << "f16 gradients unscaled";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("Attempting to unscale FP16 gradients."),
+              std::string::npos);
+    EXPECT_NE(std::string(e.what()).find("'b'"), std::string::npos) << e.what();
+  }
+  EXPECT_EQ(opt.parameters()[1]->grad().to_doubles()[0], 1.0);  // untouched
+  RecordingSgd bf16({param("c", 3, DType::bf16, 1.0)});         // bf16 is fine, as in PyTorch
+  EXPECT_NO_THROW(scaler.unscale(bf16));
+}
+
 TEST(GradScaler, ADisabledScalersStateIsEmptyAndAnEnabledOneRefusesIt) {
   GradScaler off(ScalerOptions::none());
   EXPECT_TRUE(off.state_dict().empty());
