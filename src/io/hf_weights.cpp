@@ -31,7 +31,46 @@ bool same_value(const json& a, const json& b) {
   return a == b;
 }
 
-void check_config(const json& file, const HfLayout& layout, const std::string& path) {
+// transformers 5 writes RoPE as "rope_parameters" ({rope_type, rope_theta, factor, ...}; per
+// layer type for models that mix attention kinds) instead of the top-level "rope_theta" and
+// "rope_scaling" older files have: the same facts under the older keys, so the layouts'
+// checks see them (without this a file's RoPE would be checked against the defaults).
+json with_legacy_rope_keys(json file, const std::string& path) {
+  if (!file.contains("rope_parameters") || file["rope_parameters"].is_null()) return file;
+  json rope = file["rope_parameters"];
+  MIXPREC_CHECK(rope.is_object(), "hf " + path, "rope_parameters is not an object");
+  if (!rope.contains("rope_type") && !rope.contains("type") && !rope.contains("rope_theta")) {
+    // {layer type: parameters}: one RoPE for every kind of layer is what the models here run.
+    json first;
+    for (const auto& [kind, params] : rope.items()) {
+      if (first.is_null()) first = params;
+      MIXPREC_CHECK(params == first, "hf " + path,
+                    "rope_parameters differ between layer types (" + kind +
+                        "): one RoPE for every layer is supported");
+    }
+    rope = first;
+    MIXPREC_CHECK(rope.is_object(), "hf " + path, "rope_parameters holds no parameters");
+  }
+  if (rope.contains("rope_theta")) {
+    MIXPREC_CHECK(!file.contains("rope_theta") || file["rope_theta"].is_null() ||
+                      file["rope_theta"] == rope["rope_theta"],
+                  "hf " + path,
+                  "rope_theta = " + file["rope_theta"].dump() +
+                      " disagrees with rope_parameters.rope_theta = " + rope["rope_theta"].dump());
+    file["rope_theta"] = rope["rope_theta"];
+  }
+  const json type =
+      rope.contains("rope_type") ? rope["rope_type"] : rope.value("type", json("default"));
+  if (type != "default" && (!file.contains("rope_scaling") || file["rope_scaling"].is_null())) {
+    json scaling = rope;
+    scaling.erase("rope_theta");
+    file["rope_scaling"] = scaling;
+  }
+  return file;
+}
+
+void check_config(const json& file_in, const HfLayout& layout, const std::string& path) {
+  const json file = with_legacy_rope_keys(file_in, path);
   MIXPREC_CHECK(file.contains("model_type") && file["model_type"].is_string(), "hf " + path,
                 "has no string \"model_type\" (\"" + layout.model_type + "\" for this model)");
   const std::string type = file["model_type"].get<std::string>();

@@ -55,7 +55,7 @@ std::vector<Field> make_fields() {
       FIELD("model", model, max_seq_len),
       FIELD("model", model, norm, "rmsnorm", "layernorm"),
       FIELD("model", model, norm_eps),
-      FIELD("model", model, mlp, "swiglu", "gelu"),
+      FIELD("model", model, mlp, "swiglu", "gelu", "gelu_tanh"),
       FIELD("model", model, positions, "rope", "learned"),
       FIELD("model", model, rope_theta),
       FIELD("model", model, tie_embeddings),

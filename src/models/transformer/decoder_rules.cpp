@@ -49,8 +49,8 @@ void check_decoder_config(const config::ModelConfig& m, const config::ConfigRule
   // told its value here.
   c.require(m.norm == "rmsnorm" || m.norm == "layernorm", "model.norm",
             "= \"" + m.norm + "\" is not one of: rmsnorm, layernorm");
-  c.require(m.mlp == "swiglu" || m.mlp == "gelu", "model.mlp",
-            "= \"" + m.mlp + "\" is not one of: swiglu, gelu");
+  c.require(m.mlp == "swiglu" || m.mlp == "gelu" || m.mlp == "gelu_tanh", "model.mlp",
+            "= \"" + m.mlp + "\" is not one of: swiglu, gelu, gelu_tanh");
   c.require(m.positions == "rope" || m.positions == "learned", "model.positions",
             "= \"" + m.positions + "\" is not one of: rope, learned");
   c.require(m.vocab_size > 0, "model.vocab_size", "must be > 0");

@@ -9,8 +9,9 @@ namespace mixprec::models {
 
 MlpKind parse_mlp_kind(std::string_view name) {
   if (name == "swiglu") return MlpKind::swiglu;
+  if (name == "gelu_tanh") return MlpKind::gelu_tanh;
   MIXPREC_CHECK(name == "gelu", "parse_mlp_kind",
-                "mlp '" + std::string(name) + "' is not one of swiglu, gelu");
+                "mlp '" + std::string(name) + "' is not one of swiglu, gelu, gelu_tanh");
   return MlpKind::gelu;
 }
 
@@ -23,13 +24,17 @@ Tensor named_linear(const char* name, const Tensor& x, const Tensor& w, const Te
   return linear(x, w, b);
 }
 
+Tensor ungated(const Tensor& up, MlpKind kind) {
+  return kind == MlpKind::gelu_tanh ? gelu_tanh(up) : gelu(up);
+}
+
 }  // namespace
 
 Tensor feed_forward(const Tensor& x, const FeedForwardWeights& w, MlpKind kind) {
   const Tensor up = named_linear("w_up", x, w.w_up, w.b_up);
   const Tensor hidden = kind == MlpKind::swiglu
                             ? swiglu(named_linear("w_gate", x, w.w_gate, w.b_gate), up)
-                            : gelu(up);
+                            : ungated(up, kind);
   return named_linear("w_down", hidden, w.w_down, w.b_down);
 }
 
@@ -65,7 +70,7 @@ std::vector<Tensor> feed_forward_grouped(const std::vector<Tensor>& xs,
   std::vector<Tensor> hidden(n);
   for (std::size_t g = 0; g < n; ++g) {
     const amp::ModuleScope scope(scopes[g]);
-    hidden[g] = gated ? swiglu(projected[g], projected[n + g]) : gelu(projected[g]);
+    hidden[g] = gated ? swiglu(projected[g], projected[n + g]) : ungated(projected[g], kind);
   }
   std::vector<GroupedWeight> down;
   for (const FeedForwardWeights& w : ws) down.push_back({w.w_down, w.b_down});

@@ -36,6 +36,11 @@ std::vector<HfLink> llama_hf_links(const config::ModelConfig& m) {
 
 namespace {
 
+// transformers' "gelu_pytorch_tanh" is the same tanh approximation as GPT-2's "gelu_new".
+nlohmann::json normalize_hf_activation(const nlohmann::json& value, const nlohmann::json&) {
+  return value == "gelu_pytorch_tanh" ? nlohmann::json("gelu_new") : value;
+}
+
 std::vector<HfLink> gpt2_links(const config::ModelConfig& m) {
   const int64_t d = m.d_model, ff = m.d_ff, V = m.vocab_size;
   auto bias = [&](const std::string& weight, int64_t rows) {
@@ -106,8 +111,11 @@ HfLayout gpt2_hf_layout(const config::ModelConfig& m) {
       {"n_head", heads, "model.n_heads", nullptr},
       {"n_positions", m.max_seq_len, "model.max_seq_len", nullptr},
       {"layer_norm_epsilon", m.norm_eps, "model.norm_eps", 1e-5},
-      // Our GELU is the exact erf form; GPT-2's own "gelu_new" is the tanh approximation.
-      {"activation_function", "gelu", "model.mlp = \"gelu\" (exact erf)", "gelu_new"},
+      // GPT-2's own "gelu_new" is the tanh approximation (model.mlp = "gelu_tanh"); "gelu" the
+      // exact erf form.
+      {"activation_function", m.mlp == "gelu_tanh" ? "gelu_new" : "gelu",
+       m.mlp == "gelu_tanh" ? "model.mlp = \"gelu_tanh\"" : "model.mlp = \"gelu\" (exact erf)",
+       "gelu_new", true, normalize_hf_activation},
       {"tie_word_embeddings", m.tie_embeddings, "model.tie_embeddings", true},
       {"scale_attn_weights", true, "(attention scaled by 1/sqrt(head dim))", true},
       {"scale_attn_by_inverse_layer_idx", false, "(no per-layer attention scaling)", false},
@@ -121,14 +129,16 @@ HfLayout dense_decoder_hf_layout(const config::ModelConfig& m) {
   if (m.norm == "rmsnorm" && m.mlp == "swiglu" && m.positions == "rope" && !m.bias)
     return llama_hf_layout(m);
   // GPT-2's heads are n_embd / n_head wide, and it has no q/k norms.
-  if (m.norm == "layernorm" && m.mlp == "gelu" && m.positions == "learned" &&
-      m.kv_heads() == m.n_heads && m.head_size() * m.n_heads == m.d_model && !m.qk_norm)
+  if (m.norm == "layernorm" && (m.mlp == "gelu" || m.mlp == "gelu_tanh") &&
+      m.positions == "learned" && m.kv_heads() == m.n_heads &&
+      m.head_size() * m.n_heads == m.d_model && !m.qk_norm)
     return gpt2_hf_layout(m);
   throw Error("hf",
               fmt::format("model.norm = \"{}\", mlp = \"{}\", positions = \"{}\", bias = {}, "
                           "n_kv_heads = {}, head_dim = {}, qk_norm = {} fit no Hugging Face "
                           "layout: Llama needs rmsnorm, swiglu, rope and no biases; GPT-2 "
-                          "layernorm, gelu, learned positions, no grouped-query attention, "
+                          "layernorm, gelu or gelu_tanh, learned positions, no grouped-query "
+                          "attention, "
                           "heads of d_model / n_heads and no q/k norms",
                           m.norm, m.mlp, m.positions, m.bias, m.n_kv_heads, m.head_dim, m.qk_norm));
 }

@@ -13,8 +13,10 @@
 
 namespace mixprec::models {
 
-enum class MlpKind { swiglu, gelu };
-MlpKind parse_mlp_kind(std::string_view name);  // "swiglu" | "gelu"
+// gelu: the exact erf form (PyTorch's F.gelu); gelu_tanh: its tanh approximation
+// (F.gelu(approximate="tanh"), GPT-2's "gelu_new" in Hugging Face configs).
+enum class MlpKind { swiglu, gelu, gelu_tanh };
+MlpKind parse_mlp_kind(std::string_view name);  // "swiglu" | "gelu" | "gelu_tanh"
 
 // One MLP's weights, or G MLPs' stacked along a first dimension (w_up [G, d_ff, d], biases
 // [G, d_ff], ...: an MoE layer's routed experts; feed_forward_grouped only).
