@@ -299,6 +299,14 @@ def sorted_metadata(blob):
 # Each model as a mixprec config, written beside it (mixprec.toml): what
 # tests/reference/hf_checkpoint_fixture_test.cpp imports the folder into, and what
 # `mixprec train FOLDER/mixprec.toml --init-from FOLDER` runs.
+TRAINING_TOML = """\
+[training]
+steps = 1
+batch_size = 2
+seq_len = 32
+precision = "fp32"
+eval_every = 0
+"""
 MIXPREC_TOML = {
     "llama": """\
 # The model transformers wrote in this folder, as a mixprec config (make_hf_checkpoint_fixtures.py
@@ -327,13 +335,7 @@ low_freq_factor = 1.0
 high_freq_factor = 4.0
 original_max_position_embeddings = 64
 
-[training]
-steps = 1
-batch_size = 2
-seq_len = 32
-precision = "fp32"
-eval_every = 0
-""",
+""" + TRAINING_TOML,
     "qwen3": """\
 # The model transformers wrote in this folder, as a mixprec config (make_hf_checkpoint_fixtures.py
 # builds it from the same sizes): mixprec train THIS --init-from THIS_FOLDER imports it.
@@ -356,13 +358,7 @@ tie_embeddings = true
 bias = false
 qk_norm = true
 
-[training]
-steps = 1
-batch_size = 2
-seq_len = 32
-precision = "fp32"
-eval_every = 0
-""",
+""" + TRAINING_TOML,
     "gpt2": """\
 # The model transformers wrote in this folder, as a mixprec config (make_hf_checkpoint_fixtures.py
 # builds it from the same sizes): mixprec train THIS --init-from THIS_FOLDER imports it.
@@ -381,13 +377,7 @@ positions = "learned"
 tie_embeddings = true
 bias = true
 
-[training]
-steps = 1
-batch_size = 2
-seq_len = 32
-precision = "fp32"
-eval_every = 0
-""",
+""" + TRAINING_TOML,
     "deepseek_v3": """\
 # The model transformers wrote in this folder, as a mixprec config (make_hf_checkpoint_fixtures.py
 # builds it from the same sizes): mixprec train THIS --init-from THIS_FOLDER imports it.
@@ -430,13 +420,7 @@ load_balance_coeff = 1e-3
 aux_loss_weight = 0.0
 z_loss_weight = 0.0
 
-[training]
-steps = 1
-batch_size = 2
-seq_len = 32
-precision = "fp32"
-eval_every = 0
-""",
+""" + TRAINING_TOML,
 }
 
 
