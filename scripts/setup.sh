@@ -13,6 +13,7 @@ PACKAGES=(
   libsentencepiece-dev               # subword tokenizers: mixprec tokenizer train, [model] tokenizer
   libonig-dev libutf8proc-dev        # tokenizer.json: pre-tokenizer regexes, Unicode normalization
   zlib1g-dev                         # tests: the real tokenizer.json fixtures are gzip files
+  python3-protobuf                   # tests: TensorBoard event files read by Google's protobuf
   clang-format                       # style check in CI
   fortunes                           # default training corpus (/usr/share/games/fortunes)
   gnuplot-nox                        # loss-curve PNGs (mixprec plot, src/report)

@@ -47,6 +47,7 @@
 #include "mixprec/train/run_checkpoint.h"
 #include "mixprec/train/run_data.h"
 #include "mixprec/train/run_dir_lock.h"
+#include "mixprec/train/tensorboard_log.h"
 
 namespace mixprec::train {
 namespace fs = std::filesystem;
@@ -141,10 +142,11 @@ struct Trainer::State {
   double unigram_entropy = 0;
   int64_t val_text_bytes = 0;  // of the evaluated validation text; 0: unknown (token files)
   Clock::time_point started = Clock::now();
-  std::optional<MetricsLog> log;       // rank 0, while run() runs
-  std::optional<RunDirLock> run_lock;  // rank 0, for the trainer's lifetime
-  TrainSummary summary;                // of the current run()
-  int64_t skipped_in_a_row = 0;        // the stop rule's counts
+  std::optional<MetricsLog> log;              // rank 0, while run() runs
+  std::optional<TensorboardLog> tensorboard;  // rank 0, with [metrics] enable_tensorboard
+  std::optional<RunDirLock> run_lock;         // rank 0, for the trainer's lifetime
+  TrainSummary summary;                       // of the current run()
+  int64_t skipped_in_a_row = 0;               // the stop rule's counts
   int64_t nonfinite_in_a_row = 0;
   bool checkpoint_owed = false;  // due at a skipped step
   std::string first_nonfinite;   // of the newest skipped step: the first such parameter
@@ -770,6 +772,8 @@ void Trainer::State::begin_run() {
     log->write(run_json_line(run_name(c), amp::display_name(c.training.policy),
                              model->parameters().parameter_count(), next_step, config::to_toml(c)));
   }
+  if (c.metrics.enable_tensorboard && leader())
+    tensorboard.emplace(fs::path(c.run_dir) / c.metrics.save_tb_folder);
   summary = {};
   summary.start_step = summary.end_step = next_step;
   summary.unigram_entropy = unigram_entropy;
@@ -886,6 +890,7 @@ std::string Trainer::State::fp8_origin(const StepMetrics& m) {
 void Trainer::State::record(StepMetrics m) {
   progress.step(m);
   if (log) log->write(to_json_line(m));
+  if (tensorboard) tensorboard->write(m.step, tensorboard_scalars(m));
   summary.end_step = m.step;
   summary.steps.push_back(std::move(m));
 }
@@ -897,6 +902,7 @@ void Trainer::State::evaluate_at(int64_t step) {
   set_loss_per_byte(m, val_text_bytes);
   progress.eval(m);
   if (log) log->write(to_json_line(m));
+  if (tensorboard) tensorboard->write(m.step, tensorboard_scalars(m));
   summary.evals.push_back(m);
   // Weights that give a non-finite validation loss are no model to save or go on from.
   if (config.training.max_nonfinite_steps > 0 && !std::isfinite(m.val_loss)) {

@@ -225,6 +225,10 @@ struct MetricsConfig {
   // pass over every FP8 operand, measured on "every_step" (the stop rule can then name the
   // first tensor that overflowed), on "log_steps" (every log_every-th) or "off".
   std::string fp8_stats = "every_step";
+  // TensorBoard event files with metrics.jsonl's scalars (torchtitan's keys), in
+  // run_dir/save_tb_folder.
+  bool enable_tensorboard = false;
+  std::string save_tb_folder = "tb";
   bool operator==(const MetricsConfig&) const = default;
 };
 

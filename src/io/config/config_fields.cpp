@@ -134,6 +134,8 @@ std::vector<Field> make_fields() {
       FIELD("metrics", metrics, jsonl),
       FIELD("metrics", metrics, plot),
       FIELD("metrics", metrics, fp8_stats, "every_step", "log_steps", "off"),
+      FIELD("metrics", metrics, enable_tensorboard),
+      FIELD("metrics", metrics, save_tb_folder),
       FIELD("parallelism", parallelism, data_parallel_shard_degree),
       FIELD("parallelism", parallelism, reshard_after_forward),
       FIELD("activation_checkpoint", activation_checkpoint, mode, "none", "selective", "full"),

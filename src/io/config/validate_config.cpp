@@ -153,6 +153,7 @@ void check_outputs(const TrainConfig& cfg, const Checker& c) {
   c.require(cfg.checkpoint.interval > 0, "checkpoint.interval", "must be > 0");
   c.require(cfg.checkpoint.keep_last >= 0, "checkpoint.keep_last", "must be >= 0 (0 = keep all)");
   c.require(!cfg.checkpoint.folder.empty(), "checkpoint.folder", "must not be empty");
+  c.require(!cfg.metrics.save_tb_folder.empty(), "metrics.save_tb_folder", "must not be empty");
   c.require(cfg.metrics.log_every > 0, "metrics.log_every", "must be > 0");
   const std::int64_t shards = cfg.parallelism.data_parallel_shard_degree;
   c.require(shards == -1 || shards >= 1, "parallelism.data_parallel_shard_degree",
