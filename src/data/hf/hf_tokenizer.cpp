@@ -23,6 +23,10 @@ namespace fs = std::filesystem;
 using namespace hf;
 
 constexpr uint64_t kMaxTokenizerBytes = 256ull << 20;  // real ones are 2-20 MB
+// BPE holds ~40 bytes per byte of a piece (symbols and merge queue). Byte-level tokenizers cut
+// text into words, but one without a pre-tokenizer (Mistral's) merges a whole document as one
+// piece: past this its memory, not the text, would be the limit, so it is refused by size.
+constexpr std::size_t kMaxPieceBytes = std::size_t{32} << 20;
 
 struct HfTokenizer::Impl {
   std::string path;
@@ -48,7 +52,15 @@ struct HfTokenizer::Impl {
       std::vector<Piece> pieces{
           {std::string(s.text), at_start && s.text.data() == normalized.data()}};
       if (pre_tokenizer) pieces = pre_tokenizer->split_all(std::move(pieces));
-      for (const Piece& p : pieces) model->encode(p.text, ids);
+      for (const Piece& p : pieces) {
+        MIXPREC_CHECK(p.text.size() <= kMaxPieceBytes, "tokenizer " + path,
+                      "will not encode a " + std::to_string(p.text.size() >> 20) +
+                          " MiB stretch of text as one piece (its pre-tokenizer leaves it whole; "
+                          "BPE needs about 40 bytes per byte of it): split it into documents "
+                          "of at most " +
+                          std::to_string(kMaxPieceBytes >> 20) + " MiB");
+        model->encode(p.text, ids);
+      }
     }
   }
 };

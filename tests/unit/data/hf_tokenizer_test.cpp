@@ -237,5 +237,21 @@ TEST(HfTokenizer, LongRunsEncode) {
   EXPECT_EQ(tok->decode(tok->encode("abc aab  cab ")), "abc aab  cab ");
 }
 
+// Without a pre-tokenizer (Mistral's kind) a document is one BPE piece: one past 32 MiB is
+// refused by size, naming the limit, instead of taking gigabytes.
+TEST(HfTokenizer, AnUncutPieceTooLongIsRefused) {
+  TempDir dir;
+  json j = small_tokenizer();
+  j["pre_tokenizer"] = nullptr;
+  const auto tok = data::HfTokenizer::open(write(dir, j).string());
+  EXPECT_EQ(tok->encode(std::string(1 << 20, 'a')).size(), std::size_t{1} << 19);
+  try {
+    tok->encode(std::string((32u << 20) + 1, 'a'));
+    FAIL() << "encoded";
+  } catch (const Error& e) {
+    EXPECT_NE(std::string(e.what()).find("at most 32 MiB"), std::string::npos) << e.what();
+  }
+}
+
 }  // namespace
 }  // namespace mixprec
