@@ -37,9 +37,9 @@ if _mixprec._pybind11_version < (2, 12) and int(_np.__version__.split(".")[0]) >
         f"which cannot read NumPy {_np.__version__}'s arrays: use NumPy 1.x (Debian's "
         "python3-numpy) or rebuild with pybind11 >= 2.12 (pip install . does)")
 
-try:  # ml_dtypes' NumPy types for bf16 and the float8s, where installed
+try:  # ml_dtypes' NumPy types for bf16 and the float8s, where installed and working
     import ml_dtypes as _ml_dtypes
-except ImportError:  # pragma: no cover - depends on the environment
+except Exception:  # noqa: BLE001 - absent, or built for another NumPy (AttributeError)
     _ml_dtypes = None
 
 __version__ = "0.1.0"

@@ -127,8 +127,7 @@ Tensor from_dlpack(const py::object& obj) {
   py::object cap_obj = obj;
   if (!PyCapsule_CheckExact(obj.ptr())) {
     MIXPREC_CHECK(py::hasattr(obj, "__dlpack__"), "from_dlpack",
-                  std::string("a ") + std::string(py::str(obj.get_type().attr("__name__"))) +
-                      " has no __dlpack__ method");
+                  std::string("a ") + Py_TYPE(obj.ptr())->tp_name + " has no __dlpack__ method");
     cap_obj = obj.attr("__dlpack__")();
   }
   MIXPREC_CHECK(PyCapsule_IsValid(cap_obj.ptr(), kCapsule), "from_dlpack",

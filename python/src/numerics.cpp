@@ -74,8 +74,9 @@ std::vector<std::string> split_commas(const char* list) {
   return out;
 }
 
+// Every float format but f64 (E8M0 by its own roundings: cast_e8m0).
 bool is_cast_target(const FloatFormat* f) {
-  return f && f != &kFormatF64 && f != &kFormatE8M0FNU;
+  return f && f != &kFormatF64;
 }
 
 py::dict format_row(const FormatRef& r, const std::vector<std::string>& aliases) {
@@ -152,13 +153,36 @@ py::array as_array(const py::object& x) {
   return py::module_::import("numpy").attr("asarray")(x);
 }
 
+// E8M0 (the MX block scale) rounds by its own rules (e8m0.h), named by `rounding`: floor (OCP
+// MX), ceil (NVIDIA's RCEIL) or ml_dtypes (ml_dtypes' cast). f64 input is rounded to f32 first.
+py::array cast_e8m0(const py::array& x, const std::string& rounding) {
+  uint8_t (*rule)(float) = rounding == "floor"       ? &e8m0_floor
+                           : rounding == "ceil"      ? &e8m0_ceil
+                           : rounding == "ml_dtypes" ? &e8m0_from_f32_ml_dtypes
+                                                     : nullptr;
+  if (!rule)
+    throw UsageError("e8m0 rounds by floor (OCP MX), ceil (RCEIL) or ml_dtypes, not '" + rounding +
+                     "': pass rounding=\"floor\", \"ceil\" or \"ml_dtypes\"");
+  auto src = py::array_t<float, py::array::c_style | py::array::forcecast>::ensure(x);
+  if (!src) throw Error("cast", "the input is not an array of numbers");
+  py::array_t<uint8_t> out(shape_of(src));
+  const float* s = src.data();
+  uint8_t* d = out.mutable_data();
+  const auto n = static_cast<std::size_t>(src.size());
+  py::gil_scoped_release unlocked;
+  for (std::size_t i = 0; i < n; ++i) d[i] = rule(s[i]);
+  return out;
+}
+
 py::array cast(const py::object& values, const std::string& name, const std::string& rounding,
                bool saturate, const std::string& overflow, uint64_t seed, uint64_t stream,
                uint64_t index_base) {
   const FormatRef r = find_format(name);
+  if (r.format == &kFormatE8M0FNU) return cast_e8m0(as_array(values), rounding);
   if (!is_cast_target(r.format))
-    throw UsageError("'" + name +
-                     "' is not a narrowing target; use f32, bf16, f16, e4m3, e5m2, e2m1 or tf32");
+    throw UsageError(
+        "'" + name +
+        "' is not a narrowing target; use f32, bf16, f16, e4m3, e5m2, e2m1, tf32 or e8m0");
   const ConvertOptions opts =
       convert_options(rounding, saturate, overflow, seed, stream, index_base);
   const FloatFormat& f = *r.format;
@@ -298,7 +322,7 @@ void bind_numerics(py::module_& m) {
         py::arg("stream") = 0, py::arg("index_base") = 0,
         "Rounds the values of x (f32, or f64 with one rounding) into `format` and returns the "
         "encodings: uint16 for bf16/f16, uint8 for fp8 and e2m1, uint32 (the f32 word) for f32 "
-        "and tf32.");
+        "and tf32. e8m0 takes rounding=\"floor\", \"ceil\" or \"ml_dtypes\".");
   m.def("decode", &decode, py::arg("bits"), py::arg("format"),
         "The exact f32 values of encodings of `format` (every format but f64 fits in f32).");
   m.def(

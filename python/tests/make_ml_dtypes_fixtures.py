@@ -14,7 +14,8 @@ fixtures/ml_dtypes.npz holds, for each of bf16, f16, f8_e4m3fn, f8_e5m2 (and f4_
 f8_e8m0fnu):
 * decode_<fmt>: uint32 [2^bits], the f32 bit pattern ml_dtypes widens every encoding to;
 * cast_<fmt>: the encoding ml_dtypes rounds each `grid` value to (np.float32 -> type, its
-  astype: round to nearest even, no saturation), uint16 or uint8;
+  astype: round to nearest even, no saturation), uint16 or uint8, for the first four, and
+  cast_f8_e8m0fnu (ml_dtypes' E8M0 rounding: nearest power of two, ties up);
 and `grid`: uint32, the f32 inputs (see make_grid): every bf16 rounding midpoint and its two
 f32 neighbours' worth of ties, every f16 and fp8 midpoint (both signs) with the values one f32 ulp
 either side (positive), each format's overflow threshold region, f32 subnormals and specials, and random
@@ -112,6 +113,8 @@ def build():
             t, bits = FORMATS[fmt]
             storage = np.uint16 if bits == 16 else np.uint8
             arrays[f"cast_{fmt}"] = x.astype(t).view(storage)
+        # E8M0 (the MX scale): ml_dtypes' own rounding (mixprec's rounding="ml_dtypes")
+        arrays["cast_f8_e8m0fnu"] = x.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)
     arrays["generator"] = np.array(
         f"ml_dtypes {ml_dtypes.__version__}, numpy {np.__version__}, "
         f"Python {sys.version.split()[0]}")

@@ -3,9 +3,12 @@ decoded, and a grid of f32 values cast, compared with fixtures/ml_dtypes.npz (ma
 make_ml_dtypes_fixtures.py from ml_dtypes 0.6.0) everywhere and with ml_dtypes itself where it
 is importable.
 
-The comparison is bit for bit, except that NaNs compare as NaN with the same sign: NumPy
-widens a signalling f16 NaN without setting the quiet bit, mixprec (as F16C) sets it (README,
-"NaN encodings")."""
+The comparison is bit for bit, except that NaNs compare as NaN with the same sign, because the
+NaN payloads differ by design (README, "NaN encodings"): mixprec keeps a NaN's top payload bits
+with the quiet bit set in bf16 and f16 (as x86's F16C and VCVTNEPS2BF16) and gives the fp8
+formats their all-ones NaN, where ml_dtypes narrows every NaN to bf16 as 0x7FC0 and to e5m2 as
+0x7E, NumPy keeps a signalling NaN's f16 payload without the quiet bit, and NumPy widens a
+signalling f16 NaN without setting it. Every non-NaN input and encoding agrees bit for bit."""
 
 import pathlib
 import unittest
@@ -79,6 +82,11 @@ class Fixture(unittest.TestCase):
                 self.assertEqual(len(bad), 0,
                                  f"{fmt}: f32 inputs {self.data['grid'][bad[:8]]} differ")
 
+    def test_cast_grid_e8m0(self):
+        ours = mixprec.cast(self.data["grid"].view(np.float32), "e8m0", rounding="ml_dtypes")
+        bad = np.flatnonzero(ours != self.data["cast_f8_e8m0fnu"])
+        self.assertEqual(len(bad), 0, f"e8m0: f32 inputs {self.data['grid'][bad[:8]]} differ")
+
     def test_nan_bits_where_they_differ(self):
         """Outside NaN payloads the decodings are bit-identical; list what differs."""
         enc = np.arange(1 << 16, dtype=np.uint16)
@@ -115,6 +123,15 @@ class Live(unittest.TestCase):
                     theirs = x.astype(ML_TYPES[fmt]).view(storage(fmt))
                 bad = mismatches_enc(mixprec.cast(x, fmt), theirs, fmt)
                 self.assertEqual(len(bad), 0, f"{fmt}: inputs {x.view(np.uint32)[bad[:8]]}")
+
+    def test_cast_e8m0(self):
+        rng = np.random.default_rng(2)
+        x = rng.integers(0, 1 << 32, 1 << 20, dtype=np.uint64).astype(np.uint32).view(np.float32)
+        with np.errstate(over="ignore", invalid="ignore"):
+            theirs = x.astype(ml_dtypes.float8_e8m0fnu).view(np.uint8)
+        ours = mixprec.cast(x, "e8m0", rounding="ml_dtypes")
+        bad = np.flatnonzero(ours != theirs)
+        self.assertEqual(len(bad), 0, f"e8m0: inputs {x.view(np.uint32)[bad[:8]]}")
 
     def test_tensor_numpy_is_ml_dtypes(self):
         t = mixprec.Tensor.from_numpy(np.float32([1.5, -2.0])).to("bf16")

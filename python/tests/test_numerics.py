@@ -24,7 +24,8 @@ class Dtypes(unittest.TestCase):
         self.assertEqual(rows["f8_e5m2"]["encoding_dtype"], "uint8")
         self.assertEqual(rows["bf16"]["ml_dtypes"], "bfloat16")
         self.assertFalse(rows["tf32"]["tensor_dtype"])
-        self.assertFalse(rows["f8_e8m0fnu"]["cast_target"])
+        self.assertTrue(rows["f8_e8m0fnu"]["cast_target"])
+        self.assertFalse(rows["f64"]["cast_target"])
         self.assertEqual(rows["i64"]["kind"], "int")
 
 
@@ -101,6 +102,15 @@ class Cast(unittest.TestCase):
         vals = np.float32([0, 0.5, 1, 1.5, 2, 3, 4, 6, 100, -0.25])
         self.assertEqual(mixprec.decode(mixprec.cast(vals, "e2m1"), "e2m1").tolist(),
                          [0, 0.5, 1, 1.5, 2, 3, 4, 6, 6, -0.0])
+
+    def test_e8m0_roundings(self):
+        x = np.float32([1.0, 1.5, 3.0, 0.75])
+        self.assertEqual(mixprec.cast(x, "e8m0", rounding="floor").tolist(), [127, 127, 128, 126])
+        self.assertEqual(mixprec.cast(x, "e8m0", rounding="ceil").tolist(), [127, 128, 129, 127])
+        self.assertEqual(mixprec.cast(x, "e8m0", rounding="ml_dtypes").tolist(),
+                         [127, 128, 129, 127])
+        with self.assertRaisesRegex(mixprec.Error, "e8m0 rounds by floor"):
+            mixprec.cast(x, "e8m0")
 
     def test_errors_name_the_input(self):
         with self.assertRaises(mixprec.Error) as e:

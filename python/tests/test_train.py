@@ -16,8 +16,9 @@ class Train(unittest.TestCase):
     def test_run_with_callback(self):
         seen = []
         with tempfile.TemporaryDirectory() as d:
-            out = mixprec.train(TINY, ["model.n_layers=1", "training.eval_every=2"], run_dir=d,
-                                steps=4, progress="quiet", callback=seen.append)
+            out = mixprec.train(TINY, ["model.n_layers=1", "training.eval_every=2",
+                                       "metrics.log_every=2"],
+                                run_dir=d, steps=4, progress="quiet", callback=seen.append)
             self.assertEqual(out["end_step"], 4)
             self.assertEqual([m["step"] for m in out["steps"]], [1, 2, 3, 4])
             self.assertEqual(out["final"]["step"], 4)
@@ -26,6 +27,11 @@ class Train(unittest.TestCase):
             self.assertEqual([m["type"] for m in seen], ["train", "train", "eval", "train",
                                                          "train", "eval"])
             self.assertEqual(out["final_eval"]["step"], 4)
+            # the numerics monitor's figures, per parameter on log steps
+            numerics = out["final"]["numerics"]
+            self.assertEqual(numerics["loss_scale"], 1.0)
+            self.assertIn("underflow_fraction", numerics)
+            self.assertTrue(any(p["name"] == "tok_emb.weight" for p in numerics["params"]))
             # the callback's dicts are the lines of metrics.jsonl
             lines = [json.loads(x) for x in
                      (pathlib.Path(d) / "metrics.jsonl").read_text().splitlines()]
