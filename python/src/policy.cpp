@@ -59,8 +59,8 @@ void bind_policy(py::module_& m) {
           "master_dtype",
           [](const MixedPrecisionPolicy& p) { return dtype_name(p.master_dtype()); })
       .def_readonly("f32_master", &MixedPrecisionPolicy::f32_master)
-      .def_property_readonly("master_update",
-                             [](const MixedPrecisionPolicy& p) { return fields(p)["update"]; })
+      .def_property_readonly(
+          "master_update", [](const MixedPrecisionPolicy& p) { return field_or_none(p, "update"); })
       .def_property_readonly("matmul_precision",
                              [](const MixedPrecisionPolicy& p) {
                                return amp::matmul_precision_name(p.matmul_precision);
