@@ -18,6 +18,9 @@ PACKAGES=(
   fortunes                           # default training corpus (/usr/share/games/fortunes)
   gnuplot-nox                        # loss-curve PNGs (mixprec plot, src/report)
   libopenmpi-dev openmpi-bin         # FSDP over MPI (src/dist; the tests run mpirun -np 2)
+  pybind11-dev python3-dev           # the Python module (python/; MIXPREC_BUILD_PYTHON)
+  python3-numpy                      # its arrays, and its tests (python/tests)
+  python3-venv python3-pip           # pip install . (pyproject.toml, scikit-build-core)
 )
 
 missing=()

@@ -891,6 +891,7 @@ void Trainer::State::record(StepMetrics m) {
   progress.step(m);
   if (log) log->write(to_json_line(m));
   if (tensorboard) tensorboard->write(m.step, tensorboard_scalars(m));
+  if (options.on_step && leader()) options.on_step(m);
   summary.end_step = m.step;
   summary.steps.push_back(std::move(m));
 }
@@ -903,6 +904,7 @@ void Trainer::State::evaluate_at(int64_t step) {
   progress.eval(m);
   if (log) log->write(to_json_line(m));
   if (tensorboard) tensorboard->write(m.step, tensorboard_scalars(m));
+  if (options.on_eval && leader()) options.on_eval(m);
   summary.evals.push_back(m);
   // Weights that give a non-finite validation loss are no model to save or go on from.
   if (config.training.max_nonfinite_steps > 0 && !std::isfinite(m.val_loss)) {

@@ -22,6 +22,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -53,6 +54,11 @@ struct TrainerOptions {
   // A Hugging Face folder (io::import_hf) whose weights replace the initial ones of a run
   // that starts at step 0 (a checkpoint `resume` finds wins); "" = the config's init.
   std::string init_from = {};
+  // Called on rank 0 with each step's metrics and each evaluation's, once they are logged
+  // (the Python module's progress callback). An exception thrown from one ends the run as any
+  // error does: no final checkpoint or export.
+  std::function<void(const StepMetrics&)> on_step = {};
+  std::function<void(const EvalMetrics&)> on_eval = {};
 };
 
 struct TrainSummary {
