@@ -26,6 +26,21 @@ std::string arg(int argc, char** argv, const std::string& flag, const std::strin
 }  // namespace
 
 int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string a = argv[i];
+    if (a == "--help" || a == "-h") {
+      std::printf(
+          "usage: bench_generate [--tokens N] [--threads T] [--precision fp32|bf16-mixed]\n"
+          "Tokens/s of generation with the key/value cache against recomputing the "
+          "context, N new tokens (default 512), T threads (default 2).\n");
+      return 0;
+    }
+    if (a != "--tokens" && a != "--threads" && a != "--precision") {
+      std::fprintf(stderr, "bench_generate: unknown argument '%s' (see --help)\n", a.c_str());
+      return 2;
+    }
+    ++i;  // the flag's value
+  }
   const int64_t new_tokens = std::stoll(arg(argc, argv, "--tokens", "512"));
   const int threads = std::stoi(arg(argc, argv, "--threads", "2"));
   const std::string precision = arg(argc, argv, "--precision", "bf16-mixed");

@@ -30,8 +30,8 @@ Caps (so that the whole test takes a few minutes on 2 shared cores)
     trains on 64-token rows without writing checkpoints;
   * `mixprec sample`: at most 8 tokens;
   * `build/bench/*`: `--help` appended after the documented arguments (the programs parse
-    their arguments in order, so an outdated option still fails); bench_generate, which
-    takes no --help, runs with --tokens 8;
+    their arguments in order, so an outdated option still fails); bench_generate runs for
+    real with --tokens 8 (it is quick, and a run checks more than its usage text);
   * `mpirun` / `mpiexec`: `--oversubscribe` and OMPI_ALLOW_RUN_AS_ROOT(_CONFIRM)=1; skipped
     when MPI is not installed.
 Skipped, with the reason printed
