@@ -337,7 +337,10 @@ def plan(cmd: Command, build: Path) -> None:
             cmd.run = None
             cmd.status = f"cannot parse: {e}"
             return
-        while words and re.match(r"[A-Za-z_]\w*=", words[0]):   # VAR=value prefixes
+        prefix_env = {}  # VAR=value prefixes; a value under build/ means the build tree here
+        while words and re.match(r"[A-Za-z_]\w*=", words[0]):
+            name, _, value = words[0].partition("=")
+            prefix_env[name] = str(build / value[len("build/"):]) if value.startswith("build/") else value
             words = words[1:]
         if not words:
             continue
@@ -395,7 +398,8 @@ def plan(cmd: Command, build: Path) -> None:
             return
         elif base.startswith("python"):
             for mod in python_modules(words):
-                probe = subprocess.run([prog, "-c", f"import {mod}"], capture_output=True)
+                probe = subprocess.run([prog, "-c", f"import {mod}"], capture_output=True,
+                                       env={**os.environ, **prefix_env})
                 if probe.returncode != 0:
                     cmd.skip = f"{prog} has no module {mod}"
                     return
