@@ -1,30 +1,14 @@
-// Format names as `mixprec dtype` reads them: any dtype spelling (parse_dtype), plus the
-// numerics formats that are not tensor dtypes (tf32, the E8M0 block scale).
+// Format names as `mixprec dtype` reads them (numerics/format_names.h), with its error.
 #pragma once
 
 #include <stdexcept>
 #include <string>
 
-#include "mixprec/numerics/dtype.h"
-#include "mixprec/numerics/float_format.h"
+#include "mixprec/numerics/format_names.h"
 
 namespace mixprec::python {
 
-struct FormatRef {
-  std::string name;
-  const FloatFormat* format;  // nullptr for integer dtypes
-  const DTypeInfo* dtype;     // nullptr for tf32 and e8m0
-};
-
-// The comma-separated spellings of the formats that are not dtypes, canonical name first.
-struct NonDTypeFormat {
-  const FloatFormat* format;
-  const char* spellings;
-};
-inline constexpr NonDTypeFormat kNonDTypeFormats[] = {
-    {&kFormatTF32, "tf32"},
-    {&kFormatE8M0FNU, "f8_e8m0fnu,e8m0,float8_e8m0fnu,ue8m0"},
-};
+using FormatRef = NamedFormat;
 
 // An error worded as the `mixprec` command words it for the same input (its UsageError, with no
 // "[where]" prefix); raised in Python as mixprec.Error, as mixprec::Error is.

@@ -32,17 +32,9 @@ struct TrainArgs {
   int64_t stop_at_step = -1;
 };
 
-// The overrides `mixprec train`'s flags add, in its order, before the user's --set ones.
+// The overrides `mixprec train`'s flags add, in its order, before the user's own.
 std::vector<std::string> all_overrides(const TrainArgs& a) {
-  std::vector<std::string> o;
-  if (!a.precision.empty())
-    o = {"training.precision=" + a.precision,
-         "training.mixed_precision_param=", "training.mixed_precision_reduce="};
-  if (!a.data.empty()) o.push_back("training.data=" + a.data);
-  if (a.run_dir) o.push_back("run_dir=" + *a.run_dir);
-  if (a.steps) o.push_back("training.steps=" + std::to_string(*a.steps));
-  o.insert(o.end(), a.overrides.begin(), a.overrides.end());
-  return o;
+  return config::run_overrides({a.precision, a.data, a.run_dir.value_or(""), a.steps}, a.overrides);
 }
 
 // Borrowed handles: the hook is copied and destroyed with the GIL released, and train_run's

@@ -889,8 +889,11 @@ std::string Trainer::State::fp8_origin(const StepMetrics& m) {
 
 void Trainer::State::record(StepMetrics m) {
   progress.step(m);
-  if (log) log->write(to_json_line(m));
-  if (tensorboard) tensorboard->write(m.step, tensorboard_scalars(m));
+  if (log || tensorboard) {
+    const std::string line = to_json_line(m);
+    if (log) log->write(line);
+    if (tensorboard) tensorboard->write(m.step, tensorboard_scalars(line));
+  }
   if (options.on_step && leader()) options.on_step(m);
   summary.end_step = m.step;
   summary.steps.push_back(std::move(m));
@@ -902,8 +905,11 @@ void Trainer::State::evaluate_at(int64_t step) {
                            config.training.policy, step, delayed.get());
   set_loss_per_byte(m, val_text_bytes);
   progress.eval(m);
-  if (log) log->write(to_json_line(m));
-  if (tensorboard) tensorboard->write(m.step, tensorboard_scalars(m));
+  if (log || tensorboard) {
+    const std::string line = to_json_line(m);
+    if (log) log->write(line);
+    if (tensorboard) tensorboard->write(m.step, tensorboard_scalars(line));
+  }
   if (options.on_eval && leader()) options.on_eval(m);
   summary.evals.push_back(m);
   // Weights that give a non-finite validation loss are no model to save or go on from.

@@ -10,11 +10,7 @@
 
 namespace mixprec::cli {
 
-// The overrides --precision stands for: training.precision = `precision`, and torchtitan's
-// pair cleared, so the shorthand replaces whichever spelling the file used. Empty: none.
-std::vector<std::string> precision_overrides(const std::string& precision);
-
-// load_config(path, precision_overrides(precision) + sets).
+// load_config(path, the overrides --precision stands for (config::run_overrides) + sets).
 config::TrainConfig load_config_with(const std::string& path, const std::string& precision,
                                      const std::vector<std::string>& sets);
 

@@ -9,9 +9,9 @@
 #include <vector>
 
 #include "mixprec/core/error.h"
-#include "mixprec/core/spelling.h"
 #include "mixprec/numerics/dtype.h"
 #include "mixprec/numerics/encode.h"
+#include "mixprec/numerics/format_names.h"
 #include "mixprec/numerics/philox.h"
 #include "usage_error.h"
 #include "value_parse.h"
@@ -19,34 +19,12 @@
 namespace mixprec::cli {
 namespace {
 
-// A row of the formats table: a dtype, or a numerics format that is not a tensor dtype: tf32
-// (a rounding mode of f32) and the MX block scale E8M0.
-struct FormatRow {
-  std::string name;
-  const FloatFormat* format;  // nullptr for integer dtypes
-  const DTypeInfo* dtype;     // nullptr for the formats that are not dtypes
-};
-
-// The formats that are not dtypes, with the spellings peers use for them.
-struct NonDTypeFormat {
-  const FloatFormat* format;
-  const char* spellings;  // comma-separated, the format's name first
-};
-const NonDTypeFormat kNonDTypeFormats[] = {
-    {&kFormatTF32, "tf32"},
-    {&kFormatE8M0FNU, "f8_e8m0fnu,e8m0,float8_e8m0fnu,ue8m0"},
-};
+// A row of the formats table: a dtype, or a format that is not one (numerics/format_names.h).
+using FormatRow = NamedFormat;
 
 FormatRow find_format(const std::string& name) {
-  for (const NonDTypeFormat& f : kNonDTypeFormats)
-    if (in_comma_list(f.spellings, name)) return {f.format->name, f.format, nullptr};
-  try {
-    const DTypeInfo& row = info(parse_dtype(name));
-    return {row.name, row.format, &row};
-  } catch (const Error&) {
-    throw UsageError("unknown format '" + name + "'; valid: " + dtype_names() +
-                     ", tf32, e2m1, e8m0");
-  }
+  if (auto row = find_named_format(name)) return *row;
+  throw UsageError(unknown_format_message(name));
 }
 
 std::string power_of_two(double v) {

@@ -42,12 +42,8 @@ struct TrainArgs {
 };
 
 config::TrainConfig load(const TrainArgs& a) {
-  std::vector<std::string> overrides = precision_overrides(a.precision);
-  if (!a.data.empty()) overrides.push_back("training.data=" + a.data);
-  if (!a.run_dir.empty()) overrides.push_back("run_dir=" + a.run_dir);
-  if (a.steps) overrides.push_back("training.steps=" + std::to_string(*a.steps));
-  overrides.insert(overrides.end(), a.set.begin(), a.set.end());
-  return config::load_config(a.config, overrides);
+  return config::load_config(
+      a.config, config::run_overrides({a.precision, a.data, a.run_dir, a.steps}, a.set));
 }
 
 void train_rank(const TrainArgs& a, dist::Communicator& comm) {

@@ -4,6 +4,7 @@
 // accept are theirs.
 #pragma once
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -20,6 +21,16 @@ TrainConfig load_config(const std::string& path, const std::vector<std::string>&
 // The same from TOML text; `source_name` stands for the file name in error messages.
 TrainConfig load_config_text(std::string_view toml_text, const std::string& source_name,
                              const std::vector<std::string>& overrides = {});
+
+// The overrides `mixprec train`'s flags stand for, in its order, before the --set ones (the
+// Python module's train() takes the same): --precision sets training.precision and clears
+// torchtitan's pair, so the shorthand replaces whichever spelling the file used; --data,
+// --run-dir, --steps set their keys. Empty or absent flags add nothing.
+struct RunFlags {
+  std::string precision, data, run_dir;
+  std::optional<int64_t> steps;
+};
+std::vector<std::string> run_overrides(const RunFlags& flags, const std::vector<std::string>& sets);
 
 // Every key, section by section; load_config_text(to_toml(c), ...) == c.
 std::string to_toml(const TrainConfig& config);

@@ -12,8 +12,6 @@
 #include <utility>
 #include <vector>
 
-#include "mixprec/train/step_metrics.h"
-
 namespace mixprec::train {
 
 class TensorboardLog {
@@ -35,10 +33,9 @@ class TensorboardLog {
   std::FILE* file_ = nullptr;
 };
 
-// The scalars of a step and of an evaluation under their metrics.jsonl keys, prefixed
-// "train/" and "eval/" (expert loads as train/expert_load/<block>/<expert>); non-finite values
-// are kept (TensorBoard shows them).
-std::vector<std::pair<std::string, double>> tensorboard_scalars(const StepMetrics& m);
-std::vector<std::pair<std::string, double>> tensorboard_scalars(const EvalMetrics& m);
+// The scalars of a metrics.jsonl line (a step's or an evaluation's), under its keys prefixed
+// by its type ("train/loss", "eval/val_loss"; expert loads as train/expert_load/<block>/<expert>;
+// booleans as 0/1, nulls as NaN): TensorBoard shows what the JSONL holds, from one list of keys.
+std::vector<std::pair<std::string, double>> tensorboard_scalars(const std::string& json_line);
 
 }  // namespace mixprec::train

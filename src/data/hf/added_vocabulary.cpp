@@ -102,9 +102,9 @@ const AddedToken* AddedVocabulary::by_id(int64_t id) const {
 }
 
 std::optional<int64_t> AddedVocabulary::id_of(std::string_view content) const {
-  for (const AddedToken& t : tokens_)
-    if (t.content == content) return t.id;
-  return std::nullopt;
+  const auto it = by_content_.find(std::string(content));
+  if (it == by_content_.end()) return std::nullopt;
+  return it->second;
 }
 
 std::vector<AddedToken> read_added_tokens(const JsonField& list) {

@@ -58,6 +58,7 @@ class AddedVocabulary {
     tokens_ = std::move(tokens);
     for (std::size_t i = 0; i < tokens_.size(); ++i) {
       by_id_[tokens_[i].id] = i;
+      by_content_.emplace(tokens_[i].content, tokens_[i].id);  // the first of equal ones
       if (tokens_[i].content.empty()) continue;
       if (tokens_[i].normalized)
         normalized_.add(normalize(tokens_[i].content), i);
@@ -82,6 +83,7 @@ class AddedVocabulary {
 
   std::vector<AddedToken> tokens_;
   std::unordered_map<int64_t, std::size_t> by_id_;
+  std::unordered_map<std::string, int64_t> by_content_;
   TokenTrie raw_, normalized_;
 };
 

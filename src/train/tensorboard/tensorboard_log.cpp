@@ -3,6 +3,8 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <limits>
+#include <nlohmann/json.hpp>
 
 #include "event_encoding.h"
 #include "mixprec/core/error.h"
@@ -51,44 +53,24 @@ void TensorboardLog::write(int64_t step,
   append(tensorboard::scalars_event(now_seconds(), step, scalars));
 }
 
-std::vector<std::pair<std::string, double>> tensorboard_scalars(const StepMetrics& m) {
-  std::vector<std::pair<std::string, double>> s{{"train/loss", m.loss}, {"train/ce", m.ce}};
-  for (const auto& [name, value] : m.terms) s.emplace_back("train/" + name, value);
-  const std::pair<const char*, double> rest[] = {
-      {"train/lr", m.lr},
-      {"train/grad_norm", m.grad_norm},
-      {"train/loss_scale", m.loss_scale},
-      {"train/skipped", m.skipped ? 1.0 : 0.0},
-      {"train/skipped_total", static_cast<double>(m.skipped_total)},
-      {"train/tokens", static_cast<double>(m.tokens)},
-      {"train/tokens_per_s", m.tokens_per_s},
-      {"train/step_ms", m.step_ms},
-      {"train/elapsed_s", m.elapsed_s},
-      {"train/memory_bytes", static_cast<double>(m.memory_bytes)},
-      {"train/peak_bytes", static_cast<double>(m.peak_bytes)},
-      {"train/reserved_bytes", static_cast<double>(m.reserved_bytes)},
-      {"train/rss_bytes", static_cast<double>(m.rss_bytes)},
-      {"train/comm_bytes", static_cast<double>(m.comm_bytes)},
-      {"train/underflow_fraction", m.underflow_fraction},
-      {"train/overflow_fraction", m.overflow_fraction}};
-  for (const auto& [tag, value] : rest) s.emplace_back(tag, value);
-  if (!std::isnan(m.fp8_saturated_fraction)) {
-    s.emplace_back("train/fp8_saturated_fraction", m.fp8_saturated_fraction);
-    s.emplace_back("train/fp8_flushed_fraction", m.fp8_flushed_fraction);
+std::vector<std::pair<std::string, double>> tensorboard_scalars(const std::string& json_line) {
+  const nlohmann::ordered_json j = nlohmann::ordered_json::parse(json_line);  // the line's order
+  const std::string prefix = j.at("type").get<std::string>() + "/";
+  std::vector<std::pair<std::string, double>> s;
+  auto value = [](const nlohmann::ordered_json& v) {  // null: a non-finite number
+    return v.is_null() ? std::numeric_limits<double>::quiet_NaN() : v.get<double>();
+  };
+  for (const auto& [key, v] : j.items()) {
+    if (key == "type" || key == "step" || v.is_object() || v.is_string()) continue;
+    if (v.is_array()) {  // expert_load: per block, per expert
+      for (std::size_t b = 0; b < v.size(); ++b)
+        for (std::size_t e = 0; e < v[b].size(); ++e)
+          s.emplace_back(prefix + key + "/" + std::to_string(b) + "/" + std::to_string(e),
+                         value(v[b][e]));
+    } else {
+      s.emplace_back(prefix + key, v.is_boolean() ? (v.get<bool>() ? 1.0 : 0.0) : value(v));
+    }
   }
-  for (std::size_t b = 0; b < m.expert_load.size(); ++b)
-    for (std::size_t e = 0; e < m.expert_load[b].size(); ++e)
-      s.emplace_back("train/expert_load/" + std::to_string(b) + "/" + std::to_string(e),
-                     m.expert_load[b][e]);
-  return s;
-}
-
-std::vector<std::pair<std::string, double>> tensorboard_scalars(const EvalMetrics& m) {
-  std::vector<std::pair<std::string, double>> s{
-      {"eval/val_loss", m.val_loss},
-      {"eval/val_ppl", m.val_ppl},
-      {"eval/val_tokens", static_cast<double>(m.val_tokens)}};
-  if (m.val_loss_per_byte > 0) s.emplace_back("eval/val_loss_per_byte", m.val_loss_per_byte);
   return s;
 }
 

@@ -3,6 +3,7 @@
 // protobuf and TensorBoard in tests/reference/tensorboard_test.cpp).
 #include <gtest/gtest.h>
 
+#include <cmath>
 #include <cstring>
 #include <string>
 
@@ -38,6 +39,24 @@ TEST(TensorboardRecords, ARecordIsLengthCrcDataCrc) {
   EXPECT_EQ(r.substr(12, data.size()), data);
   const uint32_t c = crc32c(data);
   EXPECT_EQ(masked_crc32c(data), ((c >> 15) | (c << 17)) + 0xa282ead8u);
+}
+
+// The scalars come from the metrics.jsonl line itself: its keys under its type, a boolean as
+// 0/1, a null (a non-finite number) as NaN, expert loads per block and expert; the step, the
+// type and the numerics record are not scalars.
+TEST(TensorboardRecords, ScalarsAreTheJsonlLinesNumbers) {
+  const auto s =
+      tensorboard_scalars(R"({"type":"train","step":3,"loss":2.5,"grad_norm":null,"skipped":true,)"
+                          R"("expert_load":[[1.5,0.5]],"numerics":{"scale":1}})");
+  ASSERT_EQ(s.size(), 5u);
+  EXPECT_EQ(s[0], (std::pair<std::string, double>{"train/loss", 2.5}));
+  EXPECT_EQ(s[1].first, "train/grad_norm");
+  EXPECT_TRUE(std::isnan(s[1].second));
+  EXPECT_EQ(s[2], (std::pair<std::string, double>{"train/skipped", 1.0}));
+  EXPECT_EQ(s[3], (std::pair<std::string, double>{"train/expert_load/0/0", 1.5}));
+  EXPECT_EQ(s[4], (std::pair<std::string, double>{"train/expert_load/0/1", 0.5}));
+  EXPECT_EQ(tensorboard_scalars(R"({"type":"eval","step":1,"val_loss":3})")[0].first,
+            "eval/val_loss");
 }
 
 TEST(TensorboardRecords, AFolderThatIsAFileIsRefusedNamingIt) {
