@@ -4,11 +4,13 @@
 // (d_model 768, 12 layers, 12 heads, d_ff 3072, byte vocabulary; its MoE variant 8 experts of
 // d_ff 3072, top-2); --seq=T changes T (default 256). AdamW + global-norm clipping at 1.0, in
 // fp32 and in bf16-mixed: tokens/s, MFU, activation memory. Optionally side by side with the
-// PyTorch peer (/work/shared/peers/torch_gpt.py, same shapes and thread count).
+// PyTorch 2.x peer (bench/torch_peer.py: eager and torch.compile; same shapes and threads).
 //
-// MFU: fp32 runs against the measured FP32 FMA peak; bf16-mixed runs against the measured
-// peak of the instruction its GEMMs run (AMX tiles, AVX512-BF16 dot products, or the FMA
-// peak when bf16 is widened), so a bf16 MFU says how close the step is to its own ceiling.
+// MFU: fp32 runs against the measured FP32 FMA peak; bf16-mixed runs against the host's bf16
+// limit, the largest measured peak of the instructions a bf16 product can run on here (AMX
+// tiles, AVX512-BF16 dot products, the FMA on widened operands), whichever kernel runs.
+// bf16 products take the kernel the trainer would (train/bf16_kernel_choice.h: the host's
+// measured choice), or --bf16-kernel=NAME.
 //
 // A step: forward + loss under autocast, backward through the GradScaler, unscale, clip, step,
 // zero_grad. fp32 and bf16-mixed alternate in blocks of steps (--block=N, default 4), so both
@@ -19,7 +21,8 @@
 // Activation bytes ("act."): the allocator's peak during forward + backward minus the bytes
 // live before the forward (so it includes the weight gradients backward allocates: the same
 // f32 bytes in both precisions, printed below the table); "saved": the bytes still live after
-// the forward, what the graph keeps for backward. --peer adds PyTorch's tokens/s and peak RSS
+// the forward, what the graph keeps for backward. --peer adds PyTorch 2.x's tokens/s (eager and
+// torch.compile, fp32 and autocast bf16; $MIXPREC_PEER_PYTHON or python3) and peak RSS
 // and ours (each variant re-run alone in a child process, for a like-for-like RSS).
 //
 // --layouts: the MoE's routed experts stacked (model.moe.idle_experts = "step") against one
@@ -28,7 +31,7 @@
 //
 // Usage: bench_train_step [--reps=N] [--threads=N] [--warmup=N] [--block=N] [--data=PATH]
 //                         [--model=s|gpt2s] [--seq=T] [--peer] [--dense-only | --moe-only]
-//                         [--only=fp32|bf16-mixed] [--layouts]
+//                         [--only=fp32|bf16-mixed] [--layouts] [--bf16-kernel=NAME]
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
@@ -44,6 +47,7 @@
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/grad_scaler.h"
 #include "mixprec/core/parallel.h"
+#include "mixprec/cpu/bf16_kernel.h"
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/data/batches.h"
 #include "mixprec/data/token_dataset.h"
@@ -52,6 +56,7 @@
 #include "mixprec/optim/adamw.h"
 #include "mixprec/optim/clip.h"
 #include "mixprec/tensor/allocator.h"
+#include "mixprec/train/bf16_kernel_choice.h"
 #include "train_step_layouts.h"
 
 using namespace mixprec;
@@ -62,8 +67,7 @@ namespace {
 constexpr const char* kUsage =
     "bench_train_step [--reps=N] [--threads=N] [--warmup=N] [--block=N] [--data=PATH] "
     "[--model=s|gpt2s] [--seq=T] [--peer] [--dense-only | --moe-only] [--only=fp32|bf16-mixed] "
-    "[--layouts]";
-constexpr const char* kPeerScript = "/work/shared/peers/torch_gpt.py";
+    "[--layouts] [--bf16-kernel=auto|amx|avx512-bf16|widened]";
 constexpr int64_t kBatch = 8;
 int64_t kSeq = 256;         // --seq
 bool g_gpt2_small = false;  // --model=gpt2s
@@ -188,7 +192,8 @@ double weight_grad_bytes(const Run& r) {
 
 struct Peer {
   bool ok = false;
-  double tokens_per_s = 0, peak_rss_mb = 0;
+  double tokens_per_s = 0, tokens_min = 0, tokens_max = 0, peak_rss_mb = 0;
+  std::string version;
 };
 
 double json_number(const std::string& s, const char* key) {
@@ -197,25 +202,31 @@ double json_number(const std::string& s, const char* key) {
   return at == std::string::npos ? -1 : std::atof(s.c_str() + at + k.size());
 }
 
-Peer run_peer(const char* mode, bool moe, int steps, int threads) {
+// The PyTorch 2.x peer (bench/torch_peer.py) in one mode, eager or compiled, in its own
+// process; its Python is $MIXPREC_PEER_PYTHON, else python3 on PATH (it must import torch 2.x).
+Peer run_peer(const char* mode, bool compile, bool moe, int steps, int threads) {
   Peer p;
-  if (!std::filesystem::exists(kPeerScript) || !std::filesystem::exists("/usr/bin/python3"))
-    return p;
+  const char* env = std::getenv("MIXPREC_PEER_PYTHON");
+  const std::string python = env && *env ? env : "python3";
   const config::ModelConfig c = config_s(moe);
-  const std::string cmd = std::string("/usr/bin/python3 ") + kPeerScript + " --mode " + mode +
-                          (moe ? " --moe" : "") + " --steps " + std::to_string(steps) +
-                          " --threads " + std::to_string(threads) + " --d_model " +
-                          std::to_string(c.d_model) + " --n_layer " + std::to_string(c.n_layers) +
-                          " --n_head " + std::to_string(c.n_heads) + " --T " +
-                          std::to_string(kSeq) + " --B " + std::to_string(kBatch) + " 2>/dev/null";
+  const std::string cmd =
+      python + " " + MIXPREC_SOURCE_DIR + "/bench/torch_peer.py --mode " + mode +
+      (compile ? " --compile" : "") + (moe ? " --moe" : "") + " --steps " + std::to_string(steps) +
+      " --threads " + std::to_string(threads) + " --d_model " + std::to_string(c.d_model) +
+      " --n_layer " + std::to_string(c.n_layers) + " --n_head " + std::to_string(c.n_heads) +
+      " --T " + std::to_string(kSeq) + " --B " + std::to_string(kBatch) + " 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return p;
-  std::string out, line;
+  std::string out;
   char buf[4096];
   while (std::fgets(buf, sizeof buf, pipe)) out += buf;
   pclose(pipe);
   p.tokens_per_s = json_number(out, "tokens_per_s");
+  p.tokens_min = json_number(out, "tokens_per_s_min");
+  p.tokens_max = json_number(out, "tokens_per_s_max");
   p.peak_rss_mb = json_number(out, "peak_rss_mb");
+  const size_t v = out.find("\"torch\": \"");
+  if (v != std::string::npos) p.version = out.substr(v + 10, out.find('"', v + 10) - v - 10);
   p.ok = p.tokens_per_s > 0;
   return p;
 }
@@ -228,7 +239,8 @@ double our_peak_rss_mb(const std::string& kind, const std::string& precision, in
   const std::string self = std::filesystem::read_symlink("/proc/self/exe").string();
   const std::string cmd =
       self + " --rss-probe=" + kind + ":" + precision + " --threads=" + std::to_string(threads) +
-      (g_gpt2_small ? " --model=gpt2s" : "") + " --seq=" + std::to_string(kSeq) + " 2>/dev/null";
+      (g_gpt2_small ? " --model=gpt2s" : "") + " --seq=" + std::to_string(kSeq) +
+      " --bf16-kernel=" + cpu::current_bf16_kernel() + " 2>/dev/null";
   FILE* pipe = popen(cmd.c_str(), "r");
   if (!pipe) return -1;
   char buf[256] = {0};
@@ -279,6 +291,7 @@ int main(int argc, char** argv) {
   const std::string only = take_value(args, "--only=");  // one precision (for profiling)
   const std::string model_arg = take_value(args, "--model=");
   const std::string seq_arg = take_value(args, "--seq=");
+  const std::string kernel_arg = take_value(args, "--bf16-kernel=");
   if (!model_arg.empty() && model_arg != "s" && model_arg != "gpt2s") {
     std::fprintf(stderr, "bench_train_step: --model=%s: expected s or gpt2s\n", model_arg.c_str());
     return 2;
@@ -300,6 +313,10 @@ int main(int argc, char** argv) {
   const int warmup = warmup_arg.empty() ? 2 : std::max(0, std::atoi(warmup_arg.c_str()));
   const int block = block_arg.empty() ? 4 : std::max(2, std::atoi(block_arg.c_str()));
   set_num_threads(opt.threads);
+  // As the trainer chooses (the host's measured choice, or the flag).
+  const train::Bf16KernelChoice kernel = train::choose_bf16_kernel(
+      kernel_arg.empty() ? "auto" : kernel_arg, "",
+      [](const std::string& w) { std::fprintf(stderr, "warning: %s\n", w.c_str()); });
   const data::TokenSplit tokens = load_tokens(data_path);
   if (!probe.empty()) return rss_probe(probe, tokens);
   if (bench::has_flag(opt, "--layouts")) {
@@ -323,12 +340,17 @@ int main(int argc, char** argv) {
   auto measure_peak = [&] {
     return std::max(bench::fma_peak_avx512(opt.threads), bench::fma_peak_avx2(opt.threads));
   };
-  // bf16-mixed's ceiling: the peak of the instruction its GEMMs run.
+  // bf16-mixed's ceiling: the host's bf16 limit, the largest peak of the instructions a bf16
+  // product can run on here (AMX tiles, VDPBF16PS, or the f32 FMA on widened operands),
+  // whichever kernel was chosen.
   const std::string bf16_path = cpu::bf16_gemm_path();
   auto measure_bf16_peak = [&] {
-    if (bf16_path == "amx") return bench::tile_peak_amx_bf16(opt.threads);
-    if (bf16_path == "avx512-bf16") return bench::dot_peak_avx512_bf16(opt.threads);
-    return measure_peak();
+    double p = measure_peak();
+    for (const std::string& k : cpu::available_bf16_kernels()) {
+      if (k == "amx") p = std::max(p, bench::tile_peak_amx_bf16(opt.threads));
+      if (k == "avx512-bf16") p = std::max(p, bench::dot_peak_avx512_bf16(opt.threads));
+    }
+    return p;
   };
   double peak = measure_peak(), peak16 = measure_bf16_peak();
   {
@@ -343,9 +365,11 @@ int main(int argc, char** argv) {
         data_path.empty() ? "random tokens" : data_path.c_str());
   }
   std::printf(
-      "FP32 FMA peak (measured now, %s): %.1f GFLOP/s; bf16 GEMMs run on %s, its peak %.1f "
-      "GFLOP/s; MFU uses the best of these and the measurements after each model's steps\n",
-      __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2", peak, bf16_path.c_str(), peak16);
+      "FP32 FMA peak (measured now, %s): %.1f GFLOP/s; the host's bf16 limit (largest peak of "
+      "its bf16 product instructions) %.1f GFLOP/s; MFU uses the best of these and the "
+      "measurements after each model's steps\nbf16 products: %s; GEMMs: %s\n",
+      __builtin_cpu_supports("avx512f") ? "AVX-512" : "AVX2", peak, peak16,
+      kernel.describe().c_str(), bf16_path.c_str());
   std::printf(
       "MFU = tokens * (6 N + 12 L T d) / step time / peak; N = matmul weights per token "
       "(attention 4 d^2, MLP 2 d d_ff or router E d + top_k * 2 d d_ff, lm_head V d)\n");
@@ -419,21 +443,41 @@ int main(int argc, char** argv) {
     if (with_peer) {
       const double our32 = double(kBatch * kSeq) / median(f32.seconds);
       const double our16 = double(kBatch * kSeq) / median(bf16.seconds);
-      const Peer p32 = run_peer("fp32", moe, reps, opt.threads);
-      const Peer pbf = run_peer("autocast_bf16", moe, 3, opt.threads);
+      const int peer_steps = std::max(3, reps / 2);
+      const Peer p32 = run_peer("fp32", false, moe, peer_steps, opt.threads);
+      const Peer p32c = run_peer("fp32", true, moe, peer_steps, opt.threads);
+      const Peer pbf = run_peer("autocast_bf16", false, moe, peer_steps, opt.threads);
+      const Peer pbfc = run_peer("autocast_bf16", true, moe, peer_steps, opt.threads);
       const double rss32 = our_peak_rss_mb(f32.kind, "fp32", opt.threads);
       const double rss16 = our_peak_rss_mb(f32.kind, "bf16-mixed", opt.threads);
-      std::printf("%-6s %-22s %10s %13s %13s %13s\n", "", "peer", "tokens/s", "ours/peer",
-                  "peak RSS MiB", "ours RSS MiB");
+      std::printf("%-6s %-30s %10s %17s %10s %13s %13s\n", "", "peer (bench/torch_peer.py)",
+                  "tokens/s", "(range)", "ours/peer", "peak RSS MiB", "ours RSS MiB");
       auto row = [&](const char* name, const Peer& p, double ours, double rss) {
-        if (!p.ok)
-          std::printf("%-6s %-22s (not available)\n", f32.kind.c_str(), name);
-        else
-          std::printf("%-6s %-22s %10.0f %12.2fx %13.0f %13.0f\n", f32.kind.c_str(), name,
-                      p.tokens_per_s, ours / p.tokens_per_s, p.peak_rss_mb, rss);
+        if (!p.ok) {
+          std::printf("%-6s %-30s (not available: MIXPREC_PEER_PYTHON or python3 with torch 2.x)\n",
+                      f32.kind.c_str(), name);
+          return;
+        }
+        std::printf("%-6s %-30s %10.0f %8.0f-%-8.0f %9.2fx %13.0f %13.0f\n", f32.kind.c_str(),
+                    (std::string(name) + " " + p.version.substr(0, p.version.find('+'))).c_str(),
+                    p.tokens_per_s, p.tokens_min, p.tokens_max, ours / p.tokens_per_s,
+                    p.peak_rss_mb, rss);
       };
-      row("torch fp32", p32, our32, rss32);
-      row("torch autocast_bf16", pbf, our16, rss16);
+      row("fp32 eager", p32, our32, rss32);
+      row("fp32 compile", p32c, our32, rss32);
+      row("autocast_bf16 eager", pbf, our16, rss16);
+      row("autocast_bf16 compile", pbfc, our16, rss16);
+      const double best16 =
+          std::max(pbf.ok ? pbf.tokens_per_s : 0.0, pbfc.ok ? pbfc.tokens_per_s : 0.0);
+      const double best32 =
+          std::max(p32.ok ? p32.tokens_per_s : 0.0, p32c.ok ? p32c.tokens_per_s : 0.0);
+      if (best16 > 0 && best32 > 0)
+        std::printf(
+            "%-6s against the faster PyTorch: fp32 %.2fx, bf16-mixed %.2fx (ours %.0f "
+            "tokens/s, range %.0f-%.0f)\n",
+            f32.kind.c_str(), our32 / best32, our16 / best16, our16,
+            double(kBatch * kSeq) / *std::max_element(bf16.seconds.begin(), bf16.seconds.end()),
+            double(kBatch * kSeq) / *std::min_element(bf16.seconds.begin(), bf16.seconds.end()));
     }
     std::printf("\n");
   }

@@ -12,7 +12,7 @@ PACKAGES=(
   libopenblas-dev                    # sgemm (found by name via pkg-config openblas)
   libsentencepiece-dev               # subword tokenizers: mixprec tokenizer train, [model] tokenizer
   libonig-dev libutf8proc-dev        # tokenizer.json: pre-tokenizer regexes, Unicode normalization
-  zlib1g-dev                         # tests: the real tokenizer.json fixtures are gzip files
+  zlib1g-dev                         # gzip'd tokenizer.json files (the committed real tokenizers)
   python3-protobuf                   # tests: TensorBoard event files read by Google's protobuf
   clang-format                       # style check in CI
   fortunes                           # default training corpus (/usr/share/games/fortunes)

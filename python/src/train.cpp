@@ -83,6 +83,7 @@ py::dict train_run(TrainArgs a, const py::object& callback) {
   out["end_step"] = s.end_step;
   out["tokens_per_s"] = s.tokens_per_s;
   out["unigram_entropy"] = s.unigram_entropy;
+  out["bf16_kernel"] = s.bf16_kernel;
   out["last_checkpoint"] = s.last_checkpoint;
   out["final"] = steps.empty() ? py::object(py::none()) : py::object(steps[steps.size() - 1]);
   out["final_eval"] = evals.empty() ? py::object(py::none()) : py::object(evals[evals.size() - 1]);

@@ -4,6 +4,7 @@
 #include "mixprec/cpu/accumulate.h"
 #include "mixprec/cpu/activation.h"
 #include "mixprec/cpu/attention.h"
+#include "mixprec/cpu/bf16_kernel.h"
 #include "mixprec/cpu/cross_entropy.h"
 #include "mixprec/cpu/elementwise.h"
 #include "mixprec/cpu/embedding.h"
@@ -115,6 +116,10 @@ Backend make_cpu_backend() {
   };
   b.square_sum = cpu::square_sum;
   b.update = cpu::update_pass;
+  b.bf16_kernels = cpu::available_bf16_kernels;
+  b.current_bf16_kernel = cpu::current_bf16_kernel;
+  b.use_bf16_kernel = cpu::use_bf16_kernel;
+  b.time_bf16_kernels = cpu::time_bf16_kernels;
   return b;
 }
 

@@ -170,8 +170,16 @@ Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard
   const Bytes saved_blocks = a.blocks_saved(a.blocks);
   const DType r = p.reduce_dtype;
 
+  // The [vocab, d] weight gradients a step makes whole before adding them to the parameter's
+  // (ActivationEstimate::vocab_grad_numel): the LM head's right after the loss, the
+  // embedding's at the end of backward.
+  const Bytes vocab_grad = sharded(u) ? 0 : bytes_of(a.vocab_grad_numel, r);
+  const Bytes head_grad = accumulating ? vocab_grad : 0;
+  const Bytes embedding_grad = accumulating || a.tied_embeddings ? vocab_grad : 0;
+
   Bytes peak = resident + a.root_saved + saved_blocks + a.forward_transient;
-  peak = std::max(peak, resident + a.root_saved + saved_blocks + a.loss_backward_transient);
+  peak = std::max(peak,
+                  resident + a.root_saved + saved_blocks + a.loss_backward_transient + head_grad);
   for (int64_t done = 0; done < a.blocks; ++done) {  // `done` blocks' backward finished
     // The blocks before this one keep what they saved; this one holds all its activations
     // (its own, or recomputed when checkpointed).
@@ -191,7 +199,8 @@ Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard
     peak = std::max(peak, resident + saved + grads + a.block_backward_transient - no_prefetch);
   }
   // Backward done: every gradient (shard) until zero_grad, the optimizer's step over them.
-  peak = std::max(peak, resident - held + grad_shard_bytes(u, p) + a.kept_after_backward);
+  peak = std::max(
+      peak, resident - held + grad_shard_bytes(u, p) + a.kept_after_backward + embedding_grad);
   return peak;
 }
 

@@ -21,6 +21,7 @@ namespace {
 
 constexpr const char* kStepKey = "train.step";
 constexpr const char* kSeedKey = "train.seed";
+constexpr const char* kBf16KernelKey = "bf16_kernel";
 
 // The first model.* key whose value differs, as "model.d_model = 128 in the checkpoint, 64 in
 // the config"; empty when the models match.
@@ -64,15 +65,21 @@ std::string first_tensor_mismatch(const io::TensorMap& tensors, const optim::Par
 }  // namespace
 
 std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step, io::TensorMap tensors,
-                                const config::TrainConfig& config,
-                                const std::string& tokenizer_id) {
+                                const config::TrainConfig& config, const std::string& tokenizer_id,
+                                const std::string& bf16_kernel) {
   tensors[kStepKey] = Tensor::from_vector(std::vector<int64_t>{step}, {});
   tensors[kSeedKey] = Tensor::from_vector(std::vector<int64_t>{config.training.seed}, {});
   io::Metadata metadata{{"format", kCheckpointFormat},
                         {"step", std::to_string(step)},
                         {"config", config::to_toml(config)}};
   if (!tokenizer_id.empty()) metadata[kTokenizerKey] = tokenizer_id;
+  if (!bf16_kernel.empty()) metadata[kBf16KernelKey] = bf16_kernel;
   return store.save(step, tensors, metadata);
+}
+
+std::string checkpoint_bf16_kernel(const io::Checkpoint& c) {
+  const auto it = c.metadata.find(kBf16KernelKey);
+  return it == c.metadata.end() ? "" : it->second;
 }
 
 config::TrainConfig checkpoint_config(const io::Checkpoint& c) {

@@ -83,13 +83,15 @@ std::string to_json_line(const EvalMetrics& m) {
 }
 
 std::string run_json_line(const std::string& name, const std::string& precision, int64_t params,
-                          int64_t start_step, const std::string& config_toml) {
+                          int64_t start_step, const std::string& config_toml,
+                          const std::string& bf16_kernel_json) {
   nlohmann::ordered_json j;
   j["type"] = "run";
   j["name"] = name;
   j["precision"] = precision;
   j["params"] = params;
   j["start_step"] = start_step;
+  if (!bf16_kernel_json.empty()) j["bf16_kernel"] = nlohmann::ordered_json::parse(bf16_kernel_json);
   j["config"] = config_toml;
   return dump(j);
 }

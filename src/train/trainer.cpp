@@ -20,6 +20,7 @@
 #include "mixprec/amp/numerics_monitor.h"
 #include "mixprec/autograd/anomaly.h"
 #include "mixprec/autograd/record_tensor_ops.h"
+#include "mixprec/backend/backend.h"
 #include "mixprec/core/checksum.h"
 #include "mixprec/core/error.h"
 #include "mixprec/core/hash.h"
@@ -38,6 +39,7 @@
 #include "mixprec/optim/clip.h"
 #include "mixprec/report/plot.h"
 #include "mixprec/tensor/allocator.h"
+#include "mixprec/train/bf16_kernel_choice.h"
 #include "mixprec/train/checkpoint_plausibility.h"
 #include "mixprec/train/evaluate.h"
 #include "mixprec/train/expert_load.h"
@@ -145,8 +147,12 @@ struct Trainer::State {
   std::optional<MetricsLog> log;              // rank 0, while run() runs
   std::optional<TensorboardLog> tensorboard;  // rank 0, with [metrics] enable_tensorboard
   std::optional<RunDirLock> run_lock;         // rank 0, for the trainer's lifetime
-  TrainSummary summary;                       // of the current run()
-  int64_t skipped_in_a_row = 0;               // the stop rule's counts
+  Bf16KernelChoice bf16_kernel;               // rank 0's choice; every rank runs it
+  // The kernel before this trainer chose one: restored when it ends (the choice is global).
+  std::string previous_bf16_kernel = backend::current().current_bf16_kernel();
+  std::string checkpoint_bf16_kernel;  // the resumed checkpoint's, "" if none
+  TrainSummary summary;                // of the current run()
+  int64_t skipped_in_a_row = 0;        // the stop rule's counts
   int64_t nonfinite_in_a_row = 0;
   bool checkpoint_owed = false;  // due at a skipped step
   std::string first_nonfinite;   // of the newest skipped step: the first such parameter
@@ -166,6 +172,13 @@ struct Trainer::State {
         scaler(amp::ScalerOptions::for_policy(config.training.policy)),
         delayed(make_delayed_scaling(config)) {}
 
+  ~State() {
+    try {
+      backend::current().use_bf16_kernel(previous_bf16_kernel, "training.bf16_kernel");
+    } catch (const Error&) {  // it was available when read: nothing to restore otherwise
+    }
+  }
+
   bool leader() const { return comm->rank() == 0; }
   // Steps whose metrics are logged in detail (per parameter, per FP8 tensor): every log_every-th.
   bool log_step(int64_t step) const {
@@ -182,6 +195,7 @@ struct Trainer::State {
   void open_store();
   void open_data();
   void build_model();
+  void choose_bf16_kernel();
   void resume();
   void init_from_hf();
   std::optional<io::Checkpoint> resumable_checkpoint();
@@ -395,6 +409,23 @@ void Trainer::State::build_model() {
   schedule.emplace(make_lr_schedule(c));
 }
 
+// Rank 0 chooses where bf16 products run (by its measurement, its cache, the setting or the
+// checkpoint); every rank takes that kernel, so a dense model's bits do not depend on the
+// ranks' own timings.
+void Trainer::State::choose_bf16_kernel() {
+  dist::all_or_none(*comm, [&] {
+    if (leader())
+      bf16_kernel = train::choose_bf16_kernel(config.training.bf16_kernel, checkpoint_bf16_kernel,
+                                              [this](const std::string& w) { warn(w); });
+  });
+  const std::string kernel = dist::text_from(*comm, bf16_kernel.kernel, 0);
+  dist::all_or_none(*comm, [&] {
+    if (!leader())
+      backend::current().use_bf16_kernel(kernel, "training.bf16_kernel (rank 0's choice)");
+  });
+  progress.message("bf16 products: " + bf16_kernel.describe());
+}
+
 // The checkpoint a resumed run starts from: rank 0 picks it (the newest valid one) and every
 // other rank loads that same step, failing loudly rather than starting elsewhere.
 std::optional<io::Checkpoint> Trainer::State::resumable_checkpoint() {
@@ -424,6 +455,7 @@ void Trainer::State::resume() {
     restore_run_checkpoint(*latest, training_state(), config);
   });
   next_step = checkpoint_step(*latest);
+  checkpoint_bf16_kernel = train::checkpoint_bf16_kernel(*latest);
   progress.message("resumed from " + latest->path + " (step " + std::to_string(next_step) + ")");
 }
 
@@ -510,6 +542,7 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
   s.build_model();
   if (s.options.resume) s.resume();
   if (!s.options.init_from.empty() && s.next_step == 0) s.init_from_hf();
+  s.choose_bf16_kernel();
 }
 
 Trainer::~Trainer() = default;
@@ -734,7 +767,9 @@ std::string Trainer::State::save(int64_t step) {
     io::TensorMap full = parallelism->full_training_state(optimizer.get(), &scaler);
     if (delayed)  // the same on every rank (amaxes reduced every step)
       for (auto& [key, t] : delayed->checkpoint_dict()) full[io::kFp8ScalingPrefix + key] = t;
-    if (leader()) save_run_checkpoint(*store, step, std::move(full), config, tokenizer->id());
+    if (leader())
+      save_run_checkpoint(*store, step, std::move(full), config, tokenizer->id(),
+                          bf16_kernel.kernel);
   } catch (const std::exception& e) {  // file system errors too: every rank must hear of it
     failure = e.what();
   }
@@ -770,13 +805,15 @@ void Trainer::State::begin_run() {
   if (c.metrics.jsonl && leader()) {
     log.emplace(fs::path(c.run_dir) / "metrics.jsonl", options.resume || next_step > 0);
     log->write(run_json_line(run_name(c), amp::display_name(c.training.policy),
-                             model->parameters().parameter_count(), next_step, config::to_toml(c)));
+                             model->parameters().parameter_count(), next_step, config::to_toml(c),
+                             bf16_kernel.to_json()));
   }
   if (c.metrics.enable_tensorboard && leader())
     tensorboard.emplace(fs::path(c.run_dir) / c.metrics.save_tb_folder);
   summary = {};
   summary.start_step = summary.end_step = next_step;
   summary.unigram_entropy = unigram_entropy;
+  summary.bf16_kernel = bf16_kernel.describe();
   started = Clock::now();
 }
 

@@ -4,7 +4,6 @@
 // DeepSeek-V3 and Mistral 7B files and two built with `tokenizers` (GPT-2 style byte-level, and
 // Metaspace with byte fallback). Fixtures: tests/reference/make_tokenizer_fixtures.py.
 #include <gtest/gtest.h>
-#include <zlib.h>
 
 #include <filesystem>
 #include <fstream>
@@ -23,18 +22,6 @@ using nlohmann::json;
 
 const fs::path kFixtures = fs::path(MIXPREC_FIXTURE_DIR) / "tokenizers";
 
-std::string gunzip(const fs::path& path) {
-  gzFile f = gzopen(path.c_str(), "rb");
-  if (!f) throw std::runtime_error("cannot open " + path.string());
-  std::string out;
-  char buffer[1 << 16];
-  int n;
-  while ((n = gzread(f, buffer, sizeof buffer)) > 0)
-    out.append(buffer, static_cast<std::size_t>(n));
-  gzclose(f);
-  return out;
-}
-
 const json& cases() {
   static const json j = [] {
     std::ifstream in(kFixtures / "cases.json");
@@ -43,17 +30,9 @@ const json& cases() {
   return j;
 }
 
-// The tokenizer's folder: the committed one, or for the gzip'd real files a temporary copy.
+// The tokenizer's committed folder (the real files are gzip'd: the library reads them so).
 fs::path tokenizer_folder(const std::string& name) {
-  const fs::path source = kFixtures / cases()["tokenizers"][name]["path"].get<std::string>();
-  if (fs::exists(source / "tokenizer.json")) return source;
-  const fs::path folder = fs::temp_directory_path() / ("mixprec-tokenizer-fixture-" + name);
-  fs::create_directories(folder);
-  for (const char* file : {"tokenizer.json", "tokenizer_config.json"}) {
-    std::ofstream out(folder / file, std::ios::binary | std::ios::trunc);
-    out << gunzip(source / (std::string(file) + ".gz"));
-  }
-  return folder;
+  return kFixtures / cases()["tokenizers"][name]["path"].get<std::string>();
 }
 
 const data::HfTokenizer& tokenizer(const std::string& name) {

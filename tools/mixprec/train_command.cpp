@@ -70,7 +70,7 @@ void train_rank(const TrainArgs& a, dist::Communicator& comm) {
     if (e.val_loss_per_byte > 0) line += fmt::format("{:.4f} per byte; ", e.val_loss_per_byte);
     line += fmt::format("perplexity {:.2f}; unigram entropy {:.4f})", e.val_ppl, s.unigram_entropy);
   }
-  fmt::print("{}\n", line);
+  fmt::print("{}\nbf16 products: {}\n", line, s.bf16_kernel);
 }
 
 // Under mpirun every rank runs this; an error on any rank ends the whole job with a message

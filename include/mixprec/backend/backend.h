@@ -196,6 +196,15 @@ struct Backend {
   double (*square_sum)(const Tensor& grad, int64_t begin, int64_t end, float inv_scale);
   // One pass of `rule` over a parameter's buffers (kernel_types.h: UpdatePass).
   void (*update)(const UpdatePass& pass, const UpdateRule& rule);
+
+  // ---- where bf16 x bf16 products run (cpu: src/cpu/bf16_kernel.h) -----------------------
+  // The kernels this host offers, the default first; the one in use; switching to one (Error
+  // naming `where` and what the host has when it is not offered); timing each on a
+  // transformer linear's three products (the current one is kept).
+  std::vector<std::string> (*bf16_kernels)();
+  std::string (*current_bf16_kernel)();
+  void (*use_bf16_kernel)(std::string_view name, const std::string& where);
+  std::vector<Bf16KernelTiming> (*time_bf16_kernels)(int rounds);
 };
 
 // The built-in backends (defined beside their kernels: src/cpu, src/backend/reference).

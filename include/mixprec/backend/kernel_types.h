@@ -251,4 +251,11 @@ struct UpdatePass {
   uint64_t index_base = 0;
 };
 
+// One bf16 product kernel's measured throughput (Backend::time_bf16_kernels), GFLOP/s.
+struct Bf16KernelTiming {
+  std::string kernel;
+  double gflops = 0;  // median over the rounds
+  double gflops_min = 0, gflops_max = 0;
+};
+
 }  // namespace mixprec::backend

@@ -166,6 +166,9 @@ struct TrainingConfig {
   // of grad_clip and grad_clip_value is set, as Keras allows one of clipnorm and clipvalue.
   double grad_clip_value = 0.0;
   std::int64_t threads = 0;  // 0 = all cores
+  // The kernel bf16 products run on: "auto" (the fastest this host measured; see
+  // train/bf16_kernel_choice.h), or "amx", "avx512-bf16", "widened" (cpu/bf16_kernel.h).
+  std::string bf16_kernel = "auto";
   // The stop rule for a diverged run: it ends with an error after this many consecutive
   // skipped (non-finite) steps, or once the loss scale falls below min_loss_scale; 0 = off.
   // A run that recovers skips a step or two while the scale backs off.

@@ -47,8 +47,8 @@ class HfTokenizer final : public Tokenizer {
   std::unique_ptr<Impl> impl_;
 };
 
-// True for a path open_tokenizer reads as tokenizer.json: a *.json file, or a folder holding
-// tokenizer.json.
+// True for a path open_tokenizer reads as tokenizer.json: a *.json or *.json.gz file, or a
+// folder holding tokenizer.json (or only tokenizer.json.gz; tokenizer_config.json likewise).
 bool is_hf_tokenizer_path(const std::string& path);
 
 }  // namespace mixprec::data

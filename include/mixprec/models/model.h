@@ -54,6 +54,12 @@ struct ActivationEstimate {
   std::size_t forward_transient = 0;         // the loss's f32 copy of narrow logits
   std::size_t loss_backward_transient = 0;   // cross-entropy backward: f32 logits + gradient
   std::size_t block_backward_transient = 0;  // the largest gradient buffers inside a block
+  // Elements of the embedding's (and an untied LM head's) [vocab, d] weight gradient. A
+  // weight's gradient is made whole before it is added to the parameter's: no copy for the
+  // first, but one while a step accumulates micro-batches, and for the second of a tied pair
+  // (the embedding's, at the end of backward). With a large vocabulary it is the largest one.
+  int64_t vocab_grad_numel = 0;
+  bool tied_embeddings = false;
   bool checkpointed(int64_t block) const {
     return checkpoint_every > 0 && (block + 1) % checkpoint_every == 0;
   }

@@ -4,7 +4,8 @@
 //             train.step (i64: completed steps = the data position; batches and stochastic
 //             rounding are keyed by it) and train.seed (i64: the data and rounding seed)
 //   metadata  format = "mixprec.train/1", step, config (the run's TOML, config::to_toml),
-//             tokenizer (the fingerprint data::Tokenizer::id() of the run's tokenizer)
+//             tokenizer (the fingerprint data::Tokenizer::id() of the run's tokenizer),
+//             bf16_kernel (the kernel its bf16 products ran on: a resumed run keeps it)
 //
 // Loading checks the file, then the model: a checkpoint of another model is an error naming
 // the first model.* key whose value differs and the first tensor that does not fit.
@@ -30,7 +31,10 @@ inline constexpr const char* kCheckpointFormat = "mixprec.train/1";
 // gives it) of a run whose tokenizer is `tokenizer_id`; returns the path written.
 std::string save_run_checkpoint(io::CheckpointStore& store, int64_t step, io::TensorMap tensors,
                                 const config::TrainConfig& config,
-                                const std::string& tokenizer_id = "");
+                                const std::string& tokenizer_id = "",
+                                const std::string& bf16_kernel = "");
+// The kernel a checkpoint's run took for bf16 products ("" in older checkpoints).
+std::string checkpoint_bf16_kernel(const io::Checkpoint& checkpoint);
 
 // The config a checkpoint was written with (its metadata), or an Error naming the file.
 config::TrainConfig checkpoint_config(const io::Checkpoint& checkpoint);

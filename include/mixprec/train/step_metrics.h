@@ -54,8 +54,10 @@ struct EvalMetrics {
 
 std::string to_json_line(const StepMetrics& m);
 std::string to_json_line(const EvalMetrics& m);
-// The header line a run (or a resumed run) starts with.
+// The header line a run (or a resumed run) starts with; bf16_kernel_json is
+// Bf16KernelChoice::to_json() (left out when empty).
 std::string run_json_line(const std::string& name, const std::string& precision, int64_t params,
-                          int64_t start_step, const std::string& config_toml);
+                          int64_t start_step, const std::string& config_toml,
+                          const std::string& bf16_kernel_json = "");
 
 }  // namespace mixprec::train

@@ -69,6 +69,7 @@ struct TrainSummary {
   std::string last_checkpoint;  // path, "" when none was written
   double tokens_per_s = 0;      // median over this run's steps (first 3 excluded when possible)
   double unigram_entropy = 0;   // of the train split, nats/token (a context-free model's loss)
+  std::string bf16_kernel;      // where bf16 products ran and why (Bf16KernelChoice::describe)
 };
 
 class Trainer {

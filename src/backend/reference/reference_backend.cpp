@@ -63,6 +63,15 @@ Backend make_reference_backend() {
   b.grad_numerics = r::grad_numerics;
   b.square_sum = r::square_sum;
   b.update = r::update;
+  // One way to multiply: widened to f64.
+  b.bf16_kernels = [] { return std::vector<std::string>{"reference"}; };
+  b.current_bf16_kernel = [] { return std::string("reference"); };
+  b.use_bf16_kernel = [](std::string_view name, const std::string& where) {
+    MIXPREC_CHECK(name == "reference", where,
+                  "the bf16 kernel '" + std::string(name) +
+                      "' is not available on the reference backend; it has reference");
+  };
+  b.time_bf16_kernels = [](int) { return std::vector<Bf16KernelTiming>{}; };
   return b;
 }
 

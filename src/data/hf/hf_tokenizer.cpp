@@ -12,6 +12,7 @@
 #include "mixprec/core/error.h"
 #include "mixprec/core/hash.h"
 #include "mixprec/core/utf8.h"
+#include "mixprec/io/gzip_file.h"
 #include "mixprec/io/regular_file.h"
 #include "normalizers.h"
 #include "post_processors.h"
@@ -68,7 +69,16 @@ struct HfTokenizer::Impl {
 namespace {
 
 std::string read_file(const fs::path& path) {
-  return io::read_regular_file(path, kMaxTokenizerBytes, "tokenizer " + path.string());
+  const std::string where = "tokenizer " + path.string();
+  return path.extension() == ".gz" ? io::read_gzip_file(path, kMaxTokenizerBytes, where)
+                                   : io::read_regular_file(path, kMaxTokenizerBytes, where);
+}
+
+// `name` in `dir`, or its gzip'd form name.gz when only that is there.
+fs::path plain_or_gzip(const fs::path& dir, const std::string& name) {
+  std::error_code ec;
+  const fs::path plain = dir / name, packed = dir / (name + ".gz");
+  return !fs::exists(plain, ec) && fs::exists(packed, ec) ? packed : plain;
 }
 
 // tokenizer_config.json's `key`: a string, or an object with `content` (AddedToken form).
@@ -86,14 +96,14 @@ HfTokenizer::~HfTokenizer() = default;
 
 bool is_hf_tokenizer_path(const std::string& path) {
   std::error_code ec;
-  if (fs::is_directory(path, ec)) return fs::exists(fs::path(path) / "tokenizer.json", ec);
-  return fs::path(path).extension() == ".json";
+  if (fs::is_directory(path, ec)) return fs::exists(plain_or_gzip(path, "tokenizer.json"), ec);
+  return path.ends_with(".json") || path.ends_with(".json.gz");
 }
 
 std::unique_ptr<HfTokenizer> HfTokenizer::open(const std::string& path) {
   std::error_code ec;
   fs::path file = path;
-  if (fs::is_directory(file, ec)) file /= "tokenizer.json";
+  if (fs::is_directory(file, ec)) file = plain_or_gzip(file, "tokenizer.json");
   const std::string name = file.string();
   auto impl = std::make_unique<Impl>();
   impl->path = name;
@@ -128,7 +138,7 @@ std::unique_ptr<HfTokenizer> HfTokenizer::open(const std::string& path) {
   });
 
   uint64_t hash = fnv1a(text);
-  const fs::path config_path = file.parent_path() / "tokenizer_config.json";
+  const fs::path config_path = plain_or_gzip(file.parent_path(), "tokenizer_config.json");
   if (fs::exists(config_path, ec)) {
     const std::string config_text = read_file(config_path);
     hash = fnv1a(config_text, hash);

@@ -106,6 +106,7 @@ std::vector<Field> make_fields() {
       FIELD("training", training, grad_clip),
       FIELD("training", training, grad_clip_value),
       FIELD("training", training, threads),
+      FIELD("training", training, bf16_kernel, "auto", "amx", "avx512-bf16", "widened"),
       FIELD("training", training, max_skipped_steps),
       FIELD("training", training, min_loss_scale),
       FIELD("training", training, max_nonfinite_steps),

@@ -286,6 +286,8 @@ ActivationEstimate Transformer::estimate_activations(const amp::MixedPrecisionPo
   e.forward_transient = narrow_logits ? s.a * nv : 0;
   e.loss_backward_transient = (narrow_logits ? 2 : 1) * s.a * nv;
   e.block_backward_transient = block_backward_transient(s, m);
+  e.vocab_grad_numel = s.V * s.d;
+  e.tied_embeddings = m.tie_embeddings;
   return e;
 }
 

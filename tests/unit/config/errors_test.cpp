@@ -53,7 +53,8 @@ TEST(ConfigErrors, UnknownKeyListsValidKeys) {
                  {"line 3: unknown key 'training.learning_rate'",
                   "valid keys of [training]: steps, batch_size, seq_len, local_batch_size, seed, "
                   "data, val_fraction, eval_every, eval_batches, grad_clip, grad_clip_value, "
-                  "threads, max_skipped_steps, min_loss_scale, max_nonfinite_steps, precision, "
+                  "threads, bf16_kernel, max_skipped_steps, min_loss_scale, max_nonfinite_steps, "
+                  "precision, "
                   "mixed_precision_param, "
                   "mixed_precision_reduce, global_batch_size"});
   expect_message(load_error("[model.moe]\nexperts = 3\n"),
