@@ -203,11 +203,18 @@ double json_number(const std::string& s, const char* key) {
 }
 
 // The PyTorch 2.x peer (bench/torch_peer.py) in one mode, eager or compiled, in its own
-// process; its Python is $MIXPREC_PEER_PYTHON, else python3 on PATH (it must import torch 2.x).
+// process; its Python is $MIXPREC_PEER_PYTHON, else scripts/peer_venv.sh's .venv-peers, else
+// python3 on PATH (it must import torch 2.x).
+std::string peer_python() {
+  const char* env = std::getenv("MIXPREC_PEER_PYTHON");
+  if (env && *env) return env;
+  const std::string venv = std::string(MIXPREC_SOURCE_DIR) + "/.venv-peers/bin/python";
+  return std::filesystem::exists(venv) ? venv : "python3";
+}
+
 Peer run_peer(const char* mode, bool compile, bool moe, int steps, int threads) {
   Peer p;
-  const char* env = std::getenv("MIXPREC_PEER_PYTHON");
-  const std::string python = env && *env ? env : "python3";
+  const std::string python = peer_python();
   const config::ModelConfig c = config_s(moe);
   const std::string cmd =
       python + " " + MIXPREC_SOURCE_DIR + "/bench/torch_peer.py --mode " + mode +
@@ -454,7 +461,7 @@ int main(int argc, char** argv) {
                   "tokens/s", "(range)", "ours/peer", "peak RSS MiB", "ours RSS MiB");
       auto row = [&](const char* name, const Peer& p, double ours, double rss) {
         if (!p.ok) {
-          std::printf("%-6s %-30s (not available: MIXPREC_PEER_PYTHON or python3 with torch 2.x)\n",
+          std::printf("%-6s %-30s (not available: scripts/peer_venv.sh, or MIXPREC_PEER_PYTHON)\n",
                       f32.kind.c_str(), name);
           return;
         }

@@ -170,16 +170,20 @@ Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard
   const Bytes saved_blocks = a.blocks_saved(a.blocks);
   const DType r = p.reduce_dtype;
 
-  // The [vocab, d] weight gradients a step makes whole before adding them to the parameter's
-  // (ActivationEstimate::vocab_grad_numel): the LM head's right after the loss, the
-  // embedding's at the end of backward.
+  // The [vocab, d] weight gradients (ActivationEstimate::vocab_grad_numel), made whole before
+  // they are added to the parameter's. Untied, the LM head's is a transient right after the
+  // loss (its logits' transients freed by then) and the embedding's at the end of backward,
+  // both only while micro-batches accumulate (else each becomes the gradient itself). Tied,
+  // the head's waits in the engine's buffer for the embedding's through the whole backward,
+  // and the two are summed at its end.
   const Bytes vocab_grad = sharded(u) ? 0 : bytes_of(a.vocab_grad_numel, r);
   const Bytes head_grad = accumulating ? vocab_grad : 0;
-  const Bytes embedding_grad = accumulating || a.tied_embeddings ? vocab_grad : 0;
+  const Bytes held_head_grad = a.tied_embeddings && accumulating ? vocab_grad : 0;
+  const Bytes end_grad = a.tied_embeddings ? (accumulating ? 2 : 1) * vocab_grad : head_grad;
 
   Bytes peak = resident + a.root_saved + saved_blocks + a.forward_transient;
-  peak = std::max(peak,
-                  resident + a.root_saved + saved_blocks + a.loss_backward_transient + head_grad);
+  peak = std::max(peak, resident + a.root_saved + saved_blocks +
+                            std::max<Bytes>(a.loss_backward_transient, head_grad));
   for (int64_t done = 0; done < a.blocks; ++done) {  // `done` blocks' backward finished
     // The blocks before this one keep what they saved; this one holds all its activations
     // (its own, or recomputed when checkpointed).
@@ -196,11 +200,12 @@ Bytes walk_peak(const Units& u, const amp::MixedPrecisionPolicy& p, bool reshard
     const Bytes no_prefetch = sharded(u) && reshard && a.blocks > 1 && done == a.blocks - 1
                                   ? bytes_of(u.block_padded, p.param_dtype)
                                   : 0;
-    peak = std::max(peak, resident + saved + grads + a.block_backward_transient - no_prefetch);
+    peak = std::max(
+        peak, resident + saved + grads + held_head_grad + a.block_backward_transient - no_prefetch);
   }
   // Backward done: every gradient (shard) until zero_grad, the optimizer's step over them.
-  peak = std::max(
-      peak, resident - held + grad_shard_bytes(u, p) + a.kept_after_backward + embedding_grad);
+  peak =
+      std::max(peak, resident - held + grad_shard_bytes(u, p) + a.kept_after_backward + end_grad);
   return peak;
 }
 

@@ -97,6 +97,32 @@ TEST(MemoryCli, BadInputExitsWithTwoAndNamesIt) {
   }
 }
 
+// --fit: the combinations of optimizer, activation checkpointing and rows per forward that
+// fit a memory, the suggestion first; nothing fits a megabyte; a bad size names the flag.
+TEST(MemoryCli, FitListsTheCombinationsThatFitAndSuggestsOne) {
+  const std::vector<std::string> args = {"memory", "--config", config("llama3_1b.toml"), "--fit",
+                                         "24GiB"};
+  const RunResult r = run_cli(args);
+  ASSERT_EQ(r.exit_code, 0) << describe(args, r);
+  EXPECT_TRUE(contains(r.out, "ways to run it in 25.8 GB per rank")) << r.out;
+  EXPECT_TRUE(contains(r.out, "adamw       full")) << r.out;
+  EXPECT_TRUE(contains(r.out, "no, over by")) << r.out;  // AdamW with accumulation
+  EXPECT_TRUE(contains(r.out, "suggested: --set optimizer.name=adam-mini")) << r.out;
+
+  const RunResult none = run_cli({"memory", "--config", config("llama3_1b.toml"), "--fit", "1MB"});
+  ASSERT_EQ(none.exit_code, 0) << none.err;
+  EXPECT_TRUE(contains(none.out, "none fits: the smallest needs")) << none.out;
+
+  for (const char* bad : {"banana", "-3GB", "12XB", "GB", "1e30"}) {
+    const RunResult b = run_cli({"memory", "--config", config("llama3_1b.toml"), "--fit", bad});
+    EXPECT_EQ(b.exit_code, 2) << bad << "\n" << b.err;
+    EXPECT_TRUE(contains(b.err, "--fit")) << b.err;
+  }
+  const RunResult params = run_cli({"memory", "--params", "7B", "--fit", "24GiB"});
+  EXPECT_EQ(params.exit_code, 2);
+  EXPECT_TRUE(contains(params.err, "--fit needs --config")) << params.err;
+}
+
 }  // namespace
 
 // The planner's RSS against the kernel's: the main job's config, 12 steps, the resident set the

@@ -6,6 +6,8 @@
 #include <algorithm>
 #include <cctype>
 #include <cmath>
+#include <cstdlib>
+#include <cstring>
 #include <memory>
 #include <thread>
 #include <vector>
@@ -13,6 +15,8 @@
 #include "config_options.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/core/error.h"
+#include "mixprec/dist/machine_fit.h"
+#include "mixprec/dist/memory_fit.h"
 #include "mixprec/dist/memory_plan.h"
 #include "mixprec/io/config_file.h"
 #include "mixprec/numerics/dtype.h"
@@ -29,7 +33,72 @@ struct MemoryArgs {
   std::string precision;
   std::string optimizer;
   std::vector<std::string> set;
+  std::string fit;  // a memory size, or "machine"
 };
+
+// "24GiB", "25.7 GB", "512MiB", "2e10" (bytes), or "machine" (this machine's memory, or its
+// cgroup's or ulimit's limit).
+std::size_t parse_memory_size(const std::string& text) {
+  if (text == "machine") return dist::machine_memory_bytes();
+  static const std::pair<const char*, double> units[] = {{"TiB", 1099511627776.0},
+                                                         {"GiB", 1073741824.0},
+                                                         {"MiB", 1048576.0},
+                                                         {"KiB", 1024.0},
+                                                         {"TB", 1e12},
+                                                         {"GB", 1e9},
+                                                         {"MB", 1e6},
+                                                         {"kB", 1e3},
+                                                         {"T", 1e12},
+                                                         {"G", 1e9},
+                                                         {"M", 1e6},
+                                                         {"B", 1.0}};
+  std::string number = text;
+  double unit = 1.0;
+  for (const auto& [suffix, factor] : units)
+    if (number.size() > std::strlen(suffix) && number.ends_with(suffix)) {
+      number.resize(number.size() - std::strlen(suffix));
+      unit = factor;
+      break;
+    }
+  while (!number.empty() && number.back() == ' ') number.pop_back();
+  char* end = nullptr;
+  const double v = std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || !(v > 0) || v * unit > 1e18)
+    throw UsageError("--fit '" + text +
+                     "': expected a memory size such as 24GiB, 32GB, 512MiB, or 'machine'");
+  return static_cast<std::size_t>(v * unit);
+}
+
+// Every way the config's step can be run in `memory`: the fitting ones first, the suggestion
+// (fewest compromises) marked.
+void print_fit(const config::TrainConfig& c, int world_size, std::size_t memory, int threads) {
+  const std::vector<dist::FitOption> options = dist::fit_options(c, world_size, memory, threads);
+  fmt::print("\nways to run it in {} per rank (predicted RSS between steps at most that):\n",
+             format_decimal_bytes(memory));
+  fmt::print("{:<11} {:<22} {:>13} {:>10} {:>10}  {}\n", "optimizer", "activation_checkpoint",
+             "rows/forward", "peak", "RSS", "fits");
+  for (const dist::FitOption& f : options)
+    fmt::print("{:<11} {:<22} {:>13} {:>10} {:>10}  {}\n", f.optimizer, f.activation_checkpoint,
+               f.local_batch_size, format_decimal_bytes(f.plan.peak), format_decimal_bytes(f.rss),
+               !f.fits                    ? "no, over by " + format_decimal_bytes(f.rss - memory)
+               : f.rss > memory / 20 * 19 ? "yes, within 5% (the planner's margin): tight"
+                                          : "yes");
+  const dist::FitOption& best = options.front();
+  if (!best.fits) {
+    fmt::print(
+        "none fits: the smallest needs {} (a smaller model, batch or seq_len, a "
+        "narrower precision policy, or more ranks)\n",
+        format_decimal_bytes(
+            std::min_element(options.begin(), options.end(), [](const auto& a, const auto& b) {
+              return a.rss < b.rss;
+            })->rss));
+    return;
+  }
+  fmt::print(
+      "suggested: --set optimizer.name={} --set activation_checkpoint.mode={} --set "
+      "training.local_batch_size={}\n",
+      best.optimizer, best.activation_checkpoint, best.local_batch_size);
+}
 
 // A three-significant-digit number with a decimal unit from `units` (steps of 1000).
 std::string scaled(double v, const char* const* units, int n_units, const char* sep) {
@@ -103,6 +172,7 @@ void run_memory(const MemoryArgs& a) {
 
   if (!a.params.empty()) {
     if (!a.set.empty()) throw UsageError("--set needs --config");
+    if (!a.fit.empty()) throw UsageError("--fit needs --config (the model's activations)");
     const int64_t n = parse_parameter_count(a.params);
     const amp::MixedPrecisionPolicy p =
         policy_or_usage_error(a.precision.empty() ? "bf16-mixed" : a.precision);
@@ -147,6 +217,7 @@ void run_memory(const MemoryArgs& a) {
       format_decimal_bytes(rss),
       rank.routed ? dist::kRssAllocatorFactorMoe : dist::kRssAllocatorFactorDense, threads);
   print_weights_line(rank.parameters, w);
+  if (!a.fit.empty()) print_fit(c, w, parse_memory_size(a.fit), threads);
 }
 
 }  // namespace
@@ -190,6 +261,7 @@ void add_memory_command(CLI::App& app, int& exit_code) {
       "  mixprec memory --config configs/moe_small.toml --world-size 2\n"
       "  mixprec memory --params 500e9 --world-size 512\n"
       "  mixprec memory --params 7B --precision fp32 --optimizer sgd\n"
+      "  mixprec memory --config configs/llama3_1b.toml --fit 24GiB\n"
       "Units are decimal (1 GB = 10^9 bytes), as memory sizes are usually quoted.");
   cmd->add_option("--config", args->config, "TOML config file (model, batch, precision, ...)");
   cmd->add_option("--params", args->params, "a parameter count instead: 500e9, 7B, 1.5M");
@@ -200,6 +272,9 @@ void add_memory_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--optimizer", args->optimizer,
                   "adamw | sgd | adam-mini (default: the config's)");
   cmd->add_option("--set", args->set, "override a config key: section.key=value (repeatable)");
+  cmd->add_option("--fit", args->fit,
+                  "list the optimizer / activation checkpointing / rows-per-forward "
+                  "combinations that fit this much memory per rank (24GiB, 32GB, machine)");
   cmd->callback([args, &exit_code] {
     run_memory(*args);
     exit_code = 0;

@@ -193,5 +193,29 @@ TEST_F(Bf16KernelChoiceTest, TheKernelChangesTheBitsAndTheSameKernelRepeatsThem)
   EXPECT_NE(losses(native), losses("widened")) << "the recorded kernel is the one that ran";
 }
 
+// Each kernel's run gives the same bits at 1 and 2 threads (shapes large enough that the
+// GEMMs split over the threads).
+TEST_F(Bf16KernelChoiceTest, EachKernelGivesTheSameBitsAtOneAndTwoThreads) {
+  for (const std::string& kernel : backend::current().bf16_kernels()) {
+    auto losses = [&](int threads) {
+      TempDir dir;
+      const TrainSummary s =
+          Trainer(
+              tiny_config(dir, {"training.steps=2", "checkpoint.enable=false", "model.d_model=128",
+                                "model.n_heads=4", "model.d_ff=512", "model.max_seq_len=64",
+                                "training.seq_len=64", "training.batch_size=8",
+                                "training.threads=" + std::to_string(threads),
+                                "training.bf16_kernel=" + kernel}),
+              testing::quiet())
+              .run();
+      std::vector<double> out;
+      for (const StepMetrics& m : s.steps) out.push_back(m.grad_norm);
+      for (const StepMetrics& m : s.steps) out.push_back(m.loss);
+      return out;
+    };
+    EXPECT_EQ(losses(1), losses(2)) << kernel;
+  }
+}
+
 }  // namespace
 }  // namespace mixprec::train
