@@ -217,5 +217,22 @@ TEST_F(Bf16KernelChoiceTest, EachKernelGivesTheSameBitsAtOneAndTwoThreads) {
   }
 }
 
+// A kernel the host lacks is refused before anything is read or written.
+TEST_F(Bf16KernelChoiceTest, AMissingKernelIsRefusedBeforeTheRunStarts) {
+  const std::vector<std::string> here = backend::current().bf16_kernels();
+  for (const char* kernel : {"amx", "avx512-bf16"}) {
+    if (std::find(here.begin(), here.end(), kernel) != here.end()) continue;
+    TempDir dir;
+    try {
+      Trainer(tiny_config(dir, {std::string("training.bf16_kernel=") + kernel}), testing::quiet());
+      FAIL() << kernel;
+    } catch (const Error& e) {
+      EXPECT_THAT(e.what(), HasSubstr("[training.bf16_kernel]"));
+      EXPECT_THAT(e.what(), HasSubstr("not available on this host"));
+    }
+    EXPECT_FALSE(std::filesystem::exists(dir / "run")) << "nothing written";
+  }
+}
+
 }  // namespace
 }  // namespace mixprec::train
