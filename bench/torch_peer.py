@@ -6,11 +6,12 @@ Prints one JSON line (tokens/s median and range over the timed steps, peak RSS, 
 A benchmark tool, never a mixprec dependency: run it with a Python that has PyTorch 2.x,
 e.g. a virtual environment made by `python3 -m venv v && v/bin/pip install torch`.
 
-The model is bench_train_step's: GPT-2-style blocks (LayerNorm, fused qkv with biases, exact
-GELU MLP of 4 d), learned positions, tied embeddings, byte vocabulary; or its MoE variant
-(8 experts of the same MLP, softmax router, top-2 renormalised, Switch aux loss 0.01,
-dropless). AdamW (betas 0.9/0.95, weight decay 0.1, PyTorch's fused CPU kernel) with global
-norm clipping at 1.0; random tokens, as the mixprec side uses by default.
+The model is bench_train_step's: GPT-2-style blocks (LayerNorm, fused qkv, exact GELU MLP of
+4 d; linears without biases, as the bench builds config S), learned positions, tied
+embeddings, byte vocabulary; or its MoE variant (8 experts of the same MLP, softmax router,
+top-2 renormalised, Switch aux loss 0.01 on the blocks' mean, dropless). AdamW (betas
+0.9/0.95, weight decay 0.1, PyTorch's fused CPU kernel) with global norm clipping at 1.0;
+random tokens, as the mixprec side uses by default.
 
     v/bin/python bench/torch_peer.py --mode autocast_bf16 --compile --d_model 768 --n_layer 12
 """
@@ -55,8 +56,8 @@ class Attention(nn.Module):
     def __init__(self, d, h):
         super().__init__()
         self.h = h
-        self.qkv = nn.Linear(d, 3 * d)
-        self.proj = nn.Linear(d, d)
+        self.qkv = nn.Linear(d, 3 * d, bias=False)
+        self.proj = nn.Linear(d, d, bias=False)
 
     def forward(self, x):
         B, T, C = x.shape
@@ -68,8 +69,8 @@ class Attention(nn.Module):
 class Mlp(nn.Module):
     def __init__(self, d):
         super().__init__()
-        self.fc = nn.Linear(d, 4 * d)
-        self.out = nn.Linear(4 * d, d)
+        self.fc = nn.Linear(d, 4 * d, bias=False)
+        self.out = nn.Linear(4 * d, d, bias=False)
 
     def forward(self, x):
         return self.out(F.gelu(self.fc(x)))
@@ -139,7 +140,7 @@ class Gpt(nn.Module):
             aux = aux + a
         logits = F.linear(self.ln_f(x), self.wte.weight)  # tied
         ce = F.cross_entropy(logits.reshape(-1, logits.shape[-1]).float(), targets.reshape(-1))
-        return ce + 0.01 * aux if args.moe else ce
+        return ce + 0.01 * aux / args.n_layer if args.moe else ce  # mixprec: the blocks' mean
 
 
 model = Gpt()

@@ -18,7 +18,7 @@ std::vector<FitOption> fit_options(const config::TrainConfig& config, int world_
   std::vector<FitOption> out;
   for (size_t o = 0; o < optimizers.size(); ++o)
     for (const char* mode : kModes)
-      for (int64_t local = rows; local >= 1; local /= 2) {
+      for (int64_t local = rows; local >= 1; --local) {  // every split of the rows
         if (rows % local != 0) continue;
         config::TrainConfig c = config;
         c.optimizer.name = optimizers[o];

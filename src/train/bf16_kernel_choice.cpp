@@ -9,6 +9,7 @@
 #include <fmt/core.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -47,7 +48,10 @@ class CacheLock {
  public:
   explicit CacheLock(const std::string& path) {
     fd_ = ::open((path + ".lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
-    if (fd_ >= 0 && ::flock(fd_, LOCK_EX) != 0) {
+    int rc = -1;
+    while (fd_ >= 0 && (rc = ::flock(fd_, LOCK_EX)) != 0 && errno == EINTR) {
+    }
+    if (fd_ >= 0 && rc != 0) {
       ::close(fd_);
       fd_ = -1;
     }
@@ -68,9 +72,16 @@ nlohmann::json read_cache(const std::string& path) {
   std::error_code ec;
   if (!fs::exists(path, ec)) return nlohmann::json::object();
   const std::string text = io::read_regular_file(path, kMaxCacheBytes, path);
-  nlohmann::json j = nlohmann::json::parse(text, nullptr, false);
-  MIXPREC_CHECK(!j.is_discarded() && j.is_object() && j.value("format", "") == kFormat &&
-                    j.contains("hosts") && j["hosts"].is_object(),
+  // The cache is a few levels deep: deeper nesting is not ours (and copying it would recurse).
+  int depth = 0, deepest = 0;
+  for (const char ch : text) {
+    depth += ch == '[' || ch == '{' ? 1 : ch == ']' || ch == '}' ? -1 : 0;
+    deepest = std::max(deepest, depth);
+  }
+  nlohmann::json j = deepest > 8 ? nlohmann::json() : nlohmann::json::parse(text, nullptr, false);
+  MIXPREC_CHECK(!j.is_discarded() && j.is_object() && j.contains("format") &&
+                    j["format"].is_string() && j["format"] == kFormat && j.contains("hosts") &&
+                    j["hosts"].is_object(),
                 path, std::string("is not a bf16 kernel cache (") + kFormat + ")");
   return j;
 }
@@ -141,6 +152,8 @@ std::string Bf16KernelChoice::describe() const {
     s += "the checkpoint's";
   else if (reason == "only one")
     s += "the only kernel here";
+  else if (reason == "rank 0's choice")
+    s += "rank 0's choice";
   else
     s += reason == "cached" ? "measured earlier" : "measured";
   for (size_t i = 0; i < timings.size(); ++i)
@@ -201,14 +214,18 @@ Bf16KernelChoice choose_bf16_kernel(const std::string& setting,
     c = {setting, "training.bf16_kernel", {}, host};
   } else if (!checkpoint_kernel.empty() && has(here, checkpoint_kernel)) {
     c = {checkpoint_kernel, "checkpoint", {}, host};
-  } else if (here.size() == 1) {
-    c = {here.front(), "only one", {}, host};
   } else {
     if (!checkpoint_kernel.empty())
       warn("the checkpoint's bf16 kernel '" + checkpoint_kernel +
            "' is not available on this host: choosing again (the bits will differ from the run's)");
     const std::string path = bf16_kernel_cache_path();
-    if (path.empty()) {
+    if (here.size() == 1) {
+      c = {here.front(), "only one", {}, host};
+    } else if (path.empty()) {
+      warn(
+          "no cache folder for the bf16 kernel choice (neither MIXPREC_CACHE_DIR, "
+          "XDG_CACHE_HOME nor HOME is set): measured for this run only, a later run may "
+          "choose otherwise (set training.bf16_kernel to keep one)");
       c = measured(host);
     } else {
       std::error_code ec;
@@ -217,8 +234,9 @@ Bf16KernelChoice choose_bf16_kernel(const std::string& setting,
       nlohmann::json cache = nlohmann::json::object();
       try {
         cache = read_cache(path);
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {  // Error, or nlohmann's on a well-formed oddity
         warn(std::string(e.what()) + ": measuring again and replacing it");
+        cache = nlohmann::json::object();
       }
       if (auto hit = cached_entry(cache, host)) {
         c = std::move(*hit);
@@ -250,7 +268,7 @@ bool forget_bf16_kernel_choice(const std::function<void(const std::string&)>& wa
     io::write_file_atomically(
         path, [&](int fd) { io::write_all(fd, text.data(), text.size(), path); }, path);
     return true;
-  } catch (const Error& e) {
+  } catch (const std::exception& e) {
     warn(e.what());
     return false;
   }

@@ -175,7 +175,7 @@ struct Trainer::State {
   ~State() {
     try {
       backend::current().use_bf16_kernel(previous_bf16_kernel, "training.bf16_kernel");
-    } catch (const Error&) {  // it was available when read: nothing to restore otherwise
+    } catch (...) {  // it was available when read: nothing to restore otherwise
     }
   }
 
@@ -420,8 +420,9 @@ void Trainer::State::choose_bf16_kernel() {
   });
   const std::string kernel = dist::text_from(*comm, bf16_kernel.kernel, 0);
   dist::all_or_none(*comm, [&] {
-    if (!leader())
-      backend::current().use_bf16_kernel(kernel, "training.bf16_kernel (rank 0's choice)");
+    if (leader()) return;
+    backend::current().use_bf16_kernel(kernel, "training.bf16_kernel (rank 0's choice)");
+    bf16_kernel = {kernel, "rank 0's choice", {}, ""};
   });
   progress.message("bf16 products: " + bf16_kernel.describe());
 }

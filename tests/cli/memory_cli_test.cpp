@@ -113,7 +113,7 @@ TEST(MemoryCli, FitListsTheCombinationsThatFitAndSuggestsOne) {
   ASSERT_EQ(none.exit_code, 0) << none.err;
   EXPECT_TRUE(contains(none.out, "none fits: the smallest needs")) << none.out;
 
-  for (const char* bad : {"banana", "-3GB", "12XB", "GB", "1e30"}) {
+  for (const char* bad : {"banana", "-3GB", "12XB", "GB", "1e30", "1e-30"}) {
     const RunResult b = run_cli({"memory", "--config", config("llama3_1b.toml"), "--fit", bad});
     EXPECT_EQ(b.exit_code, 2) << bad << "\n" << b.err;
     EXPECT_TRUE(contains(b.err, "--fit")) << b.err;

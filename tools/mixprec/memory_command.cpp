@@ -63,7 +63,8 @@ std::size_t parse_memory_size(const std::string& text) {
   while (!number.empty() && number.back() == ' ') number.pop_back();
   char* end = nullptr;
   const double v = std::strtod(number.c_str(), &end);
-  if (number.empty() || end != number.c_str() + number.size() || !(v > 0) || v * unit > 1e18)
+  if (number.empty() || end != number.c_str() + number.size() || !(v * unit >= 1) ||
+      v * unit > 1e18)
     throw UsageError("--fit '" + text +
                      "': expected a memory size such as 24GiB, 32GB, 512MiB, or 'machine'");
   return static_cast<std::size_t>(v * unit);
@@ -189,6 +190,7 @@ void run_memory(const MemoryArgs& a) {
   }
 
   if (!a.precision.empty()) policy_or_usage_error(a.precision);  // names a bad preset first
+  const std::size_t fit_bytes = a.fit.empty() ? 0 : parse_memory_size(a.fit);
   std::vector<std::string> sets = a.set;
   if (!a.optimizer.empty()) sets.push_back("optimizer.name=" + a.optimizer);
   const config::TrainConfig c = load_config_with(a.config, a.precision, sets);
@@ -217,7 +219,7 @@ void run_memory(const MemoryArgs& a) {
       format_decimal_bytes(rss),
       rank.routed ? dist::kRssAllocatorFactorMoe : dist::kRssAllocatorFactorDense, threads);
   print_weights_line(rank.parameters, w);
-  if (!a.fit.empty()) print_fit(c, w, parse_memory_size(a.fit), threads);
+  if (!a.fit.empty()) print_fit(c, w, fit_bytes, threads);
 }
 
 }  // namespace

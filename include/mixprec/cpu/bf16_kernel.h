@@ -2,7 +2,7 @@
 // tiles, AVX512-BF16 dot products (VDPBF16PS), or both operands widened to f32 for the FMA
 // kernel. Which one is fastest depends on the host, not on the ISA alone: on an Intel Xeon
 // without AMX exposed VDPBF16PS peaked at 173 GFLOP/s against 354 for the f32 FMA, while on
-// AMD Zen 5 it is the other way round. train/bf16_kernel_choice.h times them and chooses.
+// AMD EPYC (Zen 4) it is the other way round. train/bf16_kernel_choice.h times them and chooses.
 // Each kernel's bits are fixed by the shape (gemm.h); they differ between kernels (the native
 // ones treat bf16 subnormal inputs as zero and sum K-pairs their own way).
 #pragma once

@@ -1,6 +1,7 @@
 // Which ways of training a config fit a given memory: the planner (memory_plan.h) walked over
 // the choices that trade memory for speed without changing the model or its precision
-// policy: the optimizer (AdamW, or Adam-mini's one second moment per block), activation
+// policy: the optimizer (AdamW, or Adam-mini's one second moment per block: a different
+// update rule, so a different run), activation
 // checkpointing (none, selective, full) and the rows per forward/backward (gradient
 // accumulation keeps the step's batch). `mixprec memory --fit RAM` prints them.
 #pragma once

@@ -16,7 +16,9 @@ namespace mixprec::train {
 
 struct Bf16KernelChoice {
   std::string kernel;  // the one in use
-  // Why: "training.bf16_kernel", "checkpoint", "measured", "cached", "only one".
+  // Why: "training.bf16_kernel", "checkpoint", "measured", "cached", "only one" (or, on the
+  // other ranks of a job, "rank 0's choice"). The cache is per host, not per thread count:
+  // a choice measured at one thread count is kept at every other.
   std::string reason;
   std::vector<backend::Bf16KernelTiming> timings;  // those that chose it (now, or cached)
   std::string host;                                // the cache's key for this host
