@@ -109,14 +109,19 @@ nlohmann::json gflops_json(const std::vector<backend::Bf16KernelTiming>& timings
   return g;
 }
 
+// The cache's JSON written over `path` atomically (readers see the old or the new file).
+void store_cache(const std::string& path, const nlohmann::json& cache) {
+  const std::string text = cache.dump(2) + "\n";
+  io::write_file_atomically(
+      path, [&](int fd) { io::write_all(fd, text.data(), text.size(), path); }, path);
+}
+
 void write_cache(const std::string& path, nlohmann::json cache, const Bf16KernelChoice& c) {
   cache["format"] = kFormat;
   if (!cache.contains("hosts") || !cache["hosts"].is_object())
     cache["hosts"] = nlohmann::json::object();
   cache["hosts"][c.host] = {{"kernel", c.kernel}, {"gflops", gflops_json(c.timings)}};
-  const std::string text = cache.dump(2) + "\n";
-  io::write_file_atomically(
-      path, [&](int fd) { io::write_all(fd, text.data(), text.size(), path); }, path);
+  store_cache(path, cache);
 }
 
 std::string cpuinfo_field(const std::string& text, const std::string& key) {
@@ -264,9 +269,7 @@ bool forget_bf16_kernel_choice(const std::function<void(const std::string&)>& wa
     const std::string host = bf16_kernel_host();
     if (!cache.contains("hosts") || !cache["hosts"].contains(host)) return false;
     cache["hosts"].erase(host);
-    const std::string text = cache.dump(2) + "\n";
-    io::write_file_atomically(
-        path, [&](int fd) { io::write_all(fd, text.data(), text.size(), path); }, path);
+    store_cache(path, cache);
     return true;
   } catch (const std::exception& e) {
     warn(e.what());

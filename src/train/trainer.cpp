@@ -537,12 +537,10 @@ Trainer::Trainer(config::TrainConfig config, TrainerOptions options)
   dist::all_or_none(*s.comm, [&] {
     check_world_size(s.config, *s.comm);
     set_threads(s.config, *s.comm);  // this machine's cores
-    // A kernel this host lacks is refused before the corpus is read (chosen after resume).
-    if (const std::string& k = s.config.training.bf16_kernel; k != "auto") {
-      const std::string now = backend::current().current_bf16_kernel();
+    // A kernel this host lacks is refused before the corpus is read (the setting is taken
+    // now; ~State puts the previous kernel back).
+    if (const std::string& k = s.config.training.bf16_kernel; k != "auto")
       backend::current().use_bf16_kernel(k, "training.bf16_kernel");
-      backend::current().use_bf16_kernel(now, "training.bf16_kernel");
-    }
   });
   s.open_store();
   s.open_data();  // a missing corpus fails before anything is allocated
