@@ -132,9 +132,12 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
     const auto* b16 = static_cast<const uint16_t*>(bbase);
     const uint16_t* a0 = p.a.trans ? a16 + k0 * p.a.ld + m0 : a16 + m0 * p.a.ld + k0;
     const uint16_t* b0 = p.b.trans ? b16 + n0 * p.b.ld + k0 : b16 + k0 * p.b.ld + n0;
-    const auto product = amx::enabled() ? amx::gemm_bf16 : avx512_bf16_gemm::gemm;
-    product(m1 - m0, n1 - n0, k1 - k0, p.alpha, a0, p.a.ld, p.a.trans, b0, p.b.ld, p.b.trans,
-            first_beta, acc, ldacc);
+    if (amx::enabled())
+      amx::gemm_bf16(m1 - m0, n1 - n0, k1 - k0, p.alpha, a0, p.a.ld, p.a.trans, b0, p.b.ld,
+                     p.b.trans, first_beta, acc, ldacc);
+    else
+      avx512_bf16_gemm::gemm(m1 - m0, n1 - n0, k1 - k0, p.alpha, a0, p.a.ld, p.a.trans, b0, p.b.ld,
+                             p.b.trans, first_beta, acc, ldacc);
     return;
   }
   if (avx512_gemm::enabled()) {
@@ -161,6 +164,33 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
   }
 }
 
+// A bf16 C of bf16 x bf16 on the AVX512-BF16 kernel, not read (beta == 0): the kernel's
+// epilogue adds the bias and rounds in registers (no f32 copy of the tile to fill with the
+// bias, finish and narrow in passes of their own). Same bits as the passes (tests).
+bool fused_bf16_output(const Problem& p) {
+  return p.c.dtype == DType::bf16 && p.a.dtype == DType::bf16 && p.b.dtype == DType::bf16 &&
+         p.beta == 0.0f && p.k > 0 && !amx::enabled() && avx512_bf16_gemm::enabled() &&
+         avx512_bf16_gemm::epilogue_enabled();
+}
+
+void run_fused_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
+  const int64_t mw = m1 - m0, nw = n1 - n0;
+  std::vector<float> bias;
+  if (p.c.row_bias) {
+    bias.resize(static_cast<size_t>(nw));
+    widen_row_f32(p.c.dtype, at(p.c.row_bias, p.c.dtype, n0), bias.data(), static_cast<size_t>(nw));
+  }
+  auto* c16 = static_cast<uint16_t*>(p.c.data) + bi * p.c.batch_stride + m0 * p.c.ld + n0;
+  // The f32 sums wait between K-blocks only (bounded by run_tile's halving).
+  float* acc = p.k > avx512_bf16_gemm::kBlockK ? scratch_floats(2, mw * nw) : nullptr;
+  const avx512_bf16_gemm::Epilogue ep{bias.empty() ? nullptr : bias.data(), c16, p.c.ld};
+  const auto* a16 = static_cast<const uint16_t*>(p.a.data) + bi * p.a.batch_stride;
+  const auto* b16 = static_cast<const uint16_t*>(p.b.data) + bi * p.b.batch_stride;
+  avx512_bf16_gemm::gemm(mw, nw, p.k, p.alpha, p.a.trans ? a16 + m0 : a16 + m0 * p.a.ld, p.a.ld,
+                         p.a.trans, p.b.trans ? b16 + n0 * p.b.ld : b16 + n0, p.b.ld, p.b.trans,
+                         0.0f, acc, nw, &ep);
+}
+
 // One C tile [m0, m1) x [n0, n1) of matrix `bi`, over the whole K.
 void run_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const int64_t mw = m1 - m0, nw = n1 - n0, K = p.k;
@@ -178,6 +208,7 @@ void run_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, 
     }
     return;
   }
+  if (fused_bf16_output(p)) return run_fused_tile(p, bi, m0, m1, n0, n1);
   char* cbase = static_cast<char*>(p.c.data) +
                 bi * p.c.batch_stride * static_cast<int64_t>(dtype_size(p.c.dtype));
   // Accumulator: C itself when f32, else an f32 tile rounded once at the end.

@@ -18,6 +18,11 @@ PathSwitch& path_switch() {
   return s;
 }
 
+PathSwitch& epilogue_switch() {
+  static PathSwitch s("MIXPREC_GEMM_EPILOGUE");
+  return s;
+}
+
 }  // namespace
 
 bool available() {
@@ -35,6 +40,14 @@ void set_enabled(bool enabled) {
 
 bool enabled() {
   return path_switch().on() && available();
+}
+
+void set_epilogue_enabled(bool enabled) {
+  epilogue_switch().set(enabled);
+}
+
+bool epilogue_enabled() {
+  return epilogue_switch().on();
 }
 
 }  // namespace mixprec::cpu::avx512_bf16_gemm
@@ -159,12 +172,73 @@ __m512bh as_bf16_pairs(__m512i v) {
   return reinterpret_cast<__m512bh&>(v);
 }
 
-// c[0:rows, 0:cols] = alpha * (A panel · B panel) + beta * c (beta == 0: c not read).
-void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float* c, int64_t ldc,
-                  float alpha, float beta, int64_t rows, int64_t cols) {
+// bf16 bits of f32 lanes, nearest even; NaN stays a quiet NaN with its top payload (the
+// encoder's bits, vector_storage.h's bf16_round_bits). From bf16 operands a NaN sum carries a
+// bf16 payload, so its low half is zero and the NaN lane never reaches the carry; kept so the
+// bits stay the encoder's whatever C's source.
+__m256i round_to_bf16(__m512 v) {
+  const __m512i b = _mm512_castps_si512(v);
+  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
+  __m512i r =
+      _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)), odd), 16);
+  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF)),
+                                                _mm512_set1_epi32(0x7F800000));
+  r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
+  return _mm512_cvtepi32_epi16(r);
+}
+
+// Where one micro-tile's sums go: c (f32, alpha·s + beta·c), or, when `bias` is set, alpha·s
+// + bias; rounded to bf16 into `out` when that is set, else into c.
+struct TileStore {
+  float* c;
+  int64_t ldc;
+  float alpha, beta;
+  const float* bias;
+  uint16_t* out;
+  int64_t ldout;
+};
+
+void store_tile(const __m512 (&acc)[kMR][2], const TileStore& t, int64_t rows, int64_t cols) {
+  if (t.bias == nullptr && t.out == nullptr) {
+    gemm_panels::store_c_tile(acc, t.c, t.ldc, t.alpha, t.beta, rows, cols);
+    return;
+  }
+  const __m512 va = _mm512_set1_ps(t.alpha), vb = _mm512_set1_ps(t.beta);
+  const __mmask16 m0 = first16(cols), m1 = first16(cols - 16);
+  __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
+  if (t.bias != nullptr) {
+    b0 = _mm512_maskz_loadu_ps(m0, t.bias);
+    b1 = _mm512_maskz_loadu_ps(m1, t.bias + 16);
+  }
+  for (int64_t i = 0; i < rows; ++i) {
+    __m512 r0 = _mm512_mul_ps(va, acc[i][0]), r1 = _mm512_mul_ps(va, acc[i][1]);
+    if (t.bias != nullptr) {
+      r0 = _mm512_add_ps(b0, r0);
+      r1 = _mm512_add_ps(b1, r1);
+    } else if (t.beta != 0.0f) {
+      const float* row = t.c + i * t.ldc;
+      r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), r0);
+      r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), r1);
+    }
+    if (t.out != nullptr) {
+      uint16_t* row = t.out + i * t.ldout;
+      _mm256_mask_storeu_epi16(row, m0, round_to_bf16(r0));
+      _mm256_mask_storeu_epi16(row + 16, m1, round_to_bf16(r1));
+    } else {
+      float* row = t.c + i * t.ldc;
+      _mm512_mask_storeu_ps(row, m0, r0);
+      _mm512_mask_storeu_ps(row + 16, m1, r1);
+    }
+  }
+}
+
+// One micro-tile: the A panel times the B panel, stored as `t` says.
+void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, const TileStore& t,
+                  int64_t rows, int64_t cols) {
   __m512 acc[kMR][2];
   for (int64_t i = 0; i < kMR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  gemm_panels::prefetch_c_tile(c, ldc, rows);
+  if (t.out == nullptr || (t.beta != 0.0f && t.bias == nullptr))  // c written or read
+    gemm_panels::prefetch_c_tile(t.c, t.ldc, rows);
   for (int64_t r = 0; r < pairs; ++r) {
     const __m512bh b0 = as_bf16_pairs(_mm512_load_si512(b));
     const __m512bh b1 = as_bf16_pairs(_mm512_load_si512(b + 16));
@@ -177,14 +251,17 @@ void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, float* c,
     a += kMR;
     b += kNR;
   }
-  gemm_panels::store_c_tile(acc, c, ldc, alpha, beta, rows, cols);
+  store_tile(acc, t, rows, cols);
 }
 
 }  // namespace
 
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64_t lda, bool ta,
-          const uint16_t* b, int64_t ldb, bool tb, float beta, float* acc, int64_t ldacc) {
+          const uint16_t* b, int64_t ldb, bool tb, float beta, float* acc, int64_t ldacc,
+          const Epilogue* epilogue) {
   if (m <= 0 || n <= 0 || k <= 0) return;
+  const Epilogue none{};
+  const Epilogue& ep = epilogue != nullptr ? *epilogue : none;
   const int64_t max_pairs = (std::min(k, kKC) + 1) / 2;
   auto* bp = static_cast<uint32_t*>(gemm_panels::thread_buffer(
       1, sizeof(uint32_t) * max_pairs * round_up(std::min(n, kNC), kNR)));
@@ -195,14 +272,23 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64
     for (int64_t pc = 0; pc < k; pc += kKC) {
       const int64_t kc = std::min(kKC, k - pc), pairs = (kc + 1) / 2;
       pack_b(tb ? b + jc * ldb + pc : b + pc * ldb + jc, ldb, tb, kc, nc, bp);
-      const float block_beta = pc == 0 ? beta : 1.0f;
+      const bool first = pc == 0, last = pc + kc >= k;
       for (int64_t ic = 0; ic < m; ic += kMC) {
         const int64_t mc = std::min(kMC, m - ic);
         pack_a(ta ? a + pc * lda + ic : a + ic * lda + pc, lda, ta, mc, kc, ap);
         for (int64_t jr = 0; jr < nc; jr += kNR)
-          for (int64_t ir = 0; ir < mc; ir += kMR)
-            micro_kernel(pairs, ap + ir * pairs, bp + jr * pairs, acc + (ic + ir) * ldacc + jc + jr,
-                         ldacc, alpha, block_beta, std::min(kMR, mc - ir), std::min(kNR, nc - jr));
+          for (int64_t ir = 0; ir < mc; ir += kMR) {
+            const int64_t i = ic + ir, j = jc + jr;
+            const TileStore t{acc != nullptr ? acc + i * ldacc + j : nullptr,
+                              ldacc,
+                              alpha,
+                              first ? beta : 1.0f,
+                              first && ep.bias != nullptr ? ep.bias + j : nullptr,
+                              last && ep.out != nullptr ? ep.out + i * ep.ldout + j : nullptr,
+                              ep.ldout};
+            micro_kernel(pairs, ap + ir * pairs, bp + jr * pairs, t, std::min(kMR, mc - ir),
+                         std::min(kNR, nc - jr));
+          }
       }
     }
   }

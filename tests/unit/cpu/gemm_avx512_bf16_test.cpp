@@ -4,7 +4,8 @@
 // subnormals flushed) on every layout, with sizes that cut every block short (the 12 x 32
 // micro-tile, KC = 768, MC = 96, NC = 1024, odd K), subnormal and huge inputs; within f32
 // rounding of an f64 triple loop; through cpu::gemm with the path on and off; and the same
-// bits at 1 and 2 threads. Skipped on CPUs without AVX512-BF16.
+// bits at 1 and 2 threads; the epilogue (bias and bf16 rounding in registers) with the bits of
+// the passes it replaces. Skipped on CPUs without AVX512-BF16.
 #include "cpu/gemm_avx512_bf16.h"
 
 #include <gtest/gtest.h>
@@ -198,6 +199,63 @@ TEST(GemmAvx512Bf16, CpuGemmAgreesWithThePathOffAndKeepsBitsAcrossThreads) {
       EXPECT_LT(worst, bound) << p.m << "x" << p.n << "x" << p.k << " " << dtype_name(cd);
       EXPECT_GT(worst, 0.0) << "the switch changed nothing: " << p.m << "x" << p.n;
     }
+}
+
+// Sets the epilogue's switch, restoring it on exit.
+class EpilogueSwitch {
+ public:
+  explicit EpilogueSwitch(bool on) { kernel::set_epilogue_enabled(on); }
+  ~EpilogueSwitch() { kernel::set_epilogue_enabled(saved_); }
+
+ private:
+  bool saved_ = kernel::epilogue_enabled();
+};
+
+TEST(GemmAvx512Bf16, EpilogueGivesTheBitsOfThePassesItReplaces) {
+  if (!kernel::available()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
+  Bf16GemmSwitch path(true);
+  struct Case {
+    int64_t m, n, k, batch;
+    bool ta, tb, bias, extremes;
+    float alpha;
+    int64_t pad;
+  };
+  // One K-block and several (767, 768, 769, 1537, 2400), C split into tiles and not, edges of
+  // the 12 x 32 micro-tile and of the NC block, batches, padded rows, huge / subnormal inputs
+  // (infinite and NaN sums), alpha != 1.
+  const std::vector<Case> cases = {
+      {1, 1, 1, 1, false, false, false, false, 1.0f, 0},
+      {13, 33, 17, 1, false, true, true, true, 1.0f, 3},
+      {97, 31, 769, 1, true, false, true, true, 0.5f, 0},
+      {512, 384, 256, 1, false, true, true, false, 1.0f, 0},
+      {600, 1100, 768, 1, false, true, false, true, 1.0f, 5},
+      {300, 200, 1537, 1, false, false, true, false, -2.0f, 0},
+      {64, 2100, 2400, 1, true, true, true, true, 1.0f, 1},
+      {40, 45, 767, 3, true, false, true, false, 1.0f, 0},
+      {200, 70, 1100, 4, false, true, false, true, 1.0f, 2},
+  };
+  for (const Case& c : cases) {
+    const int64_t ar = c.ta ? c.k : c.m, ac = c.ta ? c.m : c.k;
+    const int64_t br = c.tb ? c.n : c.k, bc = c.tb ? c.k : c.n;
+    const int64_t lda = ac + c.pad, ldb = bc + c.pad, ldc = c.n + c.pad;
+    std::vector<uint16_t> a = random_bf16(c.batch * ar * lda, 7, c.extremes);
+    const std::vector<uint16_t> b = random_bf16(c.batch * br * ldb, 8, c.extremes);
+    if (c.extremes) a[3] = 0x7FC1;  // a NaN with payload
+    const std::vector<uint16_t> bias = random_bf16(c.n, 9, c.extremes);
+    auto run = [&](bool fused) {
+      EpilogueSwitch ep(fused);
+      std::vector<uint16_t> out(size_t(c.batch * c.m * ldc), 0xABCD);  // padding must stay
+      GemmOutput o{DType::bf16, out.data(), ldc, c.m * ldc};
+      if (c.bias) o.row_bias = bias.data();
+      gemm(c.m, c.n, c.k, c.alpha, {DType::bf16, a.data(), lda, c.ta, ar * lda},
+           {DType::bf16, b.data(), ldb, c.tb, br * ldb}, 0.0f, o, c.batch);
+      return out;
+    };
+    const std::vector<uint16_t> passes = run(false), fused = run(true);
+    for (size_t i = 0; i < passes.size(); ++i)
+      ASSERT_EQ(fused[i], passes[i]) << "element " << i << " of m=" << c.m << " n=" << c.n
+                                     << " k=" << c.k << " batch=" << c.batch;
+  }
 }
 
 }  // namespace
