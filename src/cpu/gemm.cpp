@@ -14,9 +14,11 @@
 #include "gemm_amx.h"
 #include "gemm_avx512.h"
 #include "gemm_avx512_bf16.h"
+#include "gemm_epilogue.h"
 #include "mixprec/core/error.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
+#include "path_switch.h"
 
 namespace mixprec::cpu {
 namespace {
@@ -120,9 +122,11 @@ struct Problem {
 };
 
 // acc[mw x nw] (+)= alpha * op(A)[m0:m1, k0:k1] · op(B)[k0:k1, n0:n1] for matrix `bi`; the
-// first K-block uses `first_beta`. Narrow operands are widened one K-block at a time.
+// first K-block uses `first_beta`. Narrow operands are widened one K-block at a time. An
+// epilogue is only for the kernels epilogue_kernel() names.
 void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, int64_t n1,
-                   int64_t k0, int64_t k1, float first_beta, float* acc, int64_t ldacc) {
+                   int64_t k0, int64_t k1, float first_beta, float* acc, int64_t ldacc,
+                   const GemmEpilogue* epilogue = nullptr) {
   const void* abase = at(p.a.data, p.a.dtype, bi * p.a.batch_stride);
   const void* bbase = at(p.b.data, p.b.dtype, bi * p.b.batch_stride);
   if (p.a.dtype == DType::bf16 && p.b.dtype == DType::bf16 &&
@@ -137,7 +141,7 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
                      p.b.trans, first_beta, acc, ldacc);
     else
       avx512_bf16_gemm::gemm(m1 - m0, n1 - n0, k1 - k0, p.alpha, a0, p.a.ld, p.a.trans, b0, p.b.ld,
-                             p.b.trans, first_beta, acc, ldacc);
+                             p.b.trans, first_beta, acc, ldacc, epilogue);
     return;
   }
   if (avx512_gemm::enabled()) {
@@ -147,7 +151,7 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
     avx512_gemm::gemm(m1 - m0, n1 - n0, k1 - k0, p.alpha,
                       {p.a.dtype, at(abase, p.a.dtype, a_off), p.a.ld, p.a.trans},
                       {p.b.dtype, at(bbase, p.b.dtype, b_off), p.b.ld, p.b.trans}, first_beta, acc,
-                      ldacc);
+                      ldacc, epilogue);
     return;
   }
   const bool widen_a = p.a.dtype != DType::f32, widen_b = p.b.dtype != DType::f32;
@@ -164,13 +168,18 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
   }
 }
 
-// A bf16 C of bf16 x bf16 on the AVX512-BF16 kernel, not read (beta == 0): the kernel's
-// epilogue adds the bias and rounds in registers (no f32 copy of the tile to fill with the
-// bias, finish and narrow in passes of their own). Same bits as the passes (tests).
-bool fused_bf16_output(const Problem& p) {
-  return p.c.dtype == DType::bf16 && p.a.dtype == DType::bf16 && p.b.dtype == DType::bf16 &&
-         p.beta == 0.0f && p.k > 0 && !amx::enabled() && avx512_bf16_gemm::enabled() &&
-         avx512_bf16_gemm::epilogue_enabled();
+// A narrow C that is not read (beta == 0), on one of mixprec's AVX-512 kernels (AVX512-BF16,
+// or the f32 one that widens as it packs): the kernel's epilogue adds the bias and rounds in
+// registers, where an f32 tile was filled with the bias, finished and narrowed in passes of
+// their own. Same bits (tests). AMX and OpenBLAS keep the passes.
+bool epilogue_kernel(const Problem& p) {
+  if (!(p.c.dtype == DType::bf16 || p.c.dtype == DType::f16) || p.beta != 0.0f || p.k == 0 ||
+      !gemm_epilogue_enabled())
+    return false;
+  if (p.a.dtype == DType::bf16 && p.b.dtype == DType::bf16 &&
+      (amx::enabled() || avx512_bf16_gemm::enabled()))
+    return !amx::enabled();
+  return avx512_gemm::enabled();
 }
 
 void run_fused_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
@@ -180,15 +189,10 @@ void run_fused_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_
     bias.resize(static_cast<size_t>(nw));
     widen_row_f32(p.c.dtype, at(p.c.row_bias, p.c.dtype, n0), bias.data(), static_cast<size_t>(nw));
   }
-  auto* c16 = static_cast<uint16_t*>(p.c.data) + bi * p.c.batch_stride + m0 * p.c.ld + n0;
-  // The f32 sums wait between K-blocks only (bounded by run_tile's halving).
-  float* acc = p.k > avx512_bf16_gemm::kBlockK ? scratch_floats(2, mw * nw) : nullptr;
-  const avx512_bf16_gemm::Epilogue ep{bias.empty() ? nullptr : bias.data(), c16, p.c.ld};
-  const auto* a16 = static_cast<const uint16_t*>(p.a.data) + bi * p.a.batch_stride;
-  const auto* b16 = static_cast<const uint16_t*>(p.b.data) + bi * p.b.batch_stride;
-  avx512_bf16_gemm::gemm(mw, nw, p.k, p.alpha, p.a.trans ? a16 + m0 : a16 + m0 * p.a.ld, p.a.ld,
-                         p.a.trans, p.b.trans ? b16 + n0 * p.b.ld : b16 + n0, p.b.ld, p.b.trans,
-                         0.0f, acc, nw, &ep);
+  auto* out = static_cast<uint16_t*>(p.c.data) + bi * p.c.batch_stride + m0 * p.c.ld + n0;
+  const GemmEpilogue ep{bias.empty() ? nullptr : bias.data(), out, p.c.dtype == DType::f16, p.c.ld};
+  // The f32 sums wait here between K-blocks (bounded by run_tile's halving).
+  multiply_into(p, bi, m0, m1, n0, n1, 0, p.k, 0.0f, scratch_floats(2, mw * nw), nw, &ep);
 }
 
 // One C tile [m0, m1) x [n0, n1) of matrix `bi`, over the whole K.
@@ -208,7 +212,7 @@ void run_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, 
     }
     return;
   }
-  if (fused_bf16_output(p)) return run_fused_tile(p, bi, m0, m1, n0, n1);
+  if (epilogue_kernel(p)) return run_fused_tile(p, bi, m0, m1, n0, n1);
   char* cbase = static_cast<char*>(p.c.data) +
                 bi * p.c.batch_stride * static_cast<int64_t>(dtype_size(p.c.dtype));
   // Accumulator: C itself when f32, else an f32 tile rounded once at the end.
@@ -329,7 +333,20 @@ void gemm_f64(const Problem& p, int64_t batch, const GemmGrid& grid) {
 
 thread_local bool t_whole_products = false;  // set_whole_products
 
+PathSwitch& epilogue_switch() {
+  static PathSwitch s("MIXPREC_GEMM_EPILOGUE");
+  return s;
+}
+
 }  // namespace
+
+void set_gemm_epilogue_enabled(bool enabled) {
+  epilogue_switch().set(enabled);
+}
+
+bool gemm_epilogue_enabled() {
+  return epilogue_switch().on();
+}
 
 bool set_whole_products(bool whole) {
   const bool saved = t_whole_products;

@@ -165,12 +165,13 @@ void pack_a(const Block& a, int64_t mc, int64_t kc, float* dst) {
   }
 }
 
-// c[0:rows, 0:cols] = alpha * (A panel · B panel) + beta * c (beta == 0: c not read).
-void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t ldc, float alpha,
-                  float beta, int64_t rows, int64_t cols) {
+// One micro-tile: the A panel times the B panel, stored as `t` says.
+void micro_kernel(int64_t kc, const float* a, const float* b, const gemm_panels::TileStore& t,
+                  int64_t rows, int64_t cols) {
   __m512 acc[kMR][2];
   for (int64_t i = 0; i < kMR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
-  gemm_panels::prefetch_c_tile(c, ldc, rows);
+  if (t.out == nullptr || (t.beta != 0.0f && t.bias == nullptr))  // c written or read
+    gemm_panels::prefetch_c_tile(t.c, t.ldc, rows);
   for (int64_t p = 0; p < kc; ++p) {
     const __m512 b0 = _mm512_load_ps(b), b1 = _mm512_load_ps(b + 16);
 #pragma GCC unroll 12
@@ -182,12 +183,12 @@ void micro_kernel(int64_t kc, const float* a, const float* b, float* c, int64_t 
     a += kMR;
     b += kNR;
   }
-  gemm_panels::store_c_tile(acc, c, ldc, alpha, beta, rows, cols);
+  gemm_panels::store_tile(acc, t, rows, cols);
 }
 
 template <DType DA, DType DB>
 void run(int64_t m, int64_t n, int64_t k, float alpha, const Block& a, const Block& b, float beta,
-         float* acc, int64_t ldacc) {
+         float* acc, int64_t ldacc, const GemmEpilogue& ep) {
   auto* bp = static_cast<float*>(
       gemm_panels::thread_buffer(1, sizeof(float) * kKC * round_up(std::min(n, kNC), kNR)));
   auto* ap = static_cast<float*>(
@@ -199,16 +200,19 @@ void run(int64_t m, int64_t n, int64_t k, float alpha, const Block& a, const Blo
       Block bb = b;
       bb.data = element<DB>(b, pc, jc);
       pack_b<DB>(bb, kc, nc, bp);
-      const float block_beta = pc == 0 ? beta : 1.0f;
+      const bool first = pc == 0, last = pc + kc >= k;
       for (int64_t ic = 0; ic < m; ic += kMC) {
         const int64_t mc = std::min(kMC, m - ic);
         Block ab = a;
         ab.data = element<DA>(a, ic, pc);
         pack_a<DA>(ab, mc, kc, ap);
         for (int64_t jr = 0; jr < nc; jr += kNR)
-          for (int64_t ir = 0; ir < mc; ir += kMR)
-            micro_kernel(kc, ap + ir * kc, bp + jr * kc, acc + (ic + ir) * ldacc + jc + jr, ldacc,
-                         alpha, block_beta, std::min(kMR, mc - ir), std::min(kNR, nc - jr));
+          for (int64_t ir = 0; ir < mc; ir += kMR) {
+            const gemm_panels::TileStore t =
+                gemm_panels::tile_store(acc, ldacc, alpha, beta, ep, ic + ir, jc + jr, first, last);
+            micro_kernel(kc, ap + ir * kc, bp + jr * kc, t, std::min(kMR, mc - ir),
+                         std::min(kNR, nc - jr));
+          }
       }
     }
   }
@@ -216,29 +220,30 @@ void run(int64_t m, int64_t n, int64_t k, float alpha, const Block& a, const Blo
 
 template <DType DA>
 void run_with_b(DType db, int64_t m, int64_t n, int64_t k, float alpha, const Block& a,
-                const Block& b, float beta, float* acc, int64_t ldacc) {
+                const Block& b, float beta, float* acc, int64_t ldacc, const GemmEpilogue& ep) {
   switch (db) {
     case DType::bf16:
-      return run<DA, DType::bf16>(m, n, k, alpha, a, b, beta, acc, ldacc);
+      return run<DA, DType::bf16>(m, n, k, alpha, a, b, beta, acc, ldacc, ep);
     case DType::f16:
-      return run<DA, DType::f16>(m, n, k, alpha, a, b, beta, acc, ldacc);
+      return run<DA, DType::f16>(m, n, k, alpha, a, b, beta, acc, ldacc, ep);
     default:
-      return run<DA, DType::f32>(m, n, k, alpha, a, b, beta, acc, ldacc);
+      return run<DA, DType::f32>(m, n, k, alpha, a, b, beta, acc, ldacc, ep);
   }
 }
 
 }  // namespace
 
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, const Block& a, const Block& b, float beta,
-          float* acc, int64_t ldacc) {
+          float* acc, int64_t ldacc, const GemmEpilogue* epilogue) {
   if (m <= 0 || n <= 0 || k <= 0) return;
+  const GemmEpilogue ep = epilogue != nullptr ? *epilogue : GemmEpilogue{};
   switch (a.dtype) {
     case DType::bf16:
-      return run_with_b<DType::bf16>(b.dtype, m, n, k, alpha, a, b, beta, acc, ldacc);
+      return run_with_b<DType::bf16>(b.dtype, m, n, k, alpha, a, b, beta, acc, ldacc, ep);
     case DType::f16:
-      return run_with_b<DType::f16>(b.dtype, m, n, k, alpha, a, b, beta, acc, ldacc);
+      return run_with_b<DType::f16>(b.dtype, m, n, k, alpha, a, b, beta, acc, ldacc, ep);
     default:
-      return run_with_b<DType::f32>(b.dtype, m, n, k, alpha, a, b, beta, acc, ldacc);
+      return run_with_b<DType::f32>(b.dtype, m, n, k, alpha, a, b, beta, acc, ldacc, ep);
   }
 }
 

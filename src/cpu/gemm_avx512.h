@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "gemm_epilogue.h"
 #include "mixprec/numerics/dtype.h"
 
 namespace mixprec::cpu::avx512_gemm {
@@ -34,7 +35,8 @@ struct Block {
 // acc[i * ldacc + j] = alpha * Σ_p op(A)[i][p] · op(B)[p][j] + beta * acc[i * ldacc + j] for
 // i < m, j < n, p < k (beta == 0: acc is not read). Requires available(); k == 0 leaves acc
 // untouched.
+// `epilogue` (gemm_epilogue.h): bias and rounding to a narrow C in the registers.
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, const Block& a, const Block& b, float beta,
-          float* acc, int64_t ldacc);
+          float* acc, int64_t ldacc, const GemmEpilogue* epilogue = nullptr);
 
 }  // namespace mixprec::cpu::avx512_gemm

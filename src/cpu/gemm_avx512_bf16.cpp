@@ -18,11 +18,6 @@ PathSwitch& path_switch() {
   return s;
 }
 
-PathSwitch& epilogue_switch() {
-  static PathSwitch s("MIXPREC_GEMM_EPILOGUE");
-  return s;
-}
-
 }  // namespace
 
 bool available() {
@@ -40,14 +35,6 @@ void set_enabled(bool enabled) {
 
 bool enabled() {
   return path_switch().on() && available();
-}
-
-void set_epilogue_enabled(bool enabled) {
-  epilogue_switch().set(enabled);
-}
-
-bool epilogue_enabled() {
-  return epilogue_switch().on();
 }
 
 }  // namespace mixprec::cpu::avx512_bf16_gemm
@@ -100,9 +87,12 @@ __m512i load_pairs(const uint16_t* p, int64_t count) {
   return _mm512_maskz_loadu_epi16(first32(count), p);
 }
 
+// The packing routines stay out of line (one call per block) so that profiles show them.
+
 // op(B)[0:kc, 0:nc] (b at op(B)[0][0]) as NR-column micro-panels of K-pairs:
 // dst[q][r][c] = op(B)[2r][q·NR + c] | op(B)[2r + 1][q·NR + c] << 16, zeros past kc and nc.
-void pack_b(const uint16_t* b, int64_t ldb, bool tb, int64_t kc, int64_t nc, uint32_t* dst) {
+[[gnu::noinline]] void pack_b(const uint16_t* b, int64_t ldb, bool tb, int64_t kc, int64_t nc,
+                              uint32_t* dst) {
   const int64_t pairs = (kc + 1) / 2;
   if (!tb) {
     // Rows of op(B) are contiguous: two at a time, front to back.
@@ -141,7 +131,8 @@ void pack_b(const uint16_t* b, int64_t ldb, bool tb, int64_t kc, int64_t nc, uin
 
 // op(A)[0:mc, 0:kc] (a at op(A)[0][0]) as MR-row micro-panels of K-pairs:
 // dst[s][r][i] = op(A)[s·MR + i][2r] | op(A)[s·MR + i][2r + 1] << 16, zeros past mc and kc.
-void pack_a(const uint16_t* a, int64_t lda, bool ta, int64_t mc, int64_t kc, uint32_t* dst) {
+[[gnu::noinline]] void pack_a(const uint16_t* a, int64_t lda, bool ta, int64_t mc, int64_t kc,
+                              uint32_t* dst) {
   constexpr __mmask16 kPanel = (1u << kMR) - 1;
   const int64_t pairs = (kc + 1) / 2;
   for (int64_t s = 0; s * kMR < mc; ++s) {
@@ -172,69 +163,9 @@ __m512bh as_bf16_pairs(__m512i v) {
   return reinterpret_cast<__m512bh&>(v);
 }
 
-// bf16 bits of f32 lanes, nearest even; NaN stays a quiet NaN with its top payload (the
-// encoder's bits, vector_storage.h's bf16_round_bits). From bf16 operands a NaN sum carries a
-// bf16 payload, so its low half is zero and the NaN lane never reaches the carry; kept so the
-// bits stay the encoder's whatever C's source.
-__m256i round_to_bf16(__m512 v) {
-  const __m512i b = _mm512_castps_si512(v);
-  const __m512i odd = _mm512_and_si512(_mm512_srli_epi32(b, 16), _mm512_set1_epi32(1));
-  __m512i r =
-      _mm512_srli_epi32(_mm512_add_epi32(_mm512_add_epi32(b, _mm512_set1_epi32(0x7FFF)), odd), 16);
-  const __mmask16 nan = _mm512_cmpgt_epu32_mask(_mm512_and_si512(b, _mm512_set1_epi32(0x7FFFFFFF)),
-                                                _mm512_set1_epi32(0x7F800000));
-  r = _mm512_mask_or_epi32(r, nan, _mm512_srli_epi32(b, 16), _mm512_set1_epi32(0x40));
-  return _mm512_cvtepi32_epi16(r);
-}
-
-// Where one micro-tile's sums go: c (f32, alpha·s + beta·c), or, when `bias` is set, alpha·s
-// + bias; rounded to bf16 into `out` when that is set, else into c.
-struct TileStore {
-  float* c;
-  int64_t ldc;
-  float alpha, beta;
-  const float* bias;
-  uint16_t* out;
-  int64_t ldout;
-};
-
-void store_tile(const __m512 (&acc)[kMR][2], const TileStore& t, int64_t rows, int64_t cols) {
-  if (t.bias == nullptr && t.out == nullptr) {
-    gemm_panels::store_c_tile(acc, t.c, t.ldc, t.alpha, t.beta, rows, cols);
-    return;
-  }
-  const __m512 va = _mm512_set1_ps(t.alpha), vb = _mm512_set1_ps(t.beta);
-  const __mmask16 m0 = first16(cols), m1 = first16(cols - 16);
-  __m512 b0 = _mm512_setzero_ps(), b1 = _mm512_setzero_ps();
-  if (t.bias != nullptr) {
-    b0 = _mm512_maskz_loadu_ps(m0, t.bias);
-    b1 = _mm512_maskz_loadu_ps(m1, t.bias + 16);
-  }
-  for (int64_t i = 0; i < rows; ++i) {
-    __m512 r0 = _mm512_mul_ps(va, acc[i][0]), r1 = _mm512_mul_ps(va, acc[i][1]);
-    if (t.bias != nullptr) {
-      r0 = _mm512_add_ps(b0, r0);
-      r1 = _mm512_add_ps(b1, r1);
-    } else if (t.beta != 0.0f) {
-      const float* row = t.c + i * t.ldc;
-      r0 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m0, row), r0);
-      r1 = _mm512_fmadd_ps(vb, _mm512_maskz_loadu_ps(m1, row + 16), r1);
-    }
-    if (t.out != nullptr) {
-      uint16_t* row = t.out + i * t.ldout;
-      _mm256_mask_storeu_epi16(row, m0, round_to_bf16(r0));
-      _mm256_mask_storeu_epi16(row + 16, m1, round_to_bf16(r1));
-    } else {
-      float* row = t.c + i * t.ldc;
-      _mm512_mask_storeu_ps(row, m0, r0);
-      _mm512_mask_storeu_ps(row + 16, m1, r1);
-    }
-  }
-}
-
 // One micro-tile: the A panel times the B panel, stored as `t` says.
-void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, const TileStore& t,
-                  int64_t rows, int64_t cols) {
+void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b,
+                  const gemm_panels::TileStore& t, int64_t rows, int64_t cols) {
   __m512 acc[kMR][2];
   for (int64_t i = 0; i < kMR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   if (t.out == nullptr || (t.beta != 0.0f && t.bias == nullptr))  // c written or read
@@ -251,17 +182,17 @@ void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b, const Til
     a += kMR;
     b += kNR;
   }
-  store_tile(acc, t, rows, cols);
+  gemm_panels::store_tile(acc, t, rows, cols);
 }
 
 }  // namespace
 
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64_t lda, bool ta,
           const uint16_t* b, int64_t ldb, bool tb, float beta, float* acc, int64_t ldacc,
-          const Epilogue* epilogue) {
+          const GemmEpilogue* epilogue) {
   if (m <= 0 || n <= 0 || k <= 0) return;
-  const Epilogue none{};
-  const Epilogue& ep = epilogue != nullptr ? *epilogue : none;
+  const GemmEpilogue none{};
+  const GemmEpilogue& ep = epilogue != nullptr ? *epilogue : none;
   const int64_t max_pairs = (std::min(k, kKC) + 1) / 2;
   auto* bp = static_cast<uint32_t*>(gemm_panels::thread_buffer(
       1, sizeof(uint32_t) * max_pairs * round_up(std::min(n, kNC), kNR)));
@@ -278,14 +209,8 @@ void gemm(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64
         pack_a(ta ? a + pc * lda + ic : a + ic * lda + pc, lda, ta, mc, kc, ap);
         for (int64_t jr = 0; jr < nc; jr += kNR)
           for (int64_t ir = 0; ir < mc; ir += kMR) {
-            const int64_t i = ic + ir, j = jc + jr;
-            const TileStore t{acc != nullptr ? acc + i * ldacc + j : nullptr,
-                              ldacc,
-                              alpha,
-                              first ? beta : 1.0f,
-                              first && ep.bias != nullptr ? ep.bias + j : nullptr,
-                              last && ep.out != nullptr ? ep.out + i * ep.ldout + j : nullptr,
-                              ep.ldout};
+            const gemm_panels::TileStore t =
+                gemm_panels::tile_store(acc, ldacc, alpha, beta, ep, ic + ir, jc + jr, first, last);
             micro_kernel(pairs, ap + ir * pairs, bp + jr * pairs, t, std::min(kMR, mc - ir),
                          std::min(kNR, nc - jr));
           }

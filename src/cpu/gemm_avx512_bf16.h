@@ -14,6 +14,8 @@
 
 #include <cstdint>
 
+#include "gemm_epilogue.h"
+
 namespace mixprec::cpu::avx512_bf16_gemm {
 
 // K elements per block (the sums restart at each multiple of kBlockK).
@@ -33,23 +35,9 @@ bool enabled();
 // when tb, else b[p * ldb + j]; a and b hold bf16 bits. Requires available(); k == 0 leaves
 // acc untouched.
 //
-// With an epilogue (bf16 C, beta == 0): the first block starts from `bias` (f32 [n], each row;
-// C = alpha·s + bias, one rounding, as when acc held the bias and beta were 1), and the last
-// block's rows are rounded to bf16 (nearest even, NaN kept quiet: narrow_row_f32's bits) and
-// stored at out[i * ldout + j] straight from the registers instead of into acc: no pass
-// over an f32 copy of C. acc is used only between blocks (it may be null when k <= kBlockK).
-struct Epilogue {
-  const float* bias = nullptr;
-  uint16_t* out = nullptr;
-  int64_t ldout = 0;
-};
+// `epilogue` (gemm_epilogue.h): bias and rounding to a narrow C in the registers.
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, const uint16_t* a, int64_t lda, bool ta,
           const uint16_t* b, int64_t ldb, bool tb, float beta, float* acc, int64_t ldacc,
-          const Epilogue* epilogue = nullptr);
-
-// Whether cpu::gemm gives bf16 outputs the epilogue (on unless MIXPREC_GEMM_EPILOGUE=0;
-// benchmarks compare both, tests check they give the same bits). Not while a GEMM runs.
-void set_epilogue_enabled(bool enabled);
-bool epilogue_enabled();
+          const GemmEpilogue* epilogue = nullptr);
 
 }  // namespace mixprec::cpu::avx512_bf16_gemm

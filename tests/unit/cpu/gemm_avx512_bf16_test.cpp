@@ -11,6 +11,8 @@
 #include <gtest/gtest.h>
 
 #include "cpu/gemm_amx.h"
+#include "cpu/gemm_avx512.h"
+#include "cpu/gemm_epilogue.h"
 
 #include <array>
 #include <bit>
@@ -52,21 +54,28 @@ float from_bf16(uint16_t h) {
   return std::bit_cast<float>(static_cast<uint32_t>(h) << 16);
 }
 
-// bf16 bits from a fixed-seed LCG: mostly moderate values, and (when `extremes`) one in 8 a
-// subnormal, one in 16 a huge or tiny normal.
-std::vector<uint16_t> random_bf16(int64_t n, uint64_t seed, bool extremes) {
+// bf16 or f16 bits from a fixed-seed LCG: mostly moderate values (about 2^-7 .. 2^2 in bf16,
+// 2^-5 .. 2^2 in f16), and (when `extremes`) one in 8 a subnormal, one in 16 a huge or tiny
+// normal (bf16's huge ones keep sums of ~1500 products finite: 2^106 each).
+std::vector<uint16_t> random_bits(int64_t n, uint64_t seed, bool extremes, DType t) {
+  const bool f16 = t == DType::f16;
+  const uint32_t mantissa_bits = f16 ? 10 : 7, base = f16 ? 10 : 120, spread = f16 ? 8 : 10;
+  const uint32_t huge = f16 ? 30 : 180, tiny = f16 ? 1 : 3;
   std::vector<uint16_t> v(static_cast<size_t>(n));
   for (uint16_t& x : v) {
     seed = seed * 6364136223846793005ull + 1442695040888963407ull;
     const auto r = static_cast<uint32_t>(seed >> 33);
-    const uint32_t sign = (r & 1u) << 15, mantissa = (r >> 1) & 0x7Fu;
-    uint32_t exponent = 120 + (r >> 8) % 10;           // about 2^-7 .. 2^2
-    if (extremes && (r >> 12) % 8 == 0) exponent = 0;  // subnormal (or 0)
-    // Huge (sums of ~1500 products stay finite: 2^106 each) or tiny.
-    if (extremes && (r >> 12) % 16 == 1) exponent = (r >> 16) % 2 ? 180 : 3;
-    x = static_cast<uint16_t>(sign | exponent << 7 | mantissa);
+    const uint32_t sign = (r & 1u) << 15, mantissa = (r >> 1) & ((1u << mantissa_bits) - 1);
+    uint32_t exponent = base + (r >> 11) % spread;
+    if (extremes && (r >> 14) % 8 == 0) exponent = 0;  // subnormal (or 0)
+    if (extremes && (r >> 14) % 16 == 1) exponent = (r >> 18) % 2 ? huge : tiny;
+    x = static_cast<uint16_t>(sign | exponent << mantissa_bits | mantissa);
   }
   return v;
+}
+
+std::vector<uint16_t> random_bf16(int64_t n, uint64_t seed, bool extremes) {
+  return random_bits(n, seed, extremes, DType::bf16);
 }
 
 struct Layout {
@@ -204,25 +213,32 @@ TEST(GemmAvx512Bf16, CpuGemmAgreesWithThePathOffAndKeepsBitsAcrossThreads) {
 // Sets the epilogue's switch, restoring it on exit.
 class EpilogueSwitch {
  public:
-  explicit EpilogueSwitch(bool on) { kernel::set_epilogue_enabled(on); }
-  ~EpilogueSwitch() { kernel::set_epilogue_enabled(saved_); }
+  explicit EpilogueSwitch(bool on) { set_gemm_epilogue_enabled(on); }
+  ~EpilogueSwitch() { set_gemm_epilogue_enabled(saved_); }
 
  private:
-  bool saved_ = kernel::epilogue_enabled();
+  bool saved_ = gemm_epilogue_enabled();
 };
 
-TEST(GemmAvx512Bf16, EpilogueGivesTheBitsOfThePassesItReplaces) {
-  if (!kernel::available()) GTEST_SKIP() << "no AVX512-BF16 on this CPU";
-  Bf16GemmSwitch path(true);
+TEST(GemmEpilogue, GivesTheBitsOfThePassesItReplacesOnEachKernel) {
+  struct Kernel {
+    bool native;  // AVX512-BF16, else the f32 kernel widening as it packs
+    DType operands, out;
+  };
+  const std::vector<Kernel> kernels = {{true, DType::bf16, DType::bf16},
+                                       {true, DType::bf16, DType::f16},
+                                       {false, DType::bf16, DType::bf16},
+                                       {false, DType::bf16, DType::f16},
+                                       {false, DType::f16, DType::f16}};
   struct Case {
     int64_t m, n, k, batch;
     bool ta, tb, bias, extremes;
     float alpha;
     int64_t pad;
   };
-  // One K-block and several (767, 768, 769, 1537, 2400), C split into tiles and not, edges of
-  // the 12 x 32 micro-tile and of the NC block, batches, padded rows, huge / subnormal inputs
-  // (infinite and NaN sums), alpha != 1.
+  // One K-block and several (767, 768, 769, 1537, 2400: both kernels' block lengths cut), C
+  // split into tiles and not, edges of the 12 x 32 micro-tile and of the NC block, batches,
+  // padded rows, huge / subnormal inputs (infinite and NaN sums), alpha != 1.
   const std::vector<Case> cases = {
       {1, 1, 1, 1, false, false, false, false, 1.0f, 0},
       {13, 33, 17, 1, false, true, true, true, 1.0f, 3},
@@ -234,28 +250,37 @@ TEST(GemmAvx512Bf16, EpilogueGivesTheBitsOfThePassesItReplaces) {
       {40, 45, 767, 3, true, false, true, false, 1.0f, 0},
       {200, 70, 1100, 4, false, true, false, true, 1.0f, 2},
   };
-  for (const Case& c : cases) {
-    const int64_t ar = c.ta ? c.k : c.m, ac = c.ta ? c.m : c.k;
-    const int64_t br = c.tb ? c.n : c.k, bc = c.tb ? c.k : c.n;
-    const int64_t lda = ac + c.pad, ldb = bc + c.pad, ldc = c.n + c.pad;
-    std::vector<uint16_t> a = random_bf16(c.batch * ar * lda, 7, c.extremes);
-    const std::vector<uint16_t> b = random_bf16(c.batch * br * ldb, 8, c.extremes);
-    if (c.extremes) a[3] = 0x7FC1;  // a NaN with payload
-    const std::vector<uint16_t> bias = random_bf16(c.n, 9, c.extremes);
-    auto run = [&](bool fused) {
-      EpilogueSwitch ep(fused);
-      std::vector<uint16_t> out(size_t(c.batch * c.m * ldc), 0xABCD);  // padding must stay
-      GemmOutput o{DType::bf16, out.data(), ldc, c.m * ldc};
-      if (c.bias) o.row_bias = bias.data();
-      gemm(c.m, c.n, c.k, c.alpha, {DType::bf16, a.data(), lda, c.ta, ar * lda},
-           {DType::bf16, b.data(), ldb, c.tb, br * ldb}, 0.0f, o, c.batch);
-      return out;
-    };
-    const std::vector<uint16_t> passes = run(false), fused = run(true);
-    for (size_t i = 0; i < passes.size(); ++i)
-      ASSERT_EQ(fused[i], passes[i]) << "element " << i << " of m=" << c.m << " n=" << c.n
-                                     << " k=" << c.k << " batch=" << c.batch;
+  int ran = 0;
+  for (const Kernel& kern : kernels) {
+    if (kern.native ? !kernel::available() : !avx512_gemm::available()) continue;
+    Bf16GemmSwitch path(kern.native);
+    for (const Case& c : cases) {
+      const int64_t ar = c.ta ? c.k : c.m, ac = c.ta ? c.m : c.k;
+      const int64_t br = c.tb ? c.n : c.k, bc = c.tb ? c.k : c.n;
+      const int64_t lda = ac + c.pad, ldb = bc + c.pad, ldc = c.n + c.pad;
+      std::vector<uint16_t> a = random_bits(c.batch * ar * lda, 7, c.extremes, kern.operands);
+      const std::vector<uint16_t> b = random_bits(c.batch * br * ldb, 8, c.extremes, kern.operands);
+      if (c.extremes) a[3] = kern.operands == DType::f16 ? 0x7E01 : 0x7FC1;  // NaN, payload
+      const std::vector<uint16_t> bias = random_bits(c.n, 9, c.extremes, kern.out);
+      auto run = [&](bool fused) {
+        EpilogueSwitch ep(fused);
+        std::vector<uint16_t> out(size_t(c.batch * c.m * ldc), 0xABCD);  // padding must stay
+        GemmOutput o{kern.out, out.data(), ldc, c.m * ldc};
+        if (c.bias) o.row_bias = bias.data();
+        gemm(c.m, c.n, c.k, c.alpha, {kern.operands, a.data(), lda, c.ta, ar * lda},
+             {kern.operands, b.data(), ldb, c.tb, br * ldb}, 0.0f, o, c.batch);
+        return out;
+      };
+      const std::vector<uint16_t> passes = run(false), fused = run(true);
+      for (size_t i = 0; i < passes.size(); ++i)
+        ASSERT_EQ(fused[i], passes[i])
+            << "element " << i << " of m=" << c.m << " n=" << c.n << " k=" << c.k
+            << " batch=" << c.batch << " native=" << kern.native << " " << dtype_name(kern.operands)
+            << " -> " << dtype_name(kern.out);
+    }
+    ++ran;
   }
+  if (ran == 0) GTEST_SKIP() << "no AVX-512 on this CPU";
 }
 
 }  // namespace
