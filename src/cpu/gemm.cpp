@@ -121,6 +121,19 @@ struct Problem {
   GemmOutput c;
 };
 
+// The kernel that multiplies operands of these dtypes with the current switches: bf16 x bf16
+// on AMX tiles or VDPBF16PS where the CPU has them, else mixprec's f32 kernel that widens as
+// it packs, else OpenBLAS on widened K-blocks.
+enum class Kernel { amx, dot_bf16, own_f32, openblas };
+
+Kernel kernel_for(DType a, DType b) {
+  if (a == DType::bf16 && b == DType::bf16) {
+    if (amx::enabled()) return Kernel::amx;
+    if (avx512_bf16_gemm::enabled()) return Kernel::dot_bf16;
+  }
+  return avx512_gemm::enabled() ? Kernel::own_f32 : Kernel::openblas;
+}
+
 // acc[mw x nw] (+)= alpha * op(A)[m0:m1, k0:k1] · op(B)[k0:k1, n0:n1] for matrix `bi`; the
 // first K-block uses `first_beta`. Narrow operands are widened one K-block at a time. An
 // epilogue is only for the kernels epilogue_kernel() names.
@@ -129,14 +142,14 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
                    const GemmEpilogue* epilogue = nullptr) {
   const void* abase = at(p.a.data, p.a.dtype, bi * p.a.batch_stride);
   const void* bbase = at(p.b.data, p.b.dtype, bi * p.b.batch_stride);
-  if (p.a.dtype == DType::bf16 && p.b.dtype == DType::bf16 &&
-      (amx::enabled() || avx512_bf16_gemm::enabled())) {
+  const Kernel kernel = kernel_for(p.a.dtype, p.b.dtype);
+  if (kernel == Kernel::amx || kernel == Kernel::dot_bf16) {
     // bf16 x bf16 on AMX tiles, else by VDPBF16PS: no widening, f32 sums.
     const auto* a16 = static_cast<const uint16_t*>(abase);
     const auto* b16 = static_cast<const uint16_t*>(bbase);
     const uint16_t* a0 = p.a.trans ? a16 + k0 * p.a.ld + m0 : a16 + m0 * p.a.ld + k0;
     const uint16_t* b0 = p.b.trans ? b16 + n0 * p.b.ld + k0 : b16 + k0 * p.b.ld + n0;
-    if (amx::enabled())
+    if (kernel == Kernel::amx)
       amx::gemm_bf16(m1 - m0, n1 - n0, k1 - k0, p.alpha, a0, p.a.ld, p.a.trans, b0, p.b.ld,
                      p.b.trans, first_beta, acc, ldacc);
     else
@@ -144,7 +157,7 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
                              p.b.trans, first_beta, acc, ldacc, epilogue);
     return;
   }
-  if (avx512_gemm::enabled()) {
+  if (kernel == Kernel::own_f32) {
     // Packing widens narrow operands itself: no separate widening pass.
     const int64_t a_off = p.a.trans ? k0 * p.a.ld + m0 : m0 * p.a.ld + k0;
     const int64_t b_off = p.b.trans ? n0 * p.b.ld + k0 : k0 * p.b.ld + n0;
@@ -168,6 +181,16 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
   }
 }
 
+// Columns [n0, n0 + n) of C's bias in f32 (empty without one).
+std::vector<float> widened_bias(const Problem& p, int64_t n0, int64_t n) {
+  std::vector<float> bias;
+  if (p.c.row_bias) {
+    bias.resize(static_cast<size_t>(n));
+    widen_row_f32(p.c.dtype, at(p.c.row_bias, p.c.dtype, n0), bias.data(), static_cast<size_t>(n));
+  }
+  return bias;
+}
+
 // A narrow C that is not read (beta == 0), on one of mixprec's AVX-512 kernels (AVX512-BF16,
 // or the f32 one that widens as it packs): the kernel's epilogue adds the bias and rounds in
 // registers, where an f32 tile was filled with the bias, finished and narrowed in passes of
@@ -176,19 +199,13 @@ bool epilogue_kernel(const Problem& p) {
   if (!(p.c.dtype == DType::bf16 || p.c.dtype == DType::f16) || p.beta != 0.0f || p.k == 0 ||
       !gemm_epilogue_enabled())
     return false;
-  if (p.a.dtype == DType::bf16 && p.b.dtype == DType::bf16 &&
-      (amx::enabled() || avx512_bf16_gemm::enabled()))
-    return !amx::enabled();
-  return avx512_gemm::enabled();
+  const Kernel kernel = kernel_for(p.a.dtype, p.b.dtype);
+  return kernel == Kernel::dot_bf16 || kernel == Kernel::own_f32;
 }
 
 void run_fused_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, int64_t n1) {
   const int64_t mw = m1 - m0, nw = n1 - n0;
-  std::vector<float> bias;
-  if (p.c.row_bias) {
-    bias.resize(static_cast<size_t>(nw));
-    widen_row_f32(p.c.dtype, at(p.c.row_bias, p.c.dtype, n0), bias.data(), static_cast<size_t>(nw));
-  }
+  const std::vector<float> bias = widened_bias(p, n0, nw);
   auto* out = static_cast<uint16_t*>(p.c.data) + bi * p.c.batch_stride + m0 * p.c.ld + n0;
   const GemmEpilogue ep{bias.empty() ? nullptr : bias.data(), out, p.c.dtype == DType::f16, p.c.ld};
   // The f32 sums wait here between K-blocks (bounded by run_tile's halving).
@@ -231,11 +248,7 @@ void run_tile(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t n0, 
   }
   // The bias in f32: the accumulator starts from it when C is not read (beta == 0), else it
   // is added after the products.
-  std::vector<float> bias;
-  if (p.c.row_bias) {
-    bias.resize(static_cast<size_t>(nw));
-    widen_row_f32(p.c.dtype, at(p.c.row_bias, p.c.dtype, n0), bias.data(), static_cast<size_t>(nw));
-  }
+  const std::vector<float> bias = widened_bias(p, n0, nw);
   const bool bias_first = !bias.empty() && p.beta == 0.0f && K > 0;
   if (bias_first)
     for (int64_t i = 0; i < mw; ++i) std::copy(bias.begin(), bias.end(), acc + i * ldacc);
@@ -262,11 +275,7 @@ void combine_partials(const Problem& p, int64_t bi, const float* parts, int64_t 
                 bi * p.c.batch_stride * static_cast<int64_t>(dtype_size(p.c.dtype));
   const int64_t m = p.m, n = p.n;
   const auto un = static_cast<size_t>(n);
-  std::vector<float> bias;
-  if (p.c.row_bias) {
-    bias.resize(un);
-    widen_row_f32(p.c.dtype, p.c.row_bias, bias.data(), un);
-  }
+  const std::vector<float> bias = widened_bias(p, 0, n);
   parallel_for(m, std::max<int64_t>(1, (1 << 14) / n), [&](int64_t r0, int64_t r1) {
     std::vector<float> row(un), old(p.beta != 0.0f ? un : 0);
     for (int64_t i = r0; i < r1; ++i) {
@@ -355,13 +364,21 @@ bool set_whole_products(bool whole) {
 }
 
 const char* bf16_gemm_path() {
-  if (amx::enabled()) return "amx";
-  if (avx512_bf16_gemm::enabled()) return "avx512-bf16";
-  return avx512_gemm::enabled() ? "avx512 (widened)" : "openblas (widened)";
+  switch (kernel_for(DType::bf16, DType::bf16)) {
+    case Kernel::amx:
+      return "amx";
+    case Kernel::dot_bf16:
+      return "avx512-bf16";
+    case Kernel::own_f32:
+      return "avx512 (widened)";
+    default:
+      return "openblas (widened)";
+  }
 }
 
 bool bf16_gemm_is_native() {
-  return amx::enabled() || avx512_bf16_gemm::enabled();
+  const Kernel kernel = kernel_for(DType::bf16, DType::bf16);
+  return kernel == Kernel::amx || kernel == Kernel::dot_bf16;
 }
 
 GemmGrid gemm_grid(int64_t m, int64_t n, int64_t k, int64_t batch) {

@@ -222,8 +222,10 @@ TEST_F(Bf16KernelChoiceTest, EachKernelGivesTheSameBitsAtOneAndTwoThreads) {
 // A kernel the host lacks is refused before anything is read or written.
 TEST_F(Bf16KernelChoiceTest, AMissingKernelIsRefusedBeforeTheRunStarts) {
   const std::vector<std::string> here = backend::current().bf16_kernels();
+  int missing = 0;
   for (const char* kernel : {"amx", "avx512-bf16"}) {
     if (std::find(here.begin(), here.end(), kernel) != here.end()) continue;
+    ++missing;
     TempDir dir;
     try {
       Trainer(tiny_config(dir, {std::string("training.bf16_kernel=") + kernel}), testing::quiet());
@@ -234,6 +236,7 @@ TEST_F(Bf16KernelChoiceTest, AMissingKernelIsRefusedBeforeTheRunStarts) {
     }
     EXPECT_FALSE(std::filesystem::exists(dir / "run")) << "nothing written";
   }
+  if (missing == 0) GTEST_SKIP() << "this host has every bf16 kernel: none to refuse";
 }
 
 }  // namespace
