@@ -50,8 +50,7 @@ void key_block(const Head<A, E>& h, int64_t c0, int64_t cols, GradRows<A> dq, Gr
   E* pe = native ? scratch<E>(4, kBr * kBc) : reinterpret_cast<E*>(p);
   E* dse = native ? scratch<E>(5, kBr * kBc) : reinterpret_cast<E*>(ds);
   auto operand = [&](const A* src, E* dst, int64_t rows) {
-    if constexpr (native)
-      for (int64_t r = 0; r < rows; ++r) store_row(src + r * kBc, dst + r * kBc, cols);
+    if constexpr (native) store_block(src, dst, rows, cols, kBc);
   };
   const E* kj = h.k.at(c0);  // [cols, Dh]
   const E* vj = h.v.at(c0);  // [cols, Dh]

@@ -57,7 +57,7 @@ void query_block(Rows<E> q, Rows<E> k, Rows<E> v, int64_t r0, int64_t rows, int6
       gemm(rows, dh, cols, 1.0f, {ad, s, kBc}, {ad, v.at(c0), v.ld}, 1.0f, {ad, o, dh});
     } else {
       E* p = scratch<E>(7, kBr * kBc);  // P rounded for the product [rows, kBc]
-      for (int64_t r = 0; r < rows; ++r) store_row(s + r * kBc, p + r * kBc, cols);
+      store_block(s, p, rows, cols, kBc);
       gemm(rows, dh, cols, 1.0f, {ed, p, kBc}, {ed, v.at(c0), v.ld}, 1.0f, {ad, o, dh});
     }
   }

@@ -136,6 +136,14 @@ void store_rows(const acc_t<T>* src, T* dst, int64_t rows, int64_t dh, int64_t l
   for (int64_t r = 0; r < rows; ++r) store_row(src + r * dh, dst + r * ld, dh);
 }
 
+// `rows` rows of `cols` elements, `ld` apart in both src and dst, rounded once: whole rows
+// in one call (a bf16 P or dS block is rounded per block, not per 128-element row).
+template <class T>
+void store_block(const acc_t<T>* src, T* dst, int64_t rows, int64_t cols, int64_t ld) {
+  if (cols == ld) return store_row(src, dst, rows * cols);
+  for (int64_t r = 0; r < rows; ++r) store_row(src + r * ld, dst + r * ld, cols);
+}
+
 }  // namespace attention_detail
 
 }  // namespace mixprec::cpu
