@@ -50,7 +50,7 @@ void key_block(const Head<A, E>& h, int64_t c0, int64_t cols, GradRows<A> dq, Gr
   E* pe = native ? scratch<E>(4, kBr * kBc) : reinterpret_cast<E*>(p);
   E* dse = native ? scratch<E>(5, kBr * kBc) : reinterpret_cast<E*>(ds);
   auto operand = [&](const A* src, E* dst, int64_t rows) {
-    if constexpr (native) store_block(src, dst, rows, cols, kBc);
+    if constexpr (native) store_rows(src, kBc, dst, kBc, rows, cols);
   };
   const E* kj = h.k.at(c0);  // [cols, Dh]
   const E* vj = h.v.at(c0);  // [cols, Dh]
@@ -155,11 +155,11 @@ void backward(const T* q, const T* k, const T* v, const O* out, const acc_t<T>* 
         if (!native)
           key_blocks(Head<A, A>{widened(q + lay.q.start(hi), t, dh, lay.q.row, 0), kw, vw, dout_acc,
                                 lse + hi * t, d, t, dh, causal, scale});
-        if constexpr (!in_place) store_rows(dq_acc.p, dq_h, t, dh, lay.dq.row);
+        if constexpr (!in_place) store_rows(dq_acc.p, dh, dq_h, lay.dq.row, t, dh);
       }
       if constexpr (!in_place) {
-        store_rows(dk_acc.p, dk_h, t, dh, lay.dk.row);
-        store_rows(dv_acc.p, dv_h, t, dh, lay.dv.row);
+        store_rows(dk_acc.p, dh, dk_h, lay.dk.row, t, dh);
+        store_rows(dv_acc.p, dh, dv_h, lay.dv.row, t, dh);
       }
     }
   });

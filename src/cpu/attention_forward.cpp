@@ -57,7 +57,7 @@ void query_block(Rows<E> q, Rows<E> k, Rows<E> v, int64_t r0, int64_t rows, int6
       gemm(rows, dh, cols, 1.0f, {ad, s, kBc}, {ad, v.at(c0), v.ld}, 1.0f, {ad, o, dh});
     } else {
       E* p = scratch<E>(7, kBr * kBc);  // P rounded for the product [rows, kBc]
-      store_block(s, p, rows, cols, kBc);
+      store_rows(s, kBc, p, kBc, rows, cols);
       gemm(rows, dh, cols, 1.0f, {ed, p, kBc}, {ed, v.at(c0), v.ld}, 1.0f, {ad, o, dh});
     }
   }
@@ -66,7 +66,7 @@ void query_block(Rows<E> q, Rows<E> k, Rows<E> v, int64_t r0, int64_t rows, int6
     for (int64_t d = 0; d < dh; ++d) orow[d] /= l[r];
     lse[r] = m[r] + std::log(l[r]);
   }
-  store_rows(o, out, rows, dh, out_ld);
+  store_rows(o, dh, out, out_ld, rows, dh);
   if (out_acc) std::copy(o, o + rows * dh, out_acc);
 }
 

@@ -129,19 +129,14 @@ Rows<acc_t<S>> widened(const S* src, int64_t rows, int64_t dh, int64_t ld, int s
   }
 }
 
-// Stores `rows` rows of `dh` elements from src (dh apart) to dst (ld apart), rounded once.
+// Stores `rows` rows of `cols` elements from src (src_ld apart) to dst (dst_ld apart), rounded
+// once: in one call when both are contiguous (a P or dS block, a head's output), so a block is
+// not rounded one short row per call.
 template <class T>
-void store_rows(const acc_t<T>* src, T* dst, int64_t rows, int64_t dh, int64_t ld) {
-  if (ld == dh) return store_row(src, dst, rows * dh);
-  for (int64_t r = 0; r < rows; ++r) store_row(src + r * dh, dst + r * ld, dh);
-}
-
-// `rows` rows of `cols` elements, `ld` apart in both src and dst, rounded once: whole rows
-// in one call (a bf16 P or dS block is rounded per block, not per 128-element row).
-template <class T>
-void store_block(const acc_t<T>* src, T* dst, int64_t rows, int64_t cols, int64_t ld) {
-  if (cols == ld) return store_row(src, dst, rows * cols);
-  for (int64_t r = 0; r < rows; ++r) store_row(src + r * ld, dst + r * ld, cols);
+void store_rows(const acc_t<T>* src, int64_t src_ld, T* dst, int64_t dst_ld, int64_t rows,
+                int64_t cols) {
+  if (src_ld == cols && dst_ld == cols) return store_row(src, dst, rows * cols);
+  for (int64_t r = 0; r < rows; ++r) store_row(src + r * src_ld, dst + r * dst_ld, cols);
 }
 
 }  // namespace attention_detail
