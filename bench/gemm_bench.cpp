@@ -66,6 +66,12 @@ std::vector<Shape3> shapes(bool quick) {
     if (quick) break;
   }
   if (!quick) {
+    // GPT-2-small's tied output layer at T 256 x 8 (2048 tokens, vocabulary 50257): logits,
+    // their dX (K = 50257, split over K) and the embedding's dW.
+    const int64_t tokens = 2048, width = 768, vocab = 50257;
+    s.push_back({"lm_head fwd", tokens, vocab, width, false, true});
+    s.push_back({"lm_head dX", tokens, width, vocab, false, false});
+    s.push_back({"lm_head dW", vocab, width, tokens, true, false});
     // One expert of the MoE config S (d 256, d_ff 1024, 2048 tokens, 8 experts, top-2): about
     // 512 rows each; up/down projections, their dX and dW.
     const int64_t rows = 512, d = 256, ff = 1024;
