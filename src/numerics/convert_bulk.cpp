@@ -148,9 +148,8 @@ void widen_row_f32(DType src_dtype, const void* src, float* dst, std::size_t n) 
   const std::size_t done = cpu_has_avx512f()     ? kernels::avx512_widen_f32(f, src, dst, n)
                            : cpu_has_avx2_f16c() ? kernels::avx2_widen_f32(f, src, dst, n)
                                                  : 0;
-  if (done < n)  // the vector kernels leave a tail of under 16 (hot rows are whole vectors)
-    kernels::scalar_widen_f32(f, static_cast<const char*>(src) + done * dtype_size(src_dtype),
-                              dst + done, n - done);
+  kernels::scalar_widen_f32(f, static_cast<const char*>(src) + done * dtype_size(src_dtype),
+                            dst + done, n - done);
 }
 
 void narrow_row_f32(const float* src, DType dst_dtype, void* dst, std::size_t n) {
@@ -164,9 +163,8 @@ void narrow_row_f32(const float* src, DType dst_dtype, void* dst, std::size_t n)
   const std::size_t done = cpu_has_avx512f() ? kernels::avx512_narrow_f32_nearest(f, src, dst, n)
                            : cpu_has_avx2_f16c() ? kernels::avx2_narrow_f32(f, src, dst, n, opts, 0)
                                                  : 0;
-  if (done < n)
-    kernels::scalar_narrow_f32(f, src + done, static_cast<char*>(dst) + done * out_size, n - done,
-                               opts, done);
+  kernels::scalar_narrow_f32(f, src + done, static_cast<char*>(dst) + done * out_size, n - done,
+                             opts, done);
 }
 
 }  // namespace mixprec
