@@ -1,6 +1,6 @@
 // GEMM: a fixed grid over OpenMP (C tiles, or K-ranges of whole matrices), each piece run
-// single-threaded by AMX or AVX512-BF16 (bf16 x bf16), mixprec's AVX-512 block product, or
-// OpenBLAS with narrow operands widened in K-blocks. See gemm.h for the contract.
+// single-threaded by AMX or AVX512-BF16 (bf16 x bf16), mixprec's own block product (AVX-512
+// or AVX2), or OpenBLAS with narrow operands widened in K-blocks. See gemm.h for the contract.
 #include "mixprec/cpu/gemm.h"
 
 #include <cblas.h>
@@ -12,9 +12,9 @@
 #include <vector>
 
 #include "gemm_amx.h"
-#include "gemm_avx512.h"
 #include "gemm_avx512_bf16.h"
 #include "gemm_epilogue.h"
+#include "gemm_own.h"
 #include "mixprec/core/error.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/numerics/convert.h"
@@ -131,7 +131,7 @@ Kernel kernel_for(DType a, DType b) {
     if (amx::enabled()) return Kernel::amx;
     if (avx512_bf16_gemm::enabled()) return Kernel::dot_bf16;
   }
-  return avx512_gemm::enabled() ? Kernel::own_f32 : Kernel::openblas;
+  return own_gemm::enabled() ? Kernel::own_f32 : Kernel::openblas;
 }
 
 // acc[mw x nw] (+)= alpha * op(A)[m0:m1, k0:k1] · op(B)[k0:k1, n0:n1] for matrix `bi`; the
@@ -161,10 +161,10 @@ void multiply_into(const Problem& p, int64_t bi, int64_t m0, int64_t m1, int64_t
     // Packing widens narrow operands itself: no separate widening pass.
     const int64_t a_off = p.a.trans ? k0 * p.a.ld + m0 : m0 * p.a.ld + k0;
     const int64_t b_off = p.b.trans ? n0 * p.b.ld + k0 : k0 * p.b.ld + n0;
-    avx512_gemm::gemm(m1 - m0, n1 - n0, k1 - k0, p.alpha,
-                      {p.a.dtype, at(abase, p.a.dtype, a_off), p.a.ld, p.a.trans},
-                      {p.b.dtype, at(bbase, p.b.dtype, b_off), p.b.ld, p.b.trans}, first_beta, acc,
-                      ldacc, epilogue);
+    own_gemm::gemm(m1 - m0, n1 - n0, k1 - k0, p.alpha,
+                   {p.a.dtype, at(abase, p.a.dtype, a_off), p.a.ld, p.a.trans},
+                   {p.b.dtype, at(bbase, p.b.dtype, b_off), p.b.ld, p.b.trans}, first_beta, acc,
+                   ldacc, epilogue);
     return;
   }
   const bool widen_a = p.a.dtype != DType::f32, widen_b = p.b.dtype != DType::f32;
@@ -191,10 +191,10 @@ std::vector<float> widened_bias(const Problem& p, int64_t n0, int64_t n) {
   return bias;
 }
 
-// A narrow C that is not read (beta == 0), on one of mixprec's AVX-512 kernels (AVX512-BF16,
-// or the f32 one that widens as it packs): the kernel's epilogue adds the bias and rounds in
-// registers, where an f32 tile was filled with the bias, finished and narrowed in passes of
-// their own. Same bits (tests). AMX and OpenBLAS keep the passes.
+// A narrow C that is not read (beta == 0), on one of mixprec's own kernels (AVX512-BF16, or
+// the f32 one that widens as it packs, AVX-512 or AVX2): the kernel's epilogue adds the bias and
+// rounds in registers, where an f32 tile was filled with the bias, finished and narrowed in passes
+// of their own. Same bits (tests). AMX and OpenBLAS keep the passes.
 bool epilogue_kernel(const Problem& p) {
   if (!(p.c.dtype == DType::bf16 || p.c.dtype == DType::f16) || p.beta != 0.0f || p.k == 0 ||
       !gemm_epilogue_enabled())
@@ -370,7 +370,7 @@ const char* bf16_gemm_path() {
     case Kernel::dot_bf16:
       return "avx512-bf16";
     case Kernel::own_f32:
-      return "avx512 (widened)";
+      return own_gemm::build() == own_gemm::Build::avx2 ? "avx2 (widened)" : "avx512 (widened)";
     default:
       return "openblas (widened)";
   }

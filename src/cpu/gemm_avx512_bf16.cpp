@@ -51,7 +51,7 @@ bool enabled() {
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #endif
 
-#include "gemm_panels.h"
+#include "gemm_tile_avx512.h"
 #include "transpose16.h"
 
 namespace mixprec::cpu::avx512_bf16_gemm {

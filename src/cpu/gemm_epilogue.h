@@ -1,4 +1,4 @@
-// What mixprec's AVX-512 block products (gemm_avx512.h, gemm_avx512_bf16.h) do with a narrow C
+// What mixprec's own block products (gemm_own.h, gemm_avx512_bf16.h) do with a narrow C
 // that is not read (beta == 0): the first K-block starts from the bias (f32 [n], every row:
 // C = alpha·s + bias, one rounding, as when the f32 tile held the bias and beta were 1), and
 // the last K-block's rows are rounded to bf16 or f16 (nearest even; NaN kept quiet with its

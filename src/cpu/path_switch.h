@@ -1,4 +1,4 @@
-// The on/off switch of an optional kernel path (AMX tiles, the own AVX-512 GEMM): on unless
+// The on/off switch of an optional kernel path (AMX tiles, the own GEMM): on unless
 // its environment variable is "0" (comparisons with the portable path, machines where the
 // path misbehaves); tests flip it with set(). Read on first use, so no static-initialisation
 // order can see it unset.

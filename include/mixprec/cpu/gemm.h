@@ -4,10 +4,11 @@
 // those (all three f64 for checking). Work is split over mixprec's own OpenMP threads by a
 // grid that depends on the shape only, so the bits never depend on the thread count: C
 // tiles, or, when K dwarfs m and n, K-ranges of the whole matrices whose f32 partials are
-// summed in a fixed order. Each piece runs single-threaded: on CPUs with AVX-512, mixprec's
-// own block product (src/cpu/gemm_avx512.h), whose packing widens bf16 / f16 operands as it
-// copies them; elsewhere (or with MIXPREC_OWN_GEMM=0) OpenBLAS sgemm, with narrow operands
-// widened to f32 in cache-sized K-blocks right before the sgemm that reads them. A narrow C
+// summed in a fixed order. Each piece runs single-threaded: on CPUs with AVX-512 or AVX2,
+// mixprec's own block product (src/cpu/gemm_own.h; both builds give the same bits), whose
+// packing widens bf16 / f16 operands as it copies them; elsewhere (or with MIXPREC_OWN_GEMM=0)
+// OpenBLAS sgemm, with narrow operands widened to f32 in cache-sized K-blocks right before the
+// sgemm that reads them. A narrow C
 // is accumulated in f32 (a bounded tile, or the partials) and rounded once (nearest even).
 // bf16 x bf16 tiles run on AMX-BF16 instead when the CPU has it (src/cpu/gemm_amx.h; off with
 // MIXPREC_AMX=0), else on AVX512-BF16 dot products when it has those (AMD Zen 4/5;
@@ -28,7 +29,8 @@ using backend::GemmOperand;
 using backend::GemmOutput;
 
 // Which kernel runs bf16 x bf16 products on this CPU with the current switches: "amx",
-// "avx512-bf16", "avx512 (widened)" or "openblas (widened)". For benchmark tables.
+// "avx512-bf16", "avx512 (widened)", "avx2 (widened)" or "openblas (widened)". For benchmark
+// tables.
 const char* bf16_gemm_path();
 // True when that kernel multiplies bf16 natively ("amx" or "avx512-bf16").
 bool bf16_gemm_is_native();

@@ -10,10 +10,10 @@
 #include <string>
 #include <vector>
 
+#include "cpu/gemm_own.h"
 #include "mixprec/amp/compute_scope.h"
 #include "mixprec/backend/backend.h"
 #include "mixprec/core/checksum.h"
-#include "mixprec/cpu/gemm.h"
 #include "mixprec/models/transformer/transformer.h"
 #include "mixprec/optim/adamw.h"
 #include "unit/models/models_testing.h"
@@ -113,12 +113,17 @@ TEST(MoeSkipLayoutBits, ReferenceBackendMatchesTheValuesBeforeStackedExperts) {
                     "reference, case " + std::to_string(r.which) + ", " + r.precision);
 }
 
-// Recorded on an AMD EPYC (Zen 3, AVX2: "openblas (widened)"); each GEMM kernel sums in its own
-// order, so another path has other bits (and is skipped).
+// Recorded on an AMD EPYC (Zen 3, AVX2) on the OpenBLAS path, which sums in the order of
+// OpenBLAS's AVX2 kernels: run on that path (mixprec's own GEMM off) on CPUs whose widest
+// vectors are AVX2; others have other bits (and are skipped).
 TEST(MoeSkipLayoutBits, CpuBackendMatchesTheValuesBeforeStackedExperts) {
-  const std::string path = cpu::bf16_gemm_path();
-  if (path != "openblas (widened)")
-    GTEST_SKIP() << "values recorded on another GEMM path, not " << path;
+  if (cpu::own_gemm::best_build() != cpu::own_gemm::Build::avx2)
+    GTEST_SKIP() << "values recorded with OpenBLAS's AVX2 kernels; this CPU's widest build is "
+                 << cpu::own_gemm::build_name(cpu::own_gemm::best_build());
+  struct OpenBlasPath {
+    OpenBlasPath() { cpu::own_gemm::set_enabled(false); }
+    ~OpenBlasPath() { cpu::own_gemm::set_enabled(true); }
+  } openblas;
 #if defined(__SANITIZE_ADDRESS__)
   // The sanitizer build compiles our kernels at -O1, which vectorises (and so rounds) the
   // optimiser's and the norms' loops differently from the -O3 build the values come from.

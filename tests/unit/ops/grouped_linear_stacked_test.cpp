@@ -11,7 +11,7 @@
 #include <string>
 #include <vector>
 
-#include "cpu/gemm_avx512.h"
+#include "cpu/gemm_own.h"
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/autograd/node.h"
@@ -216,18 +216,18 @@ TEST(GroupedLinearStacked, Bf16AutocastGivesF32MasterGradients) {
   expect_same(run_stacked(c), run_vector(c), "bf16 autocast, experts.3 in f32");
 }
 
-// The AVX-512 block product on or off (the OpenBLAS path) for a scope.
+// mixprec's own block product on or off (the OpenBLAS path) for a scope.
 struct GemmPath {
-  explicit GemmPath(bool own) { cpu::avx512_gemm::set_enabled(own); }
-  ~GemmPath() { cpu::avx512_gemm::set_enabled(true); }
+  explicit GemmPath(bool own) { cpu::own_gemm::set_enabled(own); }
+  ~GemmPath() { cpu::own_gemm::set_enabled(true); }
 };
 
 TEST(GroupedLinearStacked, SameBitsAtOneAndTwoThreadsOnEveryGemmPath) {
-  for (bool own_gemm : {true, false}) {
-    const GemmPath path(own_gemm);
+  for (bool own : {true, false}) {
+    const GemmPath path(own);
     for (DType dt : {DType::f32, DType::bf16}) {
       Case c = make_case(dt, true, kRows, 4);
-      const std::string what = std::string(dtype_name(dt)) + (own_gemm ? "" : " OpenBLAS path");
+      const std::string what = std::string(dtype_name(dt)) + (own ? "" : " OpenBLAS path");
       const Result one = with_threads(1, [&] { return run_stacked(c); });
       const Result two = with_threads(2, [&] { return run_stacked(c); });
       expect_same(one, with_threads(1, [&] { return run_vector(c); }), what + ", 1 thread");

@@ -1,10 +1,10 @@
 // grouped_linear against one linear per group: the same values and gradients bit for bit on
-// the AVX-512 / AMX GEMM (to rounding where f32 goes to OpenBLAS) (dtypes, autocast with per-group
-// scopes, matmul precisions, biases, empty and one-row groups), the same bits at any thread count
-// on every GEMM path, and errors that name the op.
+// mixprec's own and the AMX GEMM (to rounding on the OpenBLAS path) (dtypes, autocast with
+// per-group scopes, matmul precisions, biases, empty and one-row groups), the same bits at any
+// thread count on every GEMM path, and errors that name the op.
 #include "mixprec/ops/grouped_linear.h"
 
-#include "cpu/gemm_avx512.h"
+#include "cpu/gemm_own.h"
 #include "ops/work_spread.h"
 
 #include <gtest/gtest.h>
@@ -25,10 +25,10 @@ namespace {
 
 using namespace testing;  // mixprec::testing, the op-test support
 
-// The AVX-512 block product on or off (the OpenBLAS path) for a scope.
+// mixprec's own block product on or off (the OpenBLAS path) for a scope.
 struct GemmPath {
-  explicit GemmPath(bool own) { cpu::avx512_gemm::set_enabled(own); }
-  ~GemmPath() { cpu::avx512_gemm::set_enabled(true); }
+  explicit GemmPath(bool own) { cpu::own_gemm::set_enabled(own); }
+  ~GemmPath() { cpu::own_gemm::set_enabled(true); }
 };
 
 struct Case {
@@ -103,13 +103,12 @@ void expect_same_bits(const std::vector<Tensor>& a, const std::vector<Tensor>& b
 
 // grouped (a) against one linear per group (b), for operands of dtype `dt`: bit for bit on
 // mixprec's own GEMM, whose sums over K run in KC blocks in order however a product is split.
-// A host without AVX-512 multiplies with OpenBLAS, which sums a product split into K ranges
-// in another order than the whole one: there they agree to a unit in the last place of `dt`
+// The OpenBLAS path (MIXPREC_OWN_GEMM=0, or a CPU without AVX2) sums a product split into K
+// ranges in another order than the whole one: there they agree to a unit in the last place of `dt`
 // (f32 sums of 4096 products for f32).
 void expect_same_as_per_group(const std::vector<Tensor>& a, const std::vector<Tensor>& b,
                               const std::string& what, DType dt) {
-  if (cpu::avx512_gemm::available() && cpu::avx512_gemm::enabled())
-    return expect_same_bits(a, b, what);
+  if (cpu::own_gemm::enabled()) return expect_same_bits(a, b, what);
   ASSERT_EQ(a.size(), b.size()) << what;
   const double tol = dt == DType::bf16  ? 0x1p-7
                      : dt == DType::f16 ? 0x1p-9
@@ -150,7 +149,7 @@ TEST(GroupedLinear, AutocastLooksUpEachGroupsScope) {
 }
 
 TEST(GroupedLinear, SameBitsAtAnyThreadCountOnEveryGemmPath) {
-  // bf16: the native bf16 products (where the CPU has them), our AVX-512 kernel widened, and
+  // bf16: the native bf16 products (where the CPU has them), our own kernel widened, and
   // OpenBLAS widened.
   for (int path_index : {0, 1, 2}) {
     std::optional<testing::WidenedBf16Products> widened;
