@@ -61,8 +61,12 @@ void set_enabled(bool enabled) {
   path_switch().set(enabled);
 }
 
+bool switched_on() {
+  return path_switch().on();
+}
+
 bool enabled() {
-  return path_switch().on() && build() != Build::none;
+  return switched_on() && build() != Build::none;
 }
 
 void gemm(int64_t m, int64_t n, int64_t k, float alpha, const Block& a, const Block& b, float beta,

@@ -34,6 +34,7 @@ const char* build_name(Build b);
 // GEMM runs.
 void set_enabled(bool enabled);
 bool enabled();
+bool switched_on();  // the switch alone, whatever the CPU (for restoring it)
 
 // One operand block: element (r, c) of op(X) is data[c * ld + r] when trans, else
 // data[r * ld + c], stored as dtype (f32, bf16 or f16).

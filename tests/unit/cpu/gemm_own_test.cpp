@@ -18,17 +18,12 @@
 #include "mixprec/numerics/convert.h"
 #include "mixprec/tensor/tensor.h"
 #include "support/bf16_products.h"
+#include "support/own_gemm_path.h"
 
 namespace mixprec::cpu {
 namespace {
 
 using own_gemm::Build;
-
-// Restores the switch on scope exit.
-struct OwnGemmSwitch {
-  explicit OwnGemmSwitch(bool on) { own_gemm::set_enabled(on); }
-  ~OwnGemmSwitch() { own_gemm::set_enabled(true); }
-};
 
 // Runs one build for a scope, then the widest again.
 struct BuildSwitch {
@@ -243,7 +238,7 @@ TEST(GemmOwn, AgreesExactlyWithTheOpenBlasPathWhenSumsAreExact) {
           const Tensor bias = small_ints({n}, -8, 8, 3, DType::f32);
           std::vector<Tensor> out;
           for (bool own : {true, false}) {
-            OwnGemmSwitch sw(own);
+            const testing::OwnGemmPath path(own);
             Tensor C = Tensor::full({m, n}, 2.0, DType::f32);
             gemm(m, n, k, 1.0f, {dt, A.raw_data(), ta ? m : k, ta},
                  {dt, B.raw_data(), tb ? k : n, tb}, 1.0f,

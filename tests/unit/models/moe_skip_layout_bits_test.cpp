@@ -16,6 +16,7 @@
 #include "mixprec/core/checksum.h"
 #include "mixprec/models/transformer/transformer.h"
 #include "mixprec/optim/adamw.h"
+#include "support/own_gemm_path.h"
 #include "unit/models/models_testing.h"
 
 namespace mixprec::models {
@@ -120,10 +121,7 @@ TEST(MoeSkipLayoutBits, CpuBackendMatchesTheValuesBeforeStackedExperts) {
   if (cpu::own_gemm::best_build() != cpu::own_gemm::Build::avx2)
     GTEST_SKIP() << "values recorded with OpenBLAS's AVX2 kernels; this CPU's widest build is "
                  << cpu::own_gemm::build_name(cpu::own_gemm::best_build());
-  struct OpenBlasPath {
-    OpenBlasPath() { cpu::own_gemm::set_enabled(false); }
-    ~OpenBlasPath() { cpu::own_gemm::set_enabled(true); }
-  } openblas;
+  const mixprec::testing::OwnGemmPath openblas(false);
 #if defined(__SANITIZE_ADDRESS__)
   // The sanitizer build compiles our kernels at -O1, which vectorises (and so rounds) the
   // optimiser's and the norms' loops differently from the -O3 build the values come from.

@@ -11,13 +11,13 @@
 #include <string>
 #include <vector>
 
-#include "cpu/gemm_own.h"
 #include "mixprec/amp/autocast.h"
 #include "mixprec/amp/policy.h"
 #include "mixprec/autograd/node.h"
 #include "mixprec/ops.h"
 #include "mixprec/ops/grouped_linear.h"
 #include "support/op_testing.h"
+#include "support/own_gemm_path.h"
 
 namespace mixprec {
 namespace {
@@ -216,15 +216,9 @@ TEST(GroupedLinearStacked, Bf16AutocastGivesF32MasterGradients) {
   expect_same(run_stacked(c), run_vector(c), "bf16 autocast, experts.3 in f32");
 }
 
-// mixprec's own block product on or off (the OpenBLAS path) for a scope.
-struct GemmPath {
-  explicit GemmPath(bool own) { cpu::own_gemm::set_enabled(own); }
-  ~GemmPath() { cpu::own_gemm::set_enabled(true); }
-};
-
 TEST(GroupedLinearStacked, SameBitsAtOneAndTwoThreadsOnEveryGemmPath) {
   for (bool own : {true, false}) {
-    const GemmPath path(own);
+    const testing::OwnGemmPath path(own);
     for (DType dt : {DType::f32, DType::bf16}) {
       Case c = make_case(dt, true, kRows, 4);
       const std::string what = std::string(dtype_name(dt)) + (own ? "" : " OpenBLAS path");

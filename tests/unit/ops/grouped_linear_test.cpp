@@ -6,6 +6,7 @@
 
 #include "cpu/gemm_own.h"
 #include "ops/work_spread.h"
+#include "support/own_gemm_path.h"
 
 #include <gtest/gtest.h>
 
@@ -24,12 +25,6 @@ namespace mixprec {
 namespace {
 
 using namespace testing;  // mixprec::testing, the op-test support
-
-// mixprec's own block product on or off (the OpenBLAS path) for a scope.
-struct GemmPath {
-  explicit GemmPath(bool own) { cpu::own_gemm::set_enabled(own); }
-  ~GemmPath() { cpu::own_gemm::set_enabled(true); }
-};
 
 struct Case {
   std::vector<Tensor> xs, ws, bs;  // leaves requiring grad (bs may hold undefined)
@@ -154,7 +149,7 @@ TEST(GroupedLinear, SameBitsAtAnyThreadCountOnEveryGemmPath) {
   for (int path_index : {0, 1, 2}) {
     std::optional<testing::WidenedBf16Products> widened;
     if (path_index > 0) widened.emplace();
-    const GemmPath path(path_index < 2);
+    const testing::OwnGemmPath path(path_index < 2);
     for (DType dt : {DType::f32, DType::bf16}) {
       Case c = make_case(dt, true, 4);
       const auto one = with_threads(1, [&] { return run(c, true); });
