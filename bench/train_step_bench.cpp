@@ -33,6 +33,7 @@
 //                         [--model=s|gpt2s] [--seq=T] [--peer] [--dense-only | --moe-only]
 //                         [--only=fp32|bf16-mixed] [--layouts] [--bf16-kernel=NAME]
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -41,6 +42,9 @@
 #include <memory>
 #include <string>
 #include <vector>
+
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include "bench_util.h"
 #include "fma_peak.h"
@@ -194,7 +198,34 @@ struct Peer {
   bool ok = false;
   double tokens_per_s = 0, tokens_min = 0, tokens_max = 0, peak_rss_mb = 0;
   std::string version;
+  std::string failure;  // why there is no figure, for the table's row
 };
+
+// The last non-empty line of a file (a peer's stderr), or "".
+std::string last_line_of(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return "";
+  std::string last;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, f)) {
+    std::string line(buf);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    if (!line.empty()) last = line;
+  }
+  std::fclose(f);
+  return last;
+}
+
+// A peer run that printed no figure: killed (a mode stopped by hand, or the OOM killer) or
+// failed (no PyTorch 2.x for that Python: its last error line says which).
+std::string peer_failure(int status, const std::string& last_error) {
+  if (status != -1 && WIFSIGNALED(status))
+    return std::string("killed by signal ") + strsignal(WTERMSIG(status));
+  const std::string code =
+      status != -1 && WIFEXITED(status) ? std::to_string(WEXITSTATUS(status)) : "unknown";
+  return "failed, exit " + code + (last_error.empty() ? "" : ": " + last_error) +
+         " (scripts/peer_venv.sh, or MIXPREC_PEER_PYTHON)";
+}
 
 double json_number(const std::string& s, const char* key) {
   const std::string k = std::string("\"") + key + "\": ";
@@ -221,13 +252,19 @@ Peer run_peer(const char* mode, bool compile, bool moe, int steps, int threads) 
       (compile ? " --compile" : "") + (moe ? " --moe" : "") + " --steps " + std::to_string(steps) +
       " --threads " + std::to_string(threads) + " --d_model " + std::to_string(c.d_model) +
       " --n_layer " + std::to_string(c.n_layers) + " --n_head " + std::to_string(c.n_heads) +
-      " --T " + std::to_string(kSeq) + " --B " + std::to_string(kBatch) + " 2>/dev/null";
-  FILE* pipe = popen(cmd.c_str(), "r");
-  if (!pipe) return p;
+      " --T " + std::to_string(kSeq) + " --B " + std::to_string(kBatch);
+  const std::string err_path = (std::filesystem::temp_directory_path() /
+                                ("mixprec_peer_" + std::to_string(::getpid()) + ".stderr"))
+                                   .string();
+  FILE* pipe = popen((cmd + " 2>" + err_path).c_str(), "r");
+  if (!pipe) {
+    p.failure = std::string("failed to start: ") + std::strerror(errno);
+    return p;
+  }
   std::string out;
   char buf[4096];
   while (std::fgets(buf, sizeof buf, pipe)) out += buf;
-  pclose(pipe);
+  const int status = pclose(pipe);
   p.tokens_per_s = json_number(out, "tokens_per_s");
   p.tokens_min = json_number(out, "tokens_per_s_min");
   p.tokens_max = json_number(out, "tokens_per_s_max");
@@ -235,6 +272,8 @@ Peer run_peer(const char* mode, bool compile, bool moe, int steps, int threads) 
   const size_t v = out.find("\"torch\": \"");
   if (v != std::string::npos) p.version = out.substr(v + 10, out.find('"', v + 10) - v - 10);
   p.ok = p.tokens_per_s > 0;
+  if (!p.ok) p.failure = peer_failure(status, last_line_of(err_path));
+  std::filesystem::remove(err_path);
   return p;
 }
 
@@ -461,8 +500,7 @@ int main(int argc, char** argv) {
                   "tokens/s", "(range)", "ours/peer", "peak RSS MiB", "ours RSS MiB");
       auto row = [&](const char* name, const Peer& p, double ours, double rss) {
         if (!p.ok) {
-          std::printf("%-6s %-30s (not available: scripts/peer_venv.sh, or MIXPREC_PEER_PYTHON)\n",
-                      f32.kind.c_str(), name);
+          std::printf("%-6s %-30s (%s)\n", f32.kind.c_str(), name, p.failure.c_str());
           return;
         }
         std::printf("%-6s %-30s %10.0f %8.0f-%-8.0f %9.2fx %13.0f %13.0f\n", f32.kind.c_str(),
