@@ -24,7 +24,7 @@ namespace {
 
 namespace {
 
-constexpr const char* kWhere = "AutocastGuard";
+constexpr const char* kAutocastGuard = "AutocastGuard";
 
 std::string table_op_names() {
   std::string out;
@@ -37,7 +37,7 @@ std::string table_op_names() {
 
 int checked_op(const std::string& op) {
   const int i = find_autocast_op(op);
-  MIXPREC_CHECK(i >= 0, kWhere,
+  MIXPREC_CHECK(i >= 0, kAutocastGuard,
                 "unknown op '" + op + "' in an op override; autocast ops: " + table_op_names());
   return i;
 }
@@ -56,13 +56,13 @@ std::shared_ptr<const detail::Overrides> merge(
   for (const std::string& op : options.fp32_ops) {
     MIXPREC_CHECK(std::find(options.lower_precision_ops.begin(), options.lower_precision_ops.end(),
                             op) == options.lower_precision_ops.end(),
-                  kWhere, "op '" + op + "' is in both fp32_ops and lower_precision_ops");
+                  kAutocastGuard, "op '" + op + "' is in both fp32_ops and lower_precision_ops");
     merged->op[static_cast<std::size_t>(checked_op(op))] = CastCategory::fp32;
   }
   for (const std::string& op : options.lower_precision_ops)
     merged->op[static_cast<std::size_t>(checked_op(op))] = CastCategory::lower_precision;
   for (const std::string& glob : options.fp32_modules) {
-    MIXPREC_CHECK(!glob.empty(), kWhere, "empty glob in fp32_modules");
+    MIXPREC_CHECK(!glob.empty(), kAutocastGuard, "empty glob in fp32_modules");
     merged->fp32_modules.push_back(glob);
   }
   if (options.linear_recipe) {
@@ -96,7 +96,7 @@ AutocastGuard::AutocastGuard(DType dtype, bool enabled)
 
 AutocastGuard::AutocastGuard(DType dtype, const AutocastOptions& options, bool enabled) {
   MIXPREC_CHECK(
-      dtype == DType::bf16 || dtype == DType::f16 || dtype == DType::f32, kWhere,
+      dtype == DType::bf16 || dtype == DType::f16 || dtype == DType::f32, kAutocastGuard,
       std::string("autocast dtype must be bf16, f16 or f32 (off), got ") + dtype_name(dtype));
   detail::AutocastState& s = detail::state();
   auto overrides = merge(s.overrides, options);  // throws before anything changes

@@ -11,7 +11,7 @@ namespace mixprec::amp {
 
 namespace {
 
-constexpr const char* kWhere = "delayed scaling";
+constexpr const char* kDelayedScaling = "delayed scaling";
 constexpr const char* kHistory = ".amax_history";
 constexpr const char* kScale = ".scale";
 constexpr const char* kMax = ".fp8_max";
@@ -27,10 +27,11 @@ bool ends_with(const std::string& s, std::string_view tail) {
 // One f32 entry of the dict as values, checked for its shape.
 std::vector<float> read(const TensorMap& state, const std::string& name, int64_t numel) {
   const auto it = state.find(name);
-  MIXPREC_CHECK(it != state.end(), kWhere, "no entry '" + name + "'");
+  MIXPREC_CHECK(it != state.end(), kDelayedScaling, "no entry '" + name + "'");
   const Tensor& t = it->second;
   MIXPREC_CHECK(
-      t.defined() && t.dtype() == DType::f32 && t.ndim() == 1 && t.size(0) == numel, kWhere,
+      t.defined() && t.dtype() == DType::f32 && t.ndim() == 1 && t.size(0) == numel,
+      kDelayedScaling,
       "entry '" + name + "' must be f32 [" + std::to_string(numel) + "], got " +
           (t.defined() ? std::string(dtype_name(t.dtype())) + " " + shape_to_string(t.shape())
                        : std::string("nothing")));
@@ -42,7 +43,7 @@ std::vector<float> read(const TensorMap& state, const std::string& name, int64_t
 
 AmaxAlgo parse_amax_algo(std::string_view name) {
   if (name == "max") return AmaxAlgo::max;
-  MIXPREC_CHECK(name == "most_recent", kWhere,
+  MIXPREC_CHECK(name == "most_recent", kDelayedScaling,
                 "amax_compute_algo '" + std::string(name) + "' is not one of max, most_recent");
   return AmaxAlgo::most_recent;
 }
@@ -53,9 +54,9 @@ const char* amax_algo_name(AmaxAlgo algo) {
 
 DelayedScaling::DelayedScaling(DelayedScalingOptions options) : options_(options) {
   MIXPREC_CHECK(
-      options_.amax_history_len >= 1, kWhere,
+      options_.amax_history_len >= 1, kDelayedScaling,
       "amax_history_len must be at least 1, got " + std::to_string(options_.amax_history_len));
-  MIXPREC_CHECK(options_.margin >= 0 && options_.margin <= 127, kWhere,
+  MIXPREC_CHECK(options_.margin >= 0 && options_.margin <= 127, kDelayedScaling,
                 "margin must be in [0, 127], got " + std::to_string(options_.margin));
 }
 
@@ -70,7 +71,8 @@ float DelayedScaling::scale(const std::string& key, float fp8_max) {
 void DelayedScaling::record(const std::string& key, float amax) {
   const std::lock_guard lock(mutex_);
   const auto it = entries_.find(key);
-  MIXPREC_CHECK(it != entries_.end(), kWhere, "'" + key + "' recorded before its scale was read");
+  MIXPREC_CHECK(it != entries_.end(), kDelayedScaling,
+                "'" + key + "' recorded before its scale was read");
   it->second.history[0] = nan_keeping_max(it->second.history[0], amax);
 }
 
@@ -133,7 +135,7 @@ void DelayedScaling::load_checkpoint_dict(const TensorMap& state) {
                                   : ends_with(name, kScale) ? kScale
                                   : ends_with(name, kMax)   ? kMax
                                                             : "";
-    MIXPREC_CHECK(!tail.empty(), kWhere,
+    MIXPREC_CHECK(!tail.empty(), kDelayedScaling,
                   "entry '" + name + "' is none of <tensor>.amax_history, .scale, .fp8_max");
     keys.insert(name.substr(0, name.size() - tail.size()));
   }
@@ -143,7 +145,7 @@ void DelayedScaling::load_checkpoint_dict(const TensorMap& state) {
     const auto h = state.find(key + kHistory);
     MIXPREC_CHECK(h == state.end() || !h->second.defined() || h->second.ndim() != 1 ||
                       h->second.size(0) == options_.amax_history_len,
-                  kWhere,
+                  kDelayedScaling,
                   "entry '" + key + kHistory + "' holds " +
                       std::to_string(h == state.end() ? 0 : h->second.size(0)) +
                       " amaxes, this run's amax_history_len is " +
@@ -152,14 +154,14 @@ void DelayedScaling::load_checkpoint_dict(const TensorMap& state) {
                       "checkpoint's to resume)");
     e.history = read(state, key + kHistory, options_.amax_history_len);
     for (float a : e.history)
-      MIXPREC_CHECK(!(a < 0), kWhere,
+      MIXPREC_CHECK(!(a < 0), kDelayedScaling,
                     "entry '" + key + kHistory + "' holds a negative amax " + std::to_string(a));
     e.scale = read(state, key + kScale, 1)[0];
-    MIXPREC_CHECK(std::isfinite(e.scale) && e.scale > 0, kWhere,
+    MIXPREC_CHECK(std::isfinite(e.scale) && e.scale > 0, kDelayedScaling,
                   "entry '" + key + kScale + "' = " + std::to_string(e.scale) +
                       " is not a positive finite scale");
     e.fp8_max = read(state, key + kMax, 1)[0];
-    MIXPREC_CHECK(e.fp8_max == 448.0f || e.fp8_max == 57344.0f, kWhere,
+    MIXPREC_CHECK(e.fp8_max == 448.0f || e.fp8_max == 57344.0f, kDelayedScaling,
                   "entry '" + key + kMax + "' = " + std::to_string(e.fp8_max) +
                       " is neither E4M3's 448 nor E5M2's 57344");
     loaded.emplace(key, std::move(e));

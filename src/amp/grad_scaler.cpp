@@ -17,7 +17,7 @@
 namespace mixprec::amp {
 namespace {
 
-constexpr const char* kWhere = "GradScaler";
+constexpr const char* kGradScaler = "GradScaler";
 
 std::string scale_text(float s) {
   char buf[32];
@@ -31,9 +31,10 @@ Tensor scalar_tensor(int64_t v) {
 
 const Tensor& entry(const TensorMap& dict, const std::string& key, DType dtype) {
   const auto it = dict.find(key);
-  MIXPREC_CHECK(it != dict.end(), kWhere, "state has no entry '" + key + "'");
+  MIXPREC_CHECK(it != dict.end(), kGradScaler, "state has no entry '" + key + "'");
   MIXPREC_CHECK(it->second.defined() && it->second.numel() == 1 && it->second.dtype() == dtype,
-                kWhere, "state entry '" + key + "' must be one " + dtype_name(dtype) + " value");
+                kGradScaler,
+                "state entry '" + key + "' must be one " + dtype_name(dtype) + " value");
   return it->second;
 }
 
@@ -46,7 +47,7 @@ ScalerOptions ScalerOptions::none() {
 }
 
 ScalerOptions ScalerOptions::fixed(double scale) {
-  MIXPREC_CHECK(scale > 0 && std::isfinite(static_cast<float>(scale)), kWhere,
+  MIXPREC_CHECK(scale > 0 && std::isfinite(static_cast<float>(scale)), kGradScaler,
                 "a static scale must be positive and finite in f32, got " + std::to_string(scale));
   ScalerOptions o;
   o.dynamic = false;
@@ -73,17 +74,17 @@ namespace {
 
 void check_options(const ScalerOptions& o) {
   MIXPREC_CHECK(
-      o.init_scale > 0 && std::isfinite(static_cast<float>(o.init_scale)), kWhere,
+      o.init_scale > 0 && std::isfinite(static_cast<float>(o.init_scale)), kGradScaler,
       "init_scale must be positive and finite in f32, got " + std::to_string(o.init_scale));
-  MIXPREC_CHECK(o.growth_factor > 1, kWhere,
+  MIXPREC_CHECK(o.growth_factor > 1, kGradScaler,
                 "growth_factor must be > 1, got " + std::to_string(o.growth_factor));
-  MIXPREC_CHECK(o.backoff_factor > 0 && o.backoff_factor < 1, kWhere,
+  MIXPREC_CHECK(o.backoff_factor > 0 && o.backoff_factor < 1, kGradScaler,
                 "backoff_factor must be in (0, 1), got " + std::to_string(o.backoff_factor));
-  MIXPREC_CHECK(o.growth_interval >= 1, kWhere,
+  MIXPREC_CHECK(o.growth_interval >= 1, kGradScaler,
                 "growth_interval must be >= 1, got " + std::to_string(o.growth_interval));
-  MIXPREC_CHECK(o.hysteresis >= 1, kWhere,
+  MIXPREC_CHECK(o.hysteresis >= 1, kGradScaler,
                 "hysteresis must be >= 1, got " + std::to_string(o.hysteresis));
-  MIXPREC_CHECK(o.min_scale >= 0 && o.min_scale <= o.max_scale, kWhere,
+  MIXPREC_CHECK(o.min_scale >= 0 && o.min_scale <= o.max_scale, kGradScaler,
                 "need 0 <= min_scale <= max_scale, got " + std::to_string(o.min_scale) + " and " +
                     std::to_string(o.max_scale));
 }
@@ -116,7 +117,7 @@ GradScaler::GradScaler(ScalerOptions options) : options_(options) {
   check_options(options_);
   MIXPREC_CHECK(
       options_.init_scale >= options_.min_scale && options_.init_scale <= options_.max_scale,
-      kWhere,
+      kGradScaler,
       "init_scale " + std::to_string(options_.init_scale) + " is outside [min_scale, max_scale]");
   state_.scale = static_cast<float>(options_.init_scale);
   state_.hysteresis_left = options_.hysteresis;
@@ -127,14 +128,14 @@ float GradScaler::inv_scale() const {
 }
 
 Tensor GradScaler::scale(const Tensor& loss) const {
-  MIXPREC_CHECK(loss.defined(), kWhere, "scale() got an undefined loss");
+  MIXPREC_CHECK(loss.defined(), kGradScaler, "scale() got an undefined loss");
   return enabled() ? scaled(loss, static_cast<double>(state_.scale)) : loss;
 }
 
 namespace {
 
 void require_gradients(bool any_grad) {
-  MIXPREC_CHECK(any_grad, kWhere,
+  MIXPREC_CHECK(any_grad, kGradScaler,
                 "no parameter of this optimizer has a gradient (run backward() first)");
 }
 
@@ -172,13 +173,13 @@ GradScaler::PerOptimizer& GradScaler::check(GradientStep& opt, bool write) {
 void GradScaler::unscale(GradientStep& opt) {
   const auto it = this_iteration_.find(&opt);
   if (it != this_iteration_.end()) {
-    MIXPREC_CHECK(!it->second.unscaled, kWhere,
+    MIXPREC_CHECK(!it->second.unscaled, kGradScaler,
                   "unscale() has already been called on this optimizer since the last update()");
-    MIXPREC_CHECK(!it->second.stepped, kWhere, "unscale() is being called after step()");
+    MIXPREC_CHECK(!it->second.stepped, kGradScaler, "unscale() is being called after step()");
   }
   if (!options_.allow_fp16_grads)  // torch.amp.GradScaler.unscale_'s refusal, word for word
     for (const NamedGradient& g : opt.gradients())
-      MIXPREC_CHECK(g.grad.dtype() != DType::f16, kWhere,
+      MIXPREC_CHECK(g.grad.dtype() != DType::f16, kGradScaler,
                     "Attempting to unscale FP16 gradients. (parameter '" + std::string(g.name) +
                         "'; allow_fp16_grads = true unscales them, which flushes what falls "
                         "below f16's range after the division)");
@@ -188,10 +189,10 @@ void GradScaler::unscale(GradientStep& opt) {
 }
 
 StepReport GradScaler::step(GradientStep& opt, float grad_factor, std::optional<double> grad_norm) {
-  MIXPREC_CHECK(std::isfinite(grad_factor) && grad_factor > 0.0f, kWhere,
+  MIXPREC_CHECK(std::isfinite(grad_factor) && grad_factor > 0.0f, kGradScaler,
                 "step(): grad_factor " + std::to_string(grad_factor) + " must be finite and > 0");
   auto it = this_iteration_.find(&opt);
-  MIXPREC_CHECK(it == this_iteration_.end() || !it->second.stepped, kWhere,
+  MIXPREC_CHECK(it == this_iteration_.end() || !it->second.stepped, kGradScaler,
                 "step() has already been called on this optimizer since the last update()");
   if (options_.unscale_in_step && (it == this_iteration_.end() || !it->second.unscaled)) {
     unscale(opt);  // PyTorch's step(): .grad holds the unscaled gradients afterwards
@@ -225,7 +226,7 @@ StepReport GradScaler::step(GradientStep& opt, float grad_factor, std::optional<
 }
 
 void GradScaler::update() {
-  MIXPREC_CHECK(!this_iteration_.empty(), kWhere,
+  MIXPREC_CHECK(!this_iteration_.empty(), kGradScaler,
                 "update() without an unscale() or step() since the last update()");
   bool found_inf = false;
   for (const auto& [opt, st] : this_iteration_) found_inf = found_inf || st.found_inf;
@@ -254,12 +255,12 @@ void GradScaler::update() {
 }
 
 void GradScaler::load_state(const ScalerState& state) {
-  MIXPREC_CHECK(state.scale > 0 && std::isfinite(state.scale), kWhere,
+  MIXPREC_CHECK(state.scale > 0 && std::isfinite(state.scale), kGradScaler,
                 "loaded scale must be positive and finite, got " + scale_text(state.scale));
   MIXPREC_CHECK(state.growth_tracker >= 0 && state.hysteresis_left >= 1 &&
                     state.hysteresis_left <= options_.hysteresis && state.steps_skipped >= 0 &&
                     state.steps_taken >= 0,
-                kWhere,
+                kGradScaler,
                 "loaded counters are negative, or hysteresis_left is outside [1, hysteresis = " +
                     std::to_string(options_.hysteresis) + "]");
   state_ = state;
@@ -269,7 +270,7 @@ void GradScaler::load_state(const ScalerState& state) {
 void GradScaler::update(double new_scale) {
   this_iteration_.clear();
   if (!enabled()) return;
-  MIXPREC_CHECK(new_scale > 0 && std::isfinite(static_cast<float>(new_scale)), kWhere,
+  MIXPREC_CHECK(new_scale > 0 && std::isfinite(static_cast<float>(new_scale)), kGradScaler,
                 "update(new_scale): the scale must be positive and finite in f32, got " +
                     std::to_string(new_scale));
   state_.scale = static_cast<float>(new_scale);
@@ -288,7 +289,7 @@ TensorMap GradScaler::state_dict() const {
 
 void GradScaler::load_state_dict(const TensorMap& dict) {
   if (!enabled()) return;
-  MIXPREC_CHECK(!dict.empty(), kWhere,
+  MIXPREC_CHECK(!dict.empty(), kGradScaler,
                 "the state dict is empty: it was saved by a disabled GradScaler, and this one "
                 "is enabled");
   GradScaler trial = *this;  // every check passes before anything changes

@@ -19,7 +19,7 @@
 namespace mixprec::amp {
 namespace {
 
-constexpr const char* kWhere = "policy";
+constexpr const char* kPolicy = "policy";
 
 struct Preset {
   const char* name;
@@ -99,7 +99,7 @@ const std::vector<std::string> kDefaultGroupedFqns = {"experts"};
 
 const LinearRecipe* policy_recipe(std::string_view value, std::string_view key) {
   const LinearRecipe* r = find_any_linear_recipe(trim(value));
-  MIXPREC_CHECK(r != nullptr, kWhere,
+  MIXPREC_CHECK(r != nullptr, kPolicy,
                 "unknown linear recipe '" + std::string(trim(value)) + "' for key '" +
                     std::string(key) + "'; valid: " + linear_recipe_names());
   return r;
@@ -120,7 +120,7 @@ std::vector<std::string> split_bars(std::string_view value, std::string_view key
   while (true) {
     const auto bar = value.find('|');
     out.emplace_back(trim(value.substr(0, bar)));
-    MIXPREC_CHECK(!out.back().empty(), kWhere, "an empty module name in " + std::string(key));
+    MIXPREC_CHECK(!out.back().empty(), kPolicy, "an empty module name in " + std::string(key));
     if (bar == std::string_view::npos) return out;
     value.remove_prefix(bar + 1);
   }
@@ -180,10 +180,10 @@ DType policy_dtype(std::string_view token, std::string_view key) {
   try {
     d = jmp_or_parse_dtype(token);
   } catch (const Error&) {
-    throw Error(kWhere, "unknown dtype '" + quote_prefix(trim(token)) + "' for key '" +
-                            std::string(key) + "'; valid: " + joined(policy_dtype_names()));
+    throw Error(kPolicy, "unknown dtype '" + quote_prefix(trim(token)) + "' for key '" +
+                             std::string(key) + "'; valid: " + joined(policy_dtype_names()));
   }
-  MIXPREC_CHECK(is_computable(d), kWhere,
+  MIXPREC_CHECK(is_computable(d), kPolicy,
                 "dtype '" + std::string(trim(token)) + "' for key '" + std::string(key) +
                     "' is not a policy dtype; use f64, f32, bf16 or f16");
   return d;
@@ -196,16 +196,16 @@ int find_name(const std::array<const char*, N>& names, std::string_view value, c
     if (v == names[i]) return static_cast<int>(i);
   std::string valid;
   for (const char* n : names) valid += (valid.empty() ? "" : ", ") + std::string(n);
-  throw Error(kWhere, "unknown " + std::string(what) + " '" + std::string(trim(value)) +
-                          "'; valid: " + valid);
+  throw Error(kPolicy, "unknown " + std::string(what) + " '" + std::string(trim(value)) +
+                           "'; valid: " + valid);
 }
 
 bool parse_bool(std::string_view value, std::string_view key) {
   const std::string v = lower(trim(value));
   if (v == "true" || v == "on" || v == "1" || v == "yes") return true;
   if (v == "false" || v == "off" || v == "0" || v == "no") return false;
-  throw Error(kWhere, "'" + std::string(trim(value)) + "' for key '" + std::string(key) +
-                          "' is not a boolean; valid: true, false, on, off, 1, 0");
+  throw Error(kPolicy, "'" + std::string(trim(value)) + "' for key '" + std::string(key) +
+                           "' is not a boolean; valid: true, false, on, off, 1, 0");
 }
 
 DType wider_than_f32(DType d) {
@@ -228,7 +228,7 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   std::optional<bool> save_fp8, save_fp8_grouped;
   std::optional<AutocastOpTable> autocast_ops;
   const auto set = [&](auto& slot, auto value, const std::string& key) {
-    MIXPREC_CHECK(!slot.has_value(), kWhere,
+    MIXPREC_CHECK(!slot.has_value(), kPolicy,
                   "key '" + key + "' is given twice in '" + std::string(text) + "'");
     slot = value;
   };
@@ -237,12 +237,13 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
     const auto comma = rest.find(',');
     const std::string_view item = trim(rest.substr(0, comma));
     const auto eq = item.find('=');
-    MIXPREC_CHECK(eq != std::string_view::npos, kWhere,
+    MIXPREC_CHECK(eq != std::string_view::npos, kPolicy,
                   "'" + std::string(item) + "' in '" + std::string(text) +
                       "' is not key=value; keys: " + kValidKeys);
     const std::string key = lower(trim(item.substr(0, eq)));
     const std::string_view value = trim(item.substr(eq + 1));
-    MIXPREC_CHECK(!value.empty() || key == "linear_skip", kWhere, "key '" + key + "' has no value");
+    MIXPREC_CHECK(!value.empty() || key == "linear_skip", kPolicy,
+                  "key '" + key + "' has no value");
     if (key == "params" || key == "param" || key == "p")
       set(param, policy_dtype(value, key), "params");
     else if (key == "compute" || key == "c")
@@ -269,7 +270,7 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
     else if (key == "grouped_fqns")
       set(grouped_fqns, split_bars(value, key), "grouped_fqns");
     else if (key == "accumulator")
-      set(accumulator, find_accumulator(lower(value), kWhere), "accumulator");
+      set(accumulator, find_accumulator(lower(value), kPolicy), "accumulator");
     else if (key == "save_fp8_activations")
       set(save_fp8, parse_bool(value, key), "save_fp8_activations");
     else if (key == "save_fp8_grouped_activations")
@@ -280,8 +281,8 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
               find_name(kAutocastOpTableNames, value, "autocast op table")),
           "autocast_ops");
     else
-      throw Error(kWhere, "unknown key '" + key + "' in '" + std::string(text) +
-                              "'; valid keys: " + kValidKeys);
+      throw Error(kPolicy, "unknown key '" + key + "' in '" + std::string(text) +
+                               "'; valid keys: " + kValidKeys);
     if (comma == std::string_view::npos) break;
     rest.remove_prefix(comma + 1);
   }
@@ -291,7 +292,7 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   p.reduce_dtype = reduce.value_or(wider_than_f32(p.param_dtype));
   p.output_dtype = output.value_or(p.compute_dtype);
   const DType m = master.value_or(wider_than_f32(p.param_dtype));
-  MIXPREC_CHECK(m == DType::f32 || m == p.param_dtype, kWhere,
+  MIXPREC_CHECK(m == DType::f32 || m == p.param_dtype, kPolicy,
                 std::string("master ") + dtype_name(m) + " must be f32 or the params dtype (" +
                     dtype_name(p.param_dtype) + ")");
   p.f32_master = m == DType::f32;
@@ -299,9 +300,9 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
   p.matmul_precision = matmul.value_or(MatmulPrecision::highest);
   // f16 compute needs loss scaling unless the spelling says otherwise (as the fp16 presets).
   p.loss_scaling = loss_scaling.value_or(p.compute_dtype == DType::f16);
-  MIXPREC_CHECK(recipe || !skip, kWhere, "linear_skip is given without a linear recipe");
+  MIXPREC_CHECK(recipe || !skip, kPolicy, "linear_skip is given without a linear recipe");
   if (recipe) {
-    MIXPREC_CHECK(is_narrow_compute(p.compute_dtype), kWhere,
+    MIXPREC_CHECK(is_narrow_compute(p.compute_dtype), kPolicy,
                   std::string("linear=") + (*recipe)->name +
                       " needs compute bf16 or f16 (its FP8 products replace that dtype's GEMMs), "
                       "got compute " +
@@ -309,35 +310,36 @@ MixedPrecisionPolicy parse_pairs(std::string_view text) {
     p.linear_recipe = *recipe;
     p.linear_skip = skip.value_or(kDefaultLinearSkip);
   }
-  MIXPREC_CHECK(grouped || !grouped_fqns, kWhere, "grouped_fqns is given without a grouped recipe");
+  MIXPREC_CHECK(grouped || !grouped_fqns, kPolicy,
+                "grouped_fqns is given without a grouped recipe");
   if (grouped) {
-    MIXPREC_CHECK(is_narrow_compute(p.compute_dtype), kWhere,
+    MIXPREC_CHECK(is_narrow_compute(p.compute_dtype), kPolicy,
                   std::string("grouped=") + (*grouped)->name +
                       " needs compute bf16 or f16, got compute " + dtype_name(p.compute_dtype));
     p.grouped_recipe = *grouped;
     p.grouped_fqns = grouped_fqns.value_or(kDefaultGroupedFqns);
-    MIXPREC_CHECK(!p.grouped_fqns.empty(), kWhere,
+    MIXPREC_CHECK(!p.grouped_fqns.empty(), kPolicy,
                   "grouped_fqns is empty: no grouped GEMM would run by grouped=" +
                       std::string((*grouped)->name));
   }
   p.save_fp8_activations = save_fp8.value_or(false);
-  MIXPREC_CHECK(!p.save_fp8_activations || (recipe && saves_fp8_input(**recipe)), kWhere,
+  MIXPREC_CHECK(!p.save_fp8_activations || (recipe && saves_fp8_input(**recipe)), kPolicy,
                 "save_fp8_activations=true needs a linear recipe whose grad_weight casts the "
                 "input from its FP8 copy; " +
                     (recipe ? std::string((*recipe)->name) + " " + fp8_save_refusal(**recipe)
                             : std::string("no linear recipe is given")));
   p.save_fp8_grouped_activations = save_fp8_grouped.value_or(false);
   p.autocast_ops = autocast_ops.value_or(AutocastOpTable::mixprec);
-  MIXPREC_CHECK(!p.save_fp8_grouped_activations || (grouped && saves_fp8_input(**grouped)), kWhere,
+  MIXPREC_CHECK(!p.save_fp8_grouped_activations || (grouped && saves_fp8_input(**grouped)), kPolicy,
                 "save_fp8_grouped_activations=true needs a grouped recipe (grouped=rowwise or "
                 "mxfp8)");
   p.accumulator = accumulator.value_or(nullptr);
-  MIXPREC_CHECK(!p.accumulator || recipe || grouped, kWhere,
+  MIXPREC_CHECK(!p.accumulator || recipe || grouped, kPolicy,
                 "accumulator is given without a linear or grouped recipe (it sums their FP8 "
                 "products)");
   MIXPREC_CHECK(!p.accumulator || (recipe && sums_in_fast_accum(**recipe)) ||
                     (grouped && sums_in_fast_accum(**grouped)),
-                kWhere,
+                kPolicy,
                 "accumulator models the FP8 tensor cores' accumulator, and no product of the "
                 "recipes given sums in it (block-scaled MX and NVFP4 products are taken as exact "
                 "f32 sums)");
@@ -351,7 +353,7 @@ std::atomic<MatmulPrecision> g_matmul_precision{MatmulPrecision::highest};
 
 MixedPrecisionPolicy preset(std::string_view name) {
   const Preset* p = find_preset(name);
-  MIXPREC_CHECK(p != nullptr, kWhere,
+  MIXPREC_CHECK(p != nullptr, kPolicy,
                 "unknown preset '" + std::string(name) + "'; valid: " + preset_names());
   return p->policy;
 }
@@ -372,7 +374,7 @@ std::string preset_names() {
 
 MixedPrecisionPolicy parse_policy(std::string_view text) {
   const std::string_view t = trim(text);
-  MIXPREC_CHECK(!t.empty(), kWhere, "empty policy; " + valid_spellings());
+  MIXPREC_CHECK(!t.empty(), kPolicy, "empty policy; " + valid_spellings());
   if (t.find('=') != std::string_view::npos) return parse_pairs(t);
   if (const Preset* p = find_preset(t)) return p->policy;
   if (const LinearRecipe* r = find_any_linear_recipe(lower(t))) {
@@ -389,9 +391,9 @@ MixedPrecisionPolicy parse_policy(std::string_view text) {
     d = jmp_or_parse_dtype(t);
   } catch (const Error&) {
     const std::string guess = closest_name(t, bare_spellings());
-    throw Error(kWhere, "unknown policy '" + quote_prefix(t) + "'" +
-                            (guess.empty() ? "" : " (did you mean '" + guess + "'?)") + "; " +
-                            valid_spellings());
+    throw Error(kPolicy, "unknown policy '" + quote_prefix(t) + "'" +
+                             (guess.empty() ? "" : " (did you mean '" + guess + "'?)") + "; " +
+                             valid_spellings());
   }
   return parse_pairs("params=" + std::string(dtype_name(d)) + ",compute=" + dtype_name(d) +
                      ",reduce=" + dtype_name(d) + ",output=" + dtype_name(d));

@@ -15,7 +15,7 @@
 namespace mixprec {
 namespace {
 
-constexpr const char* kWhere = "checkpoint";
+constexpr const char* kCheckpoint = "checkpoint";
 
 class GradModeScope {
  public:
@@ -110,7 +110,7 @@ class CheckpointBackward final : public Node {
       set_history(inputs[i], ends, static_cast<int>(i));
     }
     std::vector<Tensor> outputs = recompute(inputs);
-    MIXPREC_CHECK(outputs.size() == grads.size(), kWhere,
+    MIXPREC_CHECK(outputs.size() == grads.size(), kCheckpoint,
                   "the recompute returned " + std::to_string(outputs.size()) +
                       " outputs, its forward " + std::to_string(grads.size()));
     // Its backward runs as the outer one does (outside the forward's scopes): one pass from
@@ -134,7 +134,7 @@ class CheckpointBackward final : public Node {
     const CheckpointStateScope forward_state(state_);
     const GradModeScope grad(true);
     std::vector<Tensor> outputs = fn_(inputs);
-    MIXPREC_CHECK(region.next == kept_.size(), kWhere,
+    MIXPREC_CHECK(region.next == kept_.size(), kCheckpoint,
                   "the recompute used " + std::to_string(region.next) + " of the " +
                       std::to_string(kept_.size()) +
                       " op outputs its forward kept: the checkpointed function must run the "

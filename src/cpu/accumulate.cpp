@@ -10,7 +10,7 @@
 namespace mixprec::cpu {
 namespace {
 
-constexpr int64_t kChunk = 1 << 14;
+constexpr int64_t kAddGrain = 1 << 14;
 
 // dst[i] = dst[i] + src[i] over contiguous buffers (dst may alias a).
 template <class T>
@@ -20,13 +20,13 @@ void add_buffers(const T* a, const Tensor& b_contig, T* dst, int64_t n) {
   if constexpr (std::is_same_v<T, float> || std::is_same_v<T, double>) {
     if (bt == dtype_of<T>()) {  // same dtype: add in place, no widening copies
       const T* bv = static_cast<const T*>(b);
-      parallel_for(n, kChunk, [&](int64_t begin, int64_t end) {
+      parallel_for(n, kAddGrain, [&](int64_t begin, int64_t end) {
         for (int64_t i = begin; i < end; ++i) dst[i] = a[i] + bv[i];
       });
       return;
     }
   }
-  parallel_for(n, kChunk, [&](int64_t begin, int64_t end) {
+  parallel_for(n, kAddGrain, [&](int64_t begin, int64_t end) {
     using A = acc_t<T>;
     const int64_t len = end - begin;
     std::vector<A> x(static_cast<size_t>(len)), y(static_cast<size_t>(len));

@@ -82,7 +82,7 @@ void key_block(const Head<A, E>& h, int64_t c0, int64_t cols, GradRows<A> dq, Gr
   }
 }
 
-struct Layouts {
+struct BackwardLayouts {
   HeadRows q, k, v, out, dout, dq, dk, dv;
 };
 
@@ -91,8 +91,8 @@ struct Layouts {
 // over the query heads it serves (grouped-query attention), in head order.
 template <class T, class G, class O>
 void backward(const T* q, const T* k, const T* v, const O* out, const acc_t<T>* lse, const G* dout,
-              T* dq, T* dk, T* dv, const Layouts& lay, int64_t kv_heads, int64_t t, int64_t dh,
-              bool causal, acc_t<T> scale) {
+              T* dq, T* dk, T* dv, const BackwardLayouts& lay, int64_t kv_heads, int64_t t,
+              int64_t dh, bool causal, acc_t<T> scale) {
   using A = acc_t<T>;
   static_assert(std::is_same_v<A, acc_t<G>>);
   const int64_t group = lay.q.heads / lay.k.heads;
@@ -174,8 +174,8 @@ AttentionGrads attention_backward(const Tensor& q, const Tensor& k, const Tensor
   AttentionGrads g{empty_like_rows(q, q.dtype()), empty_like_rows(k, q.dtype()),
                    empty_like_rows(v, q.dtype())};
   if (q.numel() == 0) return g;
-  const Layouts lay{head_rows(q),    head_rows(k),    head_rows(v),    head_rows(out),
-                    head_rows(dout), head_rows(g.dq), head_rows(g.dk), head_rows(g.dv)};
+  const BackwardLayouts lay{head_rows(q),    head_rows(k),    head_rows(v),    head_rows(out),
+                            head_rows(dout), head_rows(g.dq), head_rows(g.dk), head_rows(g.dv)};
   dispatch_compute(q.dtype(), "scaled_dot_product_attention backward", [&]<class T>() {
     auto run = [&]<class G>() {
       auto with_out = [&]<class O>() {

@@ -16,8 +16,8 @@
 namespace mixprec::cpu {
 namespace {
 
-using namespace attention_detail;  // block sizes, scratch buffers, widening
-constexpr int64_t kChunk = 256;    // query rows per work item (K/V widened once per item)
+using namespace attention_detail;    // block sizes, scratch buffers, widening
+constexpr int64_t kQueryRows = 256;  // query rows per work item (K/V widened once per item)
 
 // One block of query rows [r0, r0 + rows) of one head against keys [0, kend).
 // q [rows, Dh], k/v [kend, Dh] as the products read them (E: the acc type, or bf16 when
@@ -70,23 +70,24 @@ void query_block(Rows<E> q, Rows<E> k, Rows<E> v, int64_t r0, int64_t rows, int6
   if (out_acc) std::copy(o, o + rows * dh, out_acc);
 }
 
-struct Layouts {
+struct ForwardLayouts {
   HeadRows q, k, v, out;
 };
 
 template <class T>
 void forward(const T* q, const T* k, const T* v, T* out, acc_t<T>* lse, acc_t<T>* out_acc,
-             const Layouts& lay, int64_t heads, int64_t t, int64_t tk, int64_t dh, bool causal,
-             acc_t<T> scale) {
+             const ForwardLayouts& lay, int64_t heads, int64_t t, int64_t tk, int64_t dh,
+             bool causal, acc_t<T> scale) {
   using A = acc_t<T>;
-  const int64_t chunks = (t + kChunk - 1) / kChunk;
+  const int64_t chunks = (t + kQueryRows - 1) / kQueryRows;
   // Items are independent (each writes its own rows), so the grain only keeps tiny problems
   // out of a parallel region: about 2^20 multiply-adds per chunk at least.
-  const int64_t item_work = std::min(t, kChunk) * tk * std::max<int64_t>(dh, 1) * 2;
+  const int64_t item_work = std::min(t, kQueryRows) * tk * std::max<int64_t>(dh, 1) * 2;
   const int64_t grain = std::max<int64_t>(1, (int64_t{1} << 20) / std::max<int64_t>(item_work, 1));
   parallel_for(heads * chunks, grain, [&](int64_t w0, int64_t w1) {
     for (int64_t w = w0; w < w1; ++w) {
-      const int64_t h = w / chunks, q0 = (w % chunks) * kChunk, q1 = std::min(t, q0 + kChunk);
+      const int64_t h = w / chunks, q0 = (w % chunks) * kQueryRows,
+                    q1 = std::min(t, q0 + kQueryRows);
       const int64_t kend = causal ? q1 : tk;  // keys any row of the chunk sees
       const int64_t kvh = kv_head(h, lay.q.heads, lay.k.heads);
       const T* kp = k + lay.k.start(kvh);
@@ -141,7 +142,7 @@ AttentionForward attention_forward(const Tensor& q, const Tensor& k, const Tenso
   }
   const bool narrow = is_narrow_compute(q.dtype());
   if (keep_acc_out && narrow) r.out_acc = Tensor::empty(q.shape(), DType::f32);
-  const Layouts lay{head_rows(q), head_rows(k), head_rows(v), head_rows(r.out)};
+  const ForwardLayouts lay{head_rows(q), head_rows(k), head_rows(v), head_rows(r.out)};
   dispatch_compute(q.dtype(), "scaled_dot_product_attention", [&]<class T>() {
     acc_t<T>* acc = r.out_acc.defined() ? r.out_acc.data<acc_t<T>>() : nullptr;
     forward<T>(q.data<T>(), k.data<T>(), v.data<T>(), r.out.data<T>(), r.lse.data<acc_t<T>>(), acc,

@@ -181,8 +181,8 @@ struct Avx2Kernel {
 
   // The micro-tile's sums to where `t` says (gemm_panels::TileStore): alpha·s, plus the bias or
   // beta·c, rounded once, as the AVX-512 build stores them.
-  static void store_tile(const __m256 (&acc)[kMR][2], const TileStore& t, int64_t rows,
-                         int64_t cols) {
+  MIXPREC_CHECKED_STORE static void store_tile(const __m256 (&acc)[kMR][2], const TileStore& t,
+                                               int64_t rows, int64_t cols) {
     const __m256 va = _mm256_set1_ps(t.alpha), vb = _mm256_set1_ps(t.beta);
     __m256 bias0 = _mm256_setzero_ps(), bias1 = _mm256_setzero_ps();
     if (t.bias != nullptr) {
@@ -211,8 +211,8 @@ struct Avx2Kernel {
     }
   }
 
-  static void micro_kernel(int64_t kc, const float* a, const float* b, const TileStore& t,
-                           int64_t rows, int64_t cols) {
+  MIXPREC_PANEL_LOOP static void micro_kernel(int64_t kc, const float* a, const float* b,
+                                              const TileStore& t, int64_t rows, int64_t cols) {
     __m256 acc[kMR][2];
     for (int64_t i = 0; i < kMR; ++i) acc[i][0] = acc[i][1] = _mm256_setzero_ps();
     if (t.out == nullptr || (t.beta != 0.0f && t.bias == nullptr))  // c written or read

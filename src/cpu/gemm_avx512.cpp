@@ -122,8 +122,8 @@ struct Avx512Kernel {
   }
 
   // One micro-tile: the A panel times the B panel, stored as `t` says.
-  static void micro_kernel(int64_t kc, const float* a, const float* b, const TileStore& t,
-                           int64_t rows, int64_t cols) {
+  MIXPREC_PANEL_LOOP static void micro_kernel(int64_t kc, const float* a, const float* b,
+                                              const TileStore& t, int64_t rows, int64_t cols) {
     __m512 acc[kMR][2];
     for (int64_t i = 0; i < kMR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
     if (t.out == nullptr || (t.beta != 0.0f && t.bias == nullptr))  // c written or read

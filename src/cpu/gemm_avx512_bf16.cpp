@@ -164,8 +164,8 @@ __m512bh as_bf16_pairs(__m512i v) {
 }
 
 // One micro-tile: the A panel times the B panel, stored as `t` says.
-void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b,
-                  const gemm_panels::TileStore& t, int64_t rows, int64_t cols) {
+MIXPREC_PANEL_LOOP void micro_kernel(int64_t pairs, const uint32_t* a, const uint32_t* b,
+                                     const gemm_panels::TileStore& t, int64_t rows, int64_t cols) {
   __m512 acc[kMR][2];
   for (int64_t i = 0; i < kMR; ++i) acc[i][0] = acc[i][1] = _mm512_setzero_ps();
   if (t.out == nullptr || (t.beta != 0.0f && t.bias == nullptr))  // c written or read

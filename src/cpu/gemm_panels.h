@@ -11,6 +11,19 @@
 
 #include "gemm_epilogue.h"
 
+// Under the sanitizers (CI's build-asan) a micro-kernel's loop over the packed panels runs
+// unchecked: it reads only the panels that packing wrote just before, at offsets of the same kc,
+// and a check on each of its loads made a sanitized GEMM about 15x slower (most of CI's
+// sanitizer test time went into one memory-plan test's products). Packing, which reads the
+// caller's operands, and the tile store, which writes C, stay checked: kept out of line there.
+#ifdef MIXPREC_SANITIZED
+#define MIXPREC_PANEL_LOOP [[gnu::no_sanitize_address, gnu::no_sanitize_undefined]]
+#define MIXPREC_CHECKED_STORE [[gnu::noinline]]
+#else
+#define MIXPREC_PANEL_LOOP
+#define MIXPREC_CHECKED_STORE
+#endif
+
 namespace mixprec::cpu::gemm_panels {
 
 // 64-byte aligned buffer `slot` (0: packed A, 1: packed B) of this thread, at least `bytes`

@@ -60,8 +60,8 @@ inline void store_narrow(uint16_t* dst, __mmask16 m, const __m512& v, bool f16) 
   _mm256_mask_storeu_epi16(dst, m, _mm512_cvtepi32_epi16(r));
 }
 
-inline void store_tile(const __m512 (&acc)[kMR][2], const TileStore& t, int64_t rows,
-                       int64_t cols) {
+MIXPREC_CHECKED_STORE inline void store_tile(const __m512 (&acc)[kMR][2], const TileStore& t,
+                                             int64_t rows, int64_t cols) {
   if (t.bias == nullptr && t.out == nullptr) {
     store_c_tile(acc, t.c, t.ldc, t.alpha, t.beta, rows, cols);
     return;

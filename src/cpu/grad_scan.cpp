@@ -17,7 +17,7 @@
 namespace mixprec::cpu {
 namespace {
 
-constexpr int64_t kChunk = 1 << 16;  // elements per parallel task (fixed boundaries)
+constexpr int64_t kScanPiece = 1 << 16;  // elements per parallel task (fixed boundaries)
 
 void check_grad(const Tensor& g, const char* where) {
   MIXPREC_CHECK(g.defined() && is_floating(g.dtype()) && !g.is_meta(), where,
@@ -132,7 +132,7 @@ bool dispatch_scan(const Tensor& g, F&& f) {
   }
 }
 
-// Every gradient scanned in one parallel pass of kChunk pieces: the index of the first one
+// Every gradient scanned in one parallel pass of kScanPiece pieces: the index of the first one
 // holding a non-finite result, or -1.
 int64_t scan_all(std::span<const Tensor> gs, float inv_scale, bool write, const char* where) {
   std::vector<int64_t> sizes;
@@ -141,7 +141,7 @@ int64_t scan_all(std::span<const Tensor> gs, float inv_scale, bool write, const 
     sizes.push_back(g.numel());
   }
   const std::vector<int64_t> bad =  // per piece: its tensor's index when it found one, else -1
-      map_pieces<int64_t>(sizes, kChunk, [&](std::size_t t, int64_t b, int64_t e) {
+      map_pieces<int64_t>(sizes, kScanPiece, [&](std::size_t t, int64_t b, int64_t e) {
         const bool found =
             dispatch_scan(gs[t], [&](auto* p) { return scan_range(p, b, e, inv_scale, write); });
         return found ? static_cast<int64_t>(t) : int64_t{-1};
@@ -171,7 +171,7 @@ void clamp_in_place(std::span<const Tensor> gs, double lo, double hi) {
     check_grad(g, "clamp_in_place");
     sizes.push_back(g.numel());
   }
-  map_pieces<int>(sizes, kChunk, [&](std::size_t t, int64_t b, int64_t e) {
+  map_pieces<int>(sizes, kScanPiece, [&](std::size_t t, int64_t b, int64_t e) {
     return dispatch_scan(gs[t],
                          [&](auto* p) {
                            using T = std::remove_pointer_t<decltype(p)>;
@@ -203,7 +203,7 @@ GradNumericsPass grad_numerics(std::span<const Tensor> gs, double scale, double 
   // Thresholds on |g| as stored: |g * scale| < t  <=>  |g| < t / scale.
   const double under = underflow_below / scale, over = overflow_above / scale;
   const std::vector<GradNumerics> pieces =
-      map_pieces<GradNumerics>(sizes, kChunk, [&](std::size_t t, int64_t b, int64_t e) {
+      map_pieces<GradNumerics>(sizes, kScanPiece, [&](std::size_t t, int64_t b, int64_t e) {
         GradNumerics s;
         dispatch_scan(gs[t], [&](auto* p) {
           s = numerics_range(p, b, e, under, over);
@@ -216,7 +216,7 @@ GradNumericsPass grad_numerics(std::span<const Tensor> gs, double scale, double 
   std::size_t piece = 0;
   for (std::size_t t = 0; t < gs.size(); ++t) {
     GradNumerics& total = out.per_tensor[t];
-    for (int64_t b = 0; b < sizes[t]; b += kChunk, ++piece) {  // map_pieces' order: fixed
+    for (int64_t b = 0; b < sizes[t]; b += kScanPiece, ++piece) {  // map_pieces' order: fixed
       const GradNumerics& s = pieces[piece];
       total.numel += s.numel;
       total.amax = std::max(total.amax, s.amax);

@@ -6,11 +6,11 @@
 
 #include "mixprec/core/parallel.h"
 #include "mixprec/tensor/dispatch.h"
+#include "task_size.h"
 
 namespace mixprec::cpu {
 namespace {
 
-constexpr int64_t kTaskElems = int64_t{1} << 15;  // about this many elements per parallel chunk
 constexpr int64_t kRowMin = 16;  // runs at least this long with one index are row copies/adds
 
 // Offsets, for every multi-index over shape[d0, d1), of that position under `strides`.

@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <vector>
 
+#include "last_dim.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/cpu/row_io.h"
 #include "mixprec/cpu/softmax.h"
@@ -101,10 +102,6 @@ Tensor combine_chunks(const std::vector<acc_t<T>>& partial, int64_t chunks, int6
     store_row(sum.data(), o + d0, d1 - d0);
   });
   return out;
-}
-
-int64_t last_dim(const Tensor& x) {
-  return x.ndim() == 0 ? 1 : x.size(-1);
 }
 
 }  // namespace

@@ -16,16 +16,17 @@
 #include "mixprec/core/parallel.h"
 #include "mixprec/cpu/row_io.h"
 #include "mixprec/tensor/dispatch.h"
+#include "reduction_blocking.h"
+#include "task_size.h"
 
 namespace mixprec::cpu {
 namespace {
 
-constexpr int64_t kChunk = 8192;                  // elements per partial along a row
-constexpr int64_t kLanes = 16;                    // interleaved accumulators inside a chunk
-constexpr int64_t kBlock = 512;                   // elements widened at a time (L1-sized buffer)
-constexpr int64_t kRows = 64;                     // rows per partial of a column sum
-constexpr int64_t kCols = 512;                    // columns per task of a column sum
-constexpr int64_t kTaskElems = int64_t{1} << 15;  // about this many elements per parallel chunk
+using reduction_blocking::kBlock;
+using reduction_blocking::kChunk;
+using reduction_blocking::kCols;
+using reduction_blocking::kRows;
+constexpr int64_t kLanes = 16;  // interleaved accumulators inside a chunk
 
 template <class A, bool Squares>
 inline A term(A v) {

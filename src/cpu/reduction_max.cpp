@@ -11,15 +11,16 @@
 #include "mixprec/cpu/reduction.h"
 #include "mixprec/cpu/row_io.h"
 #include "mixprec/tensor/dispatch.h"
+#include "reduction_blocking.h"
+#include "task_size.h"
 
 namespace mixprec::cpu {
 namespace {
 
-constexpr int64_t kChunk = 8192;  // elements per partial along a row
-constexpr int64_t kBlock = 512;   // elements widened at a time
-constexpr int64_t kRows = 64;     // rows per partial of a column max
-constexpr int64_t kCols = 512;    // columns per task of a column max
-constexpr int64_t kTaskElems = int64_t{1} << 15;
+using reduction_blocking::kBlock;
+using reduction_blocking::kChunk;
+using reduction_blocking::kCols;
+using reduction_blocking::kRows;
 
 // v replaces the current best: strictly greater, or the first NaN.
 template <class A>

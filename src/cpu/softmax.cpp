@@ -6,6 +6,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "last_dim.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/cpu/row_io.h"
 #include "mixprec/numerics/convert.h"
@@ -68,10 +69,6 @@ void softmax_backward_rows(const T* x, const acc_t<T>* m, const acc_t<T>* ls, co
       store_row(xrow.data(), dx + r * D, D);
     }
   });
-}
-
-int64_t last_dim(const Tensor& x) {
-  return x.ndim() == 0 ? 1 : x.size(-1);
 }
 
 }  // namespace

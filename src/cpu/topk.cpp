@@ -14,11 +14,11 @@
 #include "mixprec/cpu/indexing.h"
 #include "mixprec/cpu/row_io.h"
 #include "mixprec/tensor/dispatch.h"
+#include "task_size.h"
 
 namespace mixprec::cpu {
 namespace {
 
-constexpr int64_t kTaskElems = int64_t{1} << 15;
 constexpr int64_t kInsertionMaxK = 32;
 constexpr int64_t kGroup = 8;  // keys tested at once against the current k-th best
 

@@ -11,7 +11,7 @@ namespace mixprec::cpu {
 namespace {
 
 constexpr int64_t kTile = kUpdateTile;
-constexpr int64_t kChunk = int64_t{1} << 16;  // elements per parallel task
+constexpr int64_t kUpdateGrain = int64_t{1} << 16;  // elements per parallel task
 
 char* bytes(const backend::UpdateBuffer& b) {
   return static_cast<char*>(b.data);
@@ -97,7 +97,7 @@ void update_pass(const backend::UpdatePass& pass, const backend::UpdateRule& rul
   for (int k = 0; k < pass.n_state; ++k)
     s_base[static_cast<std::size_t>(k)] = bytes(pass.state[static_cast<std::size_t>(k)]);
 
-  parallel_for(pass.numel, kChunk, [&](int64_t begin, int64_t end) {
+  parallel_for(pass.numel, kUpdateGrain, [&](int64_t begin, int64_t end) {
     // [kTile] f32 scratch per buffer: gradient, old and new master, state
     alignas(64) float g_buf[kTile], p_buf[kTile], p_new_buf[kTile];
     alignas(64) float s_buf[backend::kMaxUpdateState][kTile];

@@ -12,7 +12,7 @@ namespace mixprec::data {
 namespace fs = std::filesystem;
 namespace {
 
-[[noreturn]] void fail(const fs::path& path, const std::string& what) {
+[[noreturn]] void fail_corpus(const fs::path& path, const std::string& what) {
   throw Error("data corpus " + path.string(), what);
 }
 
@@ -27,11 +27,11 @@ CorpusFile describe(const fs::path& path) {
   std::error_code ec;
   CorpusFile f;
   f.path = fs::absolute(path, ec).lexically_normal();
-  if (ec) fail(path, "cannot resolve: " + ec.message());
+  if (ec) fail_corpus(path, "cannot resolve: " + ec.message());
   f.size = fs::file_size(path, ec);
-  if (ec) fail(path, "cannot read its size: " + ec.message());
+  if (ec) fail_corpus(path, "cannot read its size: " + ec.message());
   const auto mtime = fs::last_write_time(path, ec);
-  if (ec) fail(path, "cannot read its modification time: " + ec.message());
+  if (ec) fail_corpus(path, "cannot read its modification time: " + ec.message());
   f.mtime_ns =
       std::chrono::duration_cast<std::chrono::nanoseconds>(mtime.time_since_epoch()).count();
   return f;
@@ -49,19 +49,19 @@ std::vector<CorpusFile> list_corpus_files(const CorpusSpec& spec) {
   for (const fs::path& root : spec.paths) {
     std::error_code ec;
     const fs::file_status st = fs::status(root, ec);
-    if (!fs::exists(st)) fail(root, "does not exist");
+    if (!fs::exists(st)) fail_corpus(root, "does not exist");
     if (fs::is_regular_file(st)) {
       files.push_back(describe(root));
       continue;
     }
-    if (!fs::is_directory(st)) fail(root, "is neither a file nor a directory");
+    if (!fs::is_directory(st)) fail_corpus(root, "is neither a file nor a directory");
     std::vector<fs::path> found;
     for (fs::recursive_directory_iterator it(root, ec), end; !ec && it != end; it.increment(ec)) {
       if (it->is_regular_file() && !has_excluded_suffix(it->path(), spec.exclude_suffixes)) {
         found.push_back(it->path());
       }
     }
-    if (ec) fail(root, "cannot be listed: " + ec.message());
+    if (ec) fail_corpus(root, "cannot be listed: " + ec.message());
     // Directory iteration order is the file system's; sorting makes it the same everywhere.
     std::sort(found.begin(), found.end(),
               [](const fs::path& a, const fs::path& b) { return a.string() < b.string(); });

@@ -23,7 +23,7 @@ namespace {
 
 constexpr char kMagic[8] = {'M', 'X', 'P', 'T', 'O', 'K', 'E', 'N'};
 
-[[noreturn]] void fail(const fs::path& path, const std::string& what) {
+[[noreturn]] void fail_cache(const fs::path& path, const std::string& what) {
   throw Error("data cache " + path.string(), what);
 }
 
@@ -108,7 +108,7 @@ TokenCacheBuild build_token_cache(const fs::path& target, const std::vector<Corp
                           " file(s) (" + std::to_string(result.skipped.size()) + " skipped)");
         }
         if (::pwrite(fd, &header, sizeof header, 0) != static_cast<ssize_t>(sizeof header))
-          fail(target, std::string("header write failed: ") + std::strerror(errno));
+          fail_cache(target, std::string("header write failed: ") + std::strerror(errno));
       },
       where);
   return result;

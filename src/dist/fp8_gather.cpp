@@ -13,7 +13,7 @@
 namespace mixprec::dist::detail {
 namespace {
 
-constexpr const char* kWhere = "fp8 all-gather";
+constexpr const char* kFp8Gather = "fp8 all-gather";
 
 // The row segments of a piece of a [rows, cols] weight: elements [begin, end) row-major.
 struct Segment {
@@ -74,7 +74,7 @@ Fp8Weight weight_cast(std::size_t slot, int64_t rows, int64_t cols, WeightCast c
 
 Fp8GatherPlan plan_fp8_gather(const ShardLayout& layout, const models::Model& model,
                               const amp::LinearRecipe& recipe, std::span<const std::string> skip) {
-  MIXPREC_CHECK(amp::gathers_weight_in_fp8(recipe), kWhere,
+  MIXPREC_CHECK(amp::gathers_weight_in_fp8(recipe), kFp8Gather,
                 std::string("recipe ") + recipe.name + " " + amp::fp8_gather_refusal(recipe));
   const bool two_casts = !amp::weight_cast_serves_both_products(recipe);
   const int W = layout.world_size();
@@ -185,7 +185,7 @@ std::vector<Tensor> fp8_scales(std::span<const Fp8Weight> casts, std::span<const
 
 void pack_rest_sends(const UnitLayout& unit, const Fp8UnitPlan& plan, int rank,
                      const Tensor& master_shard, Tensor& send_rest) {
-  MIXPREC_CHECK(send_rest.numel() == plan.rest_count[static_cast<std::size_t>(rank)], kWhere,
+  MIXPREC_CHECK(send_rest.numel() == plan.rest_count[static_cast<std::size_t>(rank)], kFp8Gather,
                 "send buffer of the wrong size");
   int64_t rest_at = 0;
   for (const ShardPiece& p : unit.pieces(rank)) {
@@ -199,7 +199,7 @@ void pack_rest_sends(const UnitLayout& unit, const Fp8UnitPlan& plan, int rank,
 void pack_fp8_sends(const UnitLayout& unit, const Fp8UnitPlan& plan, WeightCast cast, int rank,
                     const Tensor& master_shard, const std::vector<Tensor>& scales,
                     Tensor& send_fp8) {
-  MIXPREC_CHECK(send_fp8.numel() == plan.fp8_count[static_cast<std::size_t>(rank)], kWhere,
+  MIXPREC_CHECK(send_fp8.numel() == plan.fp8_count[static_cast<std::size_t>(rank)], kFp8Gather,
                 "send buffer of the wrong size");
   const std::vector<Fp8Weight>& casts = plan.casts(cast);
   int64_t fp8_at = 0;

@@ -16,7 +16,7 @@
 namespace mixprec::dist {
 namespace {
 
-constexpr const char* kWhere = "ShardedModel";
+constexpr const char* kShardedModel = "ShardedModel";
 
 // An identity in the graph whose backward first runs `hook`: at a block's output it runs
 // before any of the block's backward (gather the weights again), at its input after all of it
@@ -58,7 +58,7 @@ ShardedModel::ShardedModel(models::Model& model, Communicator& comm,
   for (std::size_t u = 0; u < layout_.units().size(); ++u)
     for (const ParamSlot& p : layout_.units()[u].params) param_unit_.emplace(p.name, u);
   if (options_.fp8_all_gather) {
-    MIXPREC_CHECK(policy_.param_dtype == policy_.compute_dtype, kWhere,
+    MIXPREC_CHECK(policy_.param_dtype == policy_.compute_dtype, kShardedModel,
                   std::string("FP8 all-gather needs the param dtype to be the compute dtype (") +
                       dtype_name(policy_.param_dtype) + " params, " +
                       dtype_name(policy_.compute_dtype) +
@@ -138,7 +138,7 @@ void ShardedModel::materialize(uint64_t seed) {
 std::size_t ShardedModel::unit_of(const std::string& unit_name) const {
   for (std::size_t u = 0; u < units_.size(); ++u)
     if (layout_.units()[u].name == unit_name) return u;
-  throw Error(kWhere, "no unit named '" + unit_name + "'");
+  throw Error(kShardedModel, "no unit named '" + unit_name + "'");
 }
 
 ShardedModel::Casts ShardedModel::backward_casts(std::size_t u) const {
@@ -228,7 +228,7 @@ void ShardedModel::start_rest_gather(std::size_t u) {
 
 void ShardedModel::start_gather(std::size_t u, Casts casts) {
   Unit& unit = units_[u];
-  MIXPREC_CHECK(unit.master.defined(), kWhere, "materialize() was not called");
+  MIXPREC_CHECK(unit.master.defined(), kShardedModel, "materialize() was not called");
   NoGradGuard no_grad;
   if (has_fp8(u)) {  // each part that is neither there nor on its way
     if (!unit.gather && !bytes_present(unit.gathered)) start_rest_gather(u);
@@ -329,7 +329,8 @@ void ShardedModel::set_grad_views(std::size_t u) {
 }
 
 void ShardedModel::begin_step(bool training) {
-  MIXPREC_CHECK(!in_step_, kWhere, "begin_step() twice without finish_backward()/end_forward()");
+  MIXPREC_CHECK(!in_step_, kShardedModel,
+                "begin_step() twice without finish_backward()/end_forward()");
   in_step_ = true;
   training_ = training && GradMode::is_enabled();
   for (Unit& unit : units_) {
@@ -346,11 +347,12 @@ void ShardedModel::begin_step(bool training) {
 
 const Tensor& ShardedModel::weight(std::string_view name) {
   const auto it = param_unit_.find(name);
-  MIXPREC_CHECK(it != param_unit_.end(), kWhere, "no parameter named '" + std::string(name) + "'");
+  MIXPREC_CHECK(it != param_unit_.end(), kShardedModel,
+                "no parameter named '" + std::string(name) + "'");
   Unit& unit = units_[it->second];
   // The linears read FP8 weights' bytes through their filed forms: a released one is an
   // Error there. Here: the leaves and the other parameters' bytes.
-  MIXPREC_CHECK(resident(it->second, {.output = false}), kWhere,
+  MIXPREC_CHECK(resident(it->second, {.output = false}), kShardedModel,
                 "weight '" + std::string(name) + "' used while its unit '" +
                     layout_.units()[it->second].name +
                     "' is not gathered (call begin_step() before the forward)");
@@ -358,7 +360,7 @@ const Tensor& ShardedModel::weight(std::string_view name) {
 }
 
 Tensor ShardedModel::enter_unit(const std::string& unit_name, const Tensor& x) {
-  MIXPREC_CHECK(in_step_, kWhere, "forward without begin_step()");
+  MIXPREC_CHECK(in_step_, kShardedModel, "forward without begin_step()");
   const std::size_t u = unit_of(unit_name);
   wait_gather(u);
   if (options_.prefetch && u + 1 < units_.size()) start_gather(u + 1);
@@ -427,7 +429,7 @@ void ShardedModel::finish_reduce(std::size_t u) {
 
 void ShardedModel::start_reduce(std::size_t u) {
   Unit& unit = units_[u];
-  MIXPREC_CHECK(!unit.reduced, kWhere,
+  MIXPREC_CHECK(!unit.reduced, kShardedModel,
                 "unit '" + layout_.units()[u].name + "' reduced twice in one step");
   // At most one reduce-scatter in flight: the previous unit's buffers go before this one's
   // are added (memory_plan.h counts one).
@@ -438,13 +440,13 @@ void ShardedModel::start_reduce(std::size_t u) {
 }
 
 void ShardedModel::finish_backward() {
-  MIXPREC_CHECK(in_step_ && training_, kWhere, "finish_backward() without begin_step(true)");
+  MIXPREC_CHECK(in_step_ && training_, kShardedModel, "finish_backward() without begin_step(true)");
   start_reduce(0);
   NoGradGuard no_grad;
   const float inv_world = 1.0f / static_cast<float>(comm_.size());
   for (std::size_t u = 0; u < units_.size(); ++u) {
     Unit& unit = units_[u];
-    MIXPREC_CHECK(unit.reduced, kWhere,
+    MIXPREC_CHECK(unit.reduced, kShardedModel,
                   "the backward never reached unit '" + layout_.units()[u].name + "'");
     finish_reduce(u);
     // In place, one pass (the non-finite test it returns is the scaler's job later).
@@ -482,7 +484,7 @@ void ShardedModel::finish_backward() {
 }
 
 void ShardedModel::end_forward() {
-  MIXPREC_CHECK(in_step_ && !training_, kWhere, "end_forward() after begin_step(true)");
+  MIXPREC_CHECK(in_step_ && !training_, kShardedModel, "end_forward() after begin_step(true)");
   for (std::size_t u = 0; u < units_.size(); ++u) release_gathered(u, true);
   in_step_ = false;
 }
@@ -499,12 +501,12 @@ void ShardedModel::sum_cut_blocks(std::vector<optim::CutBlock>& blocks) const {
       const UnitLayout& lay = layout_.units()[piece_unit_[i]];
       const int64_t flat = lay.params[piece_slot_[i]].offset + c.first_element;
       const int64_t boundary = flat / lay.shard + 1;
-      MIXPREC_CHECK(boundary >= 1 && boundary < W, kWhere,
+      MIXPREC_CHECK(boundary >= 1 && boundary < W, kShardedModel,
                     "block at element " + std::to_string(c.first_element) + " of " +
                         c.param->name() + " is not cut by a shard boundary");
       return static_cast<int64_t>(piece_unit_[i]) * (W - 1) + boundary - 1;
     }
-    throw Error(kWhere, "cut block of a parameter this rank does not hold");
+    throw Error(kShardedModel, "cut block of a parameter this rank does not hold");
   };
   for (const optim::CutBlock& c : blocks) sums.data<double>()[slot_of(c)] += c.sum_sq;
   if (W > 1) comm_.all_reduce(sums, ReduceOp::sum);

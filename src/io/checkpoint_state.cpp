@@ -11,7 +11,7 @@
 namespace mixprec::io {
 namespace {
 
-constexpr const char* kWhere = "restore_training_state";
+constexpr const char* kRestore = "restore_training_state";
 
 bool starts_with(const std::string& s, const std::string& prefix) {
   return s.compare(0, prefix.size(), prefix) == 0;
@@ -33,7 +33,7 @@ std::string describe(const Tensor& t) {
 
 // Re-throws an Error from a component's loader with the section it read.
 [[noreturn]] void rethrow_in(const Error& e, const char* prefix) {
-  throw Error(kWhere, std::string("in the '") + prefix + "' entries: " + e.what());
+  throw Error(kRestore, std::string("in the '") + prefix + "' entries: " + e.what());
 }
 
 }  // namespace
@@ -64,31 +64,31 @@ void restore_training_state(const TensorMap& tensors, const TrainingState& state
   std::vector<const Tensor*> masters;
   std::set<std::string> names;
   for (const auto& p : state.params) {
-    MIXPREC_CHECK(p != nullptr, kWhere, "a parameter is null");
-    MIXPREC_CHECK(names.insert(p->name()).second, kWhere,
+    MIXPREC_CHECK(p != nullptr, kRestore, "a parameter is null");
+    MIXPREC_CHECK(names.insert(p->name()).second, kRestore,
                   "parameter name '" + p->name() + "' appears twice");
     const std::string key = kModelPrefix + p->name();
     const auto it = tensors.find(key);
-    MIXPREC_CHECK(it != tensors.end(), kWhere,
+    MIXPREC_CHECK(it != tensors.end(), kRestore,
                   "no entry '" + key + "' for parameter '" + p->name() + "'");
     const Tensor& t = it->second;
     MIXPREC_CHECK(t.defined() && t.dtype() == p->master().dtype() &&
                       t.shape() == p->master().shape() && !t.is_meta(),
-                  kWhere,
+                  kRestore,
                   "entry '" + key + "' is " + describe(t) + ", the parameter's master is " +
                       describe(p->master()));
     masters.push_back(&t);
   }
   for (const auto& [key, t] : section(tensors, kModelPrefix))
-    MIXPREC_CHECK(names.count(key), kWhere,
+    MIXPREC_CHECK(names.count(key), kRestore,
                   "entry '" + std::string(kModelPrefix) + key + "' matches no parameter");
   // A diverged run's NaN (or a damaged file's inf) must not come back as weights.
   std::vector<Tensor> scanned;
   for (const Tensor* t : masters) scanned.push_back(t->contiguous());
   if (const int64_t bad = backend::current().first_nonfinite(scanned, 1.0f); bad >= 0)
-    throw Error(kWhere, "entry '" + std::string(kModelPrefix) + state.params[bad]->name() +
-                            "' holds inf or NaN: the weights are damaged or come from a run that "
-                            "had diverged");
+    throw Error(kRestore, "entry '" + std::string(kModelPrefix) + state.params[bad]->name() +
+                              "' holds inf or NaN: the weights are damaged or come from a run that "
+                              "had diverged");
 
   // 2. Buffers: each one's entry, of its shape, f32 and finite.
   std::vector<const Tensor*> buffer_values;
@@ -98,19 +98,19 @@ void restore_training_state(const TensorMap& tensors, const TrainingState& state
       buffer_names.insert(name);
       const std::string key = kBufferPrefix + name;
       const auto it = tensors.find(key);
-      MIXPREC_CHECK(it != tensors.end(), kWhere,
+      MIXPREC_CHECK(it != tensors.end(), kRestore,
                     "no entry '" + key + "' for buffer '" + name + "'");
       const Tensor& t = it->second;
       MIXPREC_CHECK(t.defined() && t.dtype() == b.dtype() && t.shape() == b.shape() && !t.is_meta(),
-                    kWhere,
+                    kRestore,
                     "entry '" + key + "' is " + describe(t) + ", the buffer is " + describe(b));
       const std::vector<Tensor> scan{t.contiguous()};
-      MIXPREC_CHECK(backend::current().first_nonfinite(scan, 1.0f) < 0, kWhere,
+      MIXPREC_CHECK(backend::current().first_nonfinite(scan, 1.0f) < 0, kRestore,
                     "entry '" + key + "' holds inf or NaN");
       buffer_values.push_back(&t);
     }
     for (const auto& [key, t] : section(tensors, kBufferPrefix))
-      MIXPREC_CHECK(buffer_names.count(key), kWhere,
+      MIXPREC_CHECK(buffer_names.count(key), kRestore,
                     "entry '" + std::string(kBufferPrefix) + key + "' matches no buffer");
   }
 

@@ -6,6 +6,7 @@
 
 #include "mixprec/core/error.h"
 #include "mixprec/io/atomic_file.h"
+#include "safetensors_fail.h"
 
 namespace mixprec::io {
 namespace {
@@ -32,10 +33,6 @@ constexpr DTypeName kNames[] = {
     {DType::f4_e2m1fn, "F4_E2M1_UNPACKED"}};
 static_assert(std::size(kNames) == kNumDTypes, "every dtype needs a safetensors name");
 
-[[noreturn]] void fail(const std::string& path, const std::string& what) {
-  throw Error("safetensors " + path, what);
-}
-
 }  // namespace
 
 const char* safetensors_dtype_name(DType dtype) {
@@ -50,7 +47,7 @@ DType parse_safetensors_dtype(const std::string& name) {
 
 const Tensor& SafetensorsFile::at(const std::string& name) const {
   const auto it = tensors.find(name);
-  if (it == tensors.end()) fail(path, "no tensor named '" + name + "'");
+  if (it == tensors.end()) fail_safetensors(path, "no tensor named '" + name + "'");
   return it->second;
 }
 
@@ -60,10 +57,12 @@ void save_safetensors(const std::string& path, const TensorList& tensors,
   if (!metadata.empty()) header["__metadata__"] = metadata;
   uint64_t offset = 0;
   for (const auto& [name, t] : tensors) {
-    if (name == "__metadata__") fail(path, "'__metadata__' is reserved, not a tensor name");
-    if (header.contains(name)) fail(path, "tensor name '" + name + "' appears twice");
-    if (!t.defined()) fail(path, "tensor '" + name + "' is undefined");
-    if (t.is_meta()) fail(path, "tensor '" + name + "' is on the meta device: nothing to save");
+    if (name == "__metadata__")
+      fail_safetensors(path, "'__metadata__' is reserved, not a tensor name");
+    if (header.contains(name)) fail_safetensors(path, "tensor name '" + name + "' appears twice");
+    if (!t.defined()) fail_safetensors(path, "tensor '" + name + "' is undefined");
+    if (t.is_meta())
+      fail_safetensors(path, "tensor '" + name + "' is on the meta device: nothing to save");
     const uint64_t bytes = t.nbytes();
     header[name] = {{"dtype", safetensors_dtype_name(t.dtype())},
                     {"shape", t.shape()},

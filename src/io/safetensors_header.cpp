@@ -8,6 +8,7 @@
 
 #include "mixprec/core/error.h"
 #include "mixprec/io/safetensors.h"
+#include "safetensors_fail.h"
 #include "text_bounds.h"
 
 namespace mixprec::io {
@@ -19,10 +20,6 @@ using nlohmann::json;
 constexpr uint64_t kMaxHeader = 100'000'000;
 constexpr uint64_t kInt64Max = std::numeric_limits<int64_t>::max();
 
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw Error("safetensors " + source, what);
-}
-
 // A JSON integer >= 0 that fits int64. Floats and booleans are refused: nlohmann's get<> would
 // convert them (a float beyond the integer range even with undefined behaviour).
 bool is_count(const json& v) {
@@ -31,12 +28,13 @@ bool is_count(const json& v) {
 
 // The dims of a shape, each a JSON integer in [0, 2^63).
 Shape parse_shape(const json& v, const std::string& source, const std::string& where) {
-  if (!v.is_array()) fail(source, where + "shape must be an array of integers");
+  if (!v.is_array()) fail_safetensors(source, where + "shape must be an array of integers");
   Shape shape;
   shape.reserve(v.size());
   for (const json& d : v) {
     if (!is_count(d) || d.get<uint64_t>() > kInt64Max)
-      fail(source, where + "shape " + quote_prefix(v.dump()) + " must hold integers in [0, 2^63)");
+      fail_safetensors(
+          source, where + "shape " + quote_prefix(v.dump()) + " must hold integers in [0, 2^63)");
     shape.push_back(d.get<int64_t>());
   }
   return shape;
@@ -54,8 +52,8 @@ uint64_t shape_bytes(const Shape& shape, DType dtype, const std::string& source,
       continue;
     }
     if (extent > kInt64Max / static_cast<uint64_t>(d))
-      fail(source, where + "shape " + shape_to_string(shape) + " of " + dtype_name(dtype) +
-                       " spans more than 2^63 bytes");
+      fail_safetensors(source, where + "shape " + shape_to_string(shape) + " of " +
+                                   dtype_name(dtype) + " spans more than 2^63 bytes");
     extent *= static_cast<uint64_t>(d);
   }
   return empty ? 0 : extent;
@@ -66,31 +64,32 @@ SafetensorsEntry parse_entry(const std::string& name, const json& entry, uint64_
   const std::string where = "tensor '" + name + "': ";
   if (!entry.is_object() || !entry.contains("dtype") || !entry.contains("shape") ||
       !entry.contains("data_offsets"))
-    fail(source, where + "needs dtype, shape and data_offsets");
+    fail_safetensors(source, where + "needs dtype, shape and data_offsets");
   SafetensorsEntry e;
   e.name = name;
   const json& dtype = entry.at("dtype");
   if (!dtype.is_string())
-    fail(source, where + "dtype must be a string, got " + quote_prefix(dtype.dump()));
+    fail_safetensors(source, where + "dtype must be a string, got " + quote_prefix(dtype.dump()));
   try {
     e.dtype = parse_safetensors_dtype(dtype.get<std::string>());
   } catch (const Error& ex) {
-    fail(source, where + ex.what());
+    fail_safetensors(source, where + ex.what());
   }
   e.shape = parse_shape(entry.at("shape"), source, where);
   const json& offsets = entry.at("data_offsets");
   if (!offsets.is_array() || offsets.size() != 2 || !is_count(offsets[0]) || !is_count(offsets[1]))
-    fail(source, where + "data_offsets must be [begin, end], two integers >= 0, got " +
-                     quote_prefix(offsets.dump()));
+    fail_safetensors(source, where + "data_offsets must be [begin, end], two integers >= 0, got " +
+                                 quote_prefix(offsets.dump()));
   e.begin = offsets[0].get<uint64_t>();
   e.end = offsets[1].get<uint64_t>();
   if (e.begin > e.end || e.end > data_size)
-    fail(source, where + "data_offsets [" + std::to_string(e.begin) + ", " + std::to_string(e.end) +
-                     "] outside the " + std::to_string(data_size) + "-byte data section");
+    fail_safetensors(source, where + "data_offsets [" + std::to_string(e.begin) + ", " +
+                                 std::to_string(e.end) + "] outside the " +
+                                 std::to_string(data_size) + "-byte data section");
   const uint64_t bytes = e.end - e.begin;
   if (bytes != shape_bytes(e.shape, e.dtype, source, where))
-    fail(source, where + std::to_string(bytes) + " bytes for shape " + shape_to_string(e.shape) +
-                     " of " + dtype_name(e.dtype));
+    fail_safetensors(source, where + std::to_string(bytes) + " bytes for shape " +
+                                 shape_to_string(e.shape) + " of " + dtype_name(e.dtype));
   return e;
 }
 
@@ -110,16 +109,17 @@ json parse_json(const char* begin, const char* end, const std::string& source) {
   // once per level, so a header nested 80k deep would overflow the stack.
   const int depth = json_nesting_depth(std::string_view(begin, static_cast<size_t>(end - begin)));
   if (depth > kMaxNesting)
-    fail(source, "header nests " + std::to_string(depth) + " levels deep (at most " +
-                     std::to_string(kMaxNesting) + ")");
+    fail_safetensors(source, "header nests " + std::to_string(depth) + " levels deep (at most " +
+                                 std::to_string(kMaxNesting) + ")");
   json header;
   try {
     header = json::parse(begin, end, note_names);
   } catch (const json::exception& e) {
-    fail(source, std::string("header is not valid JSON: ") + e.what());
+    fail_safetensors(source, std::string("header is not valid JSON: ") + e.what());
   }
-  if (!header.is_object()) fail(source, "header is not a JSON object");
-  if (!repeated.empty()) fail(source, "key '" + repeated + "' appears twice in the header");
+  if (!header.is_object()) fail_safetensors(source, "header is not a JSON object");
+  if (!repeated.empty())
+    fail_safetensors(source, "key '" + repeated + "' appears twice in the header");
   return header;
 }
 
@@ -127,21 +127,22 @@ json parse_json(const char* begin, const char* end, const std::string& source) {
 
 uint64_t safetensors_header_length(std::span<const std::byte> first_bytes, uint64_t file_size,
                                    const std::string& source) {
-  if (file_size < 8) fail(source, "file is " + std::to_string(file_size) + " bytes: no header");
-  if (first_bytes.size() < 8) fail(source, "the file's first 8 bytes were not read");
+  if (file_size < 8)
+    fail_safetensors(source, "file is " + std::to_string(file_size) + " bytes: no header");
+  if (first_bytes.size() < 8) fail_safetensors(source, "the file's first 8 bytes were not read");
   uint64_t header_len = 0;
   for (int i = 7; i >= 0; --i)
     header_len = header_len << 8 | static_cast<uint8_t>(first_bytes[static_cast<size_t>(i)]);
   if (header_len > kMaxHeader || header_len > file_size - 8)
-    fail(source, "header length " + std::to_string(header_len) + " does not fit a " +
-                     std::to_string(file_size) + "-byte file");
+    fail_safetensors(source, "header length " + std::to_string(header_len) + " does not fit a " +
+                                 std::to_string(file_size) + "-byte file");
   return header_len;
 }
 
 SafetensorsHeader parse_safetensors_header(std::span<const std::byte> prefix, uint64_t file_size,
                                            const std::string& source) {
   const uint64_t header_len = safetensors_header_length(prefix, file_size, source);
-  if (prefix.size() < 8 + header_len) fail(source, "the file ended inside its header");
+  if (prefix.size() < 8 + header_len) fail_safetensors(source, "the file ended inside its header");
   SafetensorsHeader out;
   out.data_start = 8 + header_len;
   out.data_size = file_size - out.data_start;
@@ -150,9 +151,10 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> prefix, ui
 
   for (const auto& [name, entry] : header.items()) {
     if (name == "__metadata__") {
-      if (!entry.is_object()) fail(source, "__metadata__ is not an object of strings");
+      if (!entry.is_object()) fail_safetensors(source, "__metadata__ is not an object of strings");
       for (const auto& [k, v] : entry.items()) {
-        if (!v.is_string()) fail(source, "__metadata__ key '" + k + "' is not a string");
+        if (!v.is_string())
+          fail_safetensors(source, "__metadata__ key '" + k + "' is not a string");
         out.metadata[k] = v.get<std::string>();
       }
       continue;
@@ -167,13 +169,14 @@ SafetensorsHeader parse_safetensors_header(std::span<const std::byte> prefix, ui
   uint64_t covered = 0;
   for (const SafetensorsEntry& e : out.entries) {
     if (e.begin != covered)
-      fail(source, e.begin < covered ? "tensors overlap at byte " + std::to_string(e.begin)
-                                     : "unreferenced bytes at " + std::to_string(covered));
+      fail_safetensors(source, e.begin < covered
+                                   ? "tensors overlap at byte " + std::to_string(e.begin)
+                                   : "unreferenced bytes at " + std::to_string(covered));
     covered = e.end;
   }
   if (covered != out.data_size)
-    fail(source,
-         std::to_string(out.data_size - covered) + " trailing bytes not used by any tensor");
+    fail_safetensors(
+        source, std::to_string(out.data_size - covered) + " trailing bytes not used by any tensor");
   return out;
 }
 

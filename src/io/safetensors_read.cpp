@@ -9,20 +9,17 @@
 
 #include "mixprec/core/error.h"
 #include "mixprec/io/safetensors.h"
+#include "safetensors_fail.h"
 
 namespace mixprec::io {
 namespace {
-
-[[noreturn]] void fail(const std::string& source, const std::string& what) {
-  throw Error("safetensors " + source, what);
-}
 
 // Any byte but 0 or 1 would be an invalid C++ bool.
 void check_bools(const Tensor& t, const SafetensorsEntry& e, const std::string& source) {
   if (e.dtype != DType::boolean) return;
   const auto* b = static_cast<const uint8_t*>(t.raw_data());
   if (std::any_of(b, b + t.numel(), [](uint8_t v) { return v > 1; }))
-    fail(source, "tensor '" + e.name + "': BOOL data holds a byte other than 0 or 1");
+    fail_safetensors(source, "tensor '" + e.name + "': BOOL data holds a byte other than 0 or 1");
 }
 
 }  // namespace
@@ -46,16 +43,17 @@ SafetensorsFile parse_safetensors(std::span<const std::byte> bytes, const std::s
 SafetensorsFile load_safetensors(const std::string& path) {
   std::error_code ec;  // the throwing overload would escape as std::filesystem_error
   const auto type = std::filesystem::status(path, ec).type();
-  if (type == std::filesystem::file_type::directory) fail(path, "is a directory, not a file");
+  if (type == std::filesystem::file_type::directory)
+    fail_safetensors(path, "is a directory, not a file");
   // Opening a FIFO would wait for a writer for ever; a device could be endless.
   if (!ec && type != std::filesystem::file_type::regular &&
       type != std::filesystem::file_type::not_found)
-    fail(path, "is not a regular file (a FIFO, socket or device)");
+    fail_safetensors(path, "is not a regular file (a FIFO, socket or device)");
   std::ifstream in(path, std::ios::binary);
-  if (!in) fail(path, std::string("cannot open: ") + std::strerror(errno));
+  if (!in) fail_safetensors(path, std::string("cannot open: ") + std::strerror(errno));
   in.seekg(0, std::ios::end);
   const std::streamoff end = in.tellg();
-  if (!in || end < 0) fail(path, "cannot tell its size (not a regular file?)");
+  if (!in || end < 0) fail_safetensors(path, "cannot tell its size (not a regular file?)");
   const auto file_size = static_cast<uint64_t>(end);
   in.seekg(0);
 
@@ -65,7 +63,8 @@ SafetensorsFile load_safetensors(const std::string& path) {
   const uint64_t header_len = safetensors_header_length(prefix, file_size, path);
   prefix.resize(8 + header_len);
   in.read(reinterpret_cast<char*>(prefix.data()) + 8, static_cast<std::streamsize>(header_len));
-  if (!in) fail(path, "the file ended inside its header (did it shrink while being read?)");
+  if (!in)
+    fail_safetensors(path, "the file ended inside its header (did it shrink while being read?)");
   const SafetensorsHeader header = parse_safetensors_header(prefix, file_size, path);
 
   SafetensorsFile out;
@@ -76,7 +75,7 @@ SafetensorsFile load_safetensors(const std::string& path) {
     if (e.end > e.begin) {
       in.seekg(static_cast<std::streamoff>(header.data_start + e.begin));
       in.read(static_cast<char*>(t.raw_data()), static_cast<std::streamsize>(e.end - e.begin));
-      if (!in) fail(path, "tensor '" + e.name + "': file ended early");
+      if (!in) fail_safetensors(path, "tensor '" + e.name + "': file ended early");
     }
     check_bools(t, e, path);
     out.tensors.emplace(e.name, std::move(t));

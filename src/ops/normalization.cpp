@@ -12,11 +12,12 @@
 namespace mixprec {
 namespace {
 
-class NormBackward final : public Node {
+class NormalizationBackward final : public Node {
  public:
   // x: the input as the kernel saw it, or a narrower tensor holding exactly its values
   // (widened back to x_dtype in backward).
-  NormBackward(Tensor x, DType x_dtype, Tensor weight, backend::NormStats stats, bool center)
+  NormalizationBackward(Tensor x, DType x_dtype, Tensor weight, backend::NormStats stats,
+                        bool center)
       : x_(std::move(x)),
         x_dtype_(x_dtype),
         weight_(std::move(weight)),
@@ -78,8 +79,8 @@ Tensor norm(const char* op, const Tensor& x, const Tensor& weight, const Tensor&
   if (any_requires_grad({&x, &weight, &bias})) {
     const bool widened =
         x_orig.dtype() != x.dtype() && x.dtype() == DType::f32 && is_narrow_compute(x_orig.dtype());
-    auto node = std::make_shared<NormBackward>(widened ? x_orig.detach().contiguous() : xc,
-                                               x.dtype(), wc, std::move(stats), center);
+    auto node = std::make_shared<NormalizationBackward>(widened ? x_orig.detach().contiguous() : xc,
+                                                        x.dtype(), wc, std::move(stats), center);
     connect(*node, {x, weight, bias});  // rmsnorm's undefined bias gets a null edge
     set_history(y, node);
   }

@@ -14,7 +14,7 @@
 namespace mixprec {
 namespace {
 
-constexpr const char* kWhere = "model.rope_scaling";
+constexpr const char* kRopeScaling = "model.rope_scaling";
 
 // Shortest text that reads back as v: "0", "0.5", "1e+300", "inf".
 std::string num(double v) {
@@ -116,7 +116,7 @@ std::optional<RopeScalingProblem> rope_scaling_problem(const RopeScaling& s) {
 
 void validate_rope_scaling(const RopeScaling& s) {
   if (const auto p = rope_scaling_problem(s))
-    throw Error(kWhere, std::string(p->key) + " = " + num(p->value) + " " + p->rule);
+    throw Error(kRopeScaling, std::string(p->key) + " = " + num(p->value) + " " + p->rule);
 }
 
 std::vector<double> rope_inverse_frequencies(int64_t head_dim, double theta,

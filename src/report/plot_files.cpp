@@ -17,7 +17,7 @@
 namespace mixprec::report {
 namespace {
 
-constexpr const char* kWhere = "report::write_plot_files";
+constexpr const char* kPlotFiles = "report::write_plot_files";
 // Distinguishable on white (matplotlib's tab10 and darker neighbours: a story of a dozen runs
 // needs a dozen); runs past 14 reuse them.
 constexpr const char* kColours[] = {"1f77b4", "d62728", "2ca02c", "ff7f0e", "9467bd",
@@ -65,7 +65,7 @@ void write_text(const std::filesystem::path& path, const std::string& text) {
   std::ofstream out(path, std::ios::binary);
   out << text;
   out.close();
-  MIXPREC_CHECK(out.good(), kWhere, "cannot write " + path.string());
+  MIXPREC_CHECK(out.good(), kPlotFiles, "cannot write " + path.string());
 }
 
 // A skipped step or a non-finite loss has no point on the curve; it gets a mark instead, at
@@ -94,16 +94,16 @@ bool any_train(const RunMetrics& run, Pred pred) {
 
 PlotFiles write_plot_files(const std::vector<RunMetrics>& runs, const std::filesystem::path& dir,
                            const std::filesystem::path& png, const PlotOptions& options) {
-  MIXPREC_CHECK(!runs.empty(), kWhere, "no runs to plot");
-  MIXPREC_CHECK(options.width > 0 && options.height > 0, kWhere,
+  MIXPREC_CHECK(!runs.empty(), kPlotFiles, "no runs to plot");
+  MIXPREC_CHECK(options.width > 0 && options.height > 0, kPlotFiles,
                 "plot size " + std::to_string(options.width) + "x" +
                     std::to_string(options.height) + " must be positive");
-  MIXPREC_CHECK(options.smoothing_window >= 0, kWhere,
+  MIXPREC_CHECK(options.smoothing_window >= 0, kPlotFiles,
                 "smoothing_window = " + std::to_string(options.smoothing_window) + " must be >= 0");
   std::size_t longest = 0;
   int64_t first_step = INT64_MAX, last_step = INT64_MIN;
   for (const RunMetrics& run : runs) {
-    MIXPREC_CHECK(!run.train.empty(), kWhere,
+    MIXPREC_CHECK(!run.train.empty(), kPlotFiles,
                   "no training steps in " + run.source.string() + " (run dir " +
                       run.source.parent_path().string() + ")");
     longest = std::max(longest, run.train.size());

@@ -16,7 +16,7 @@ namespace mixprec::report {
 namespace {
 
 using nlohmann::json;
-constexpr const char* kWhere = "report::read_run_metrics";
+constexpr const char* kReadRunMetrics = "report::read_run_metrics";
 // About 400 bytes a step: millions of steps, still a bound on what is read into memory.
 constexpr uint64_t kMaxMetricsBytes = uint64_t{2} << 30;
 
@@ -29,7 +29,8 @@ struct LineRef {
 
 [[noreturn]] void bad_key(const LineRef& ref, const char* key, const json& v,
                           const char* expected) {
-  throw Error(kWhere, ref.at() + ": key \"" + key + "\" is " + v.dump() + ", expected " + expected);
+  throw Error(kReadRunMetrics,
+              ref.at() + ": key \"" + key + "\" is " + v.dump() + ", expected " + expected);
 }
 
 double number(const json& obj, const char* key, const LineRef& ref) {
@@ -42,7 +43,8 @@ double number(const json& obj, const char* key, const LineRef& ref) {
 int64_t integer(const json& obj, const char* key, const LineRef& ref, bool required = false) {
   const auto it = obj.find(key);
   if (it == obj.end() || it->is_null()) {
-    if (required) throw Error(kWhere, ref.at() + ": missing key \"" + std::string(key) + "\"");
+    if (required)
+      throw Error(kReadRunMetrics, ref.at() + ": missing key \"" + std::string(key) + "\"");
     return 0;
   }
   if (it->is_number_integer()) return it->get<int64_t>();
@@ -167,11 +169,11 @@ RunMetrics parse_run_metrics(std::string_view contents, const std::filesystem::p
         metrics.skipped_truncated_line = true;
         break;
       }
-      throw Error(kWhere, ref.at() + ": not a JSON object: " + lines[i].substr(0, 80));
+      throw Error(kReadRunMetrics, ref.at() + ": not a JSON object: " + lines[i].substr(0, 80));
     }
     const auto type = o.find("type");
     if (type == o.end() || !type->is_string())
-      throw Error(kWhere, ref.at() + ": no \"type\" string in " + lines[i].substr(0, 80));
+      throw Error(kReadRunMetrics, ref.at() + ": no \"type\" string in " + lines[i].substr(0, 80));
     const std::string& kind = type->get_ref<const std::string&>();
     if (kind == "run") {
       metrics.run = {text(o, "name", ref), text(o, "precision", ref), integer(o, "params", ref),

@@ -13,7 +13,7 @@
 namespace mixprec::train {
 namespace {
 
-constexpr const char* kWhere = "checkpoint";
+constexpr const char* kPlausibility = "checkpoint";
 
 // The scalar entry `key` as an integer, if present and a one-element number.
 std::optional<int64_t> counter(const io::Checkpoint& c, const std::string& key) {
@@ -43,7 +43,7 @@ void check_known_entries(const io::Checkpoint& c) {
     for (const char* prefix : {io::kModelPrefix, io::kOptimPrefix, io::kScalerPrefix,
                                io::kBufferPrefix, io::kFp8ScalingPrefix})
       known = known || key.starts_with(prefix);
-    MIXPREC_CHECK(known, kWhere,
+    MIXPREC_CHECK(known, kPlausibility,
                   c.path + ": entry '" + key +
                       "' belongs to no section a mixprec checkpoint has (model., optim., "
                       "scaler., buffer., fp8_scaling., train.step, train.seed): the file was "
@@ -52,9 +52,9 @@ void check_known_entries(const io::Checkpoint& c) {
 }
 
 void check_step_counters(const io::Checkpoint& c, int64_t step, const config::TrainConfig& config) {
-  MIXPREC_CHECK(step >= 0, kWhere,
+  MIXPREC_CHECK(step >= 0, kPlausibility,
                 c.path + ": train.step = " + std::to_string(step) + " is negative");
-  MIXPREC_CHECK(step <= config.training.steps, kWhere,
+  MIXPREC_CHECK(step <= config.training.steps, kPlausibility,
                 c.path + " holds train.step = " + std::to_string(step) +
                     ", past training.steps = " + std::to_string(config.training.steps) +
                     " of this run: raise training.steps to train on, or start a new run_dir");
@@ -64,14 +64,14 @@ void check_step_counters(const io::Checkpoint& c, int64_t step, const config::Tr
   if (taken && skipped) {
     // Every completed step was taken or skipped, once (compared without overflow).
     MIXPREC_CHECK(*taken >= 0 && *skipped >= 0 && *taken <= step && *skipped == step - *taken,
-                  kWhere,
+                  kPlausibility,
                   fmt::format("{}: {} = {} and {} = {} do not add up to train.step = {}", c.path,
                               taken_key, *taken, skipped_key, *skipped, step));
   }
   const std::string optim_key = std::string(io::kOptimPrefix) + "step";
   if (const auto optim = counter(c, optim_key)) {
     const int64_t bound = taken ? *taken : step;  // an optimizer moves on taken steps only
-    MIXPREC_CHECK(*optim >= 0 && *optim <= bound, kWhere,
+    MIXPREC_CHECK(*optim >= 0 && *optim <= bound, kPlausibility,
                   fmt::format("{}: {} = {} is past the {} steps {}", c.path, optim_key, *optim,
                               bound, taken ? "taken (" + taken_key + ")" : "completed"));
   }
@@ -88,7 +88,7 @@ void check_masters_fit(const io::Checkpoint& c, const amp::MixedPrecisionPolicy&
     if (!key.starts_with(io::kModelPrefix) || t.is_meta() || !is_floating(t.dtype())) continue;
     // inf and NaN are restore_training_state's to refuse (one scan of them, not two).
     const double largest = max_abs(t);
-    MIXPREC_CHECK(!std::isfinite(largest) || largest <= limit, kWhere,
+    MIXPREC_CHECK(!std::isfinite(largest) || largest <= limit, kPlausibility,
                   fmt::format("{}: entry '{}' holds {:.4g}, past {:.4g}, the largest weight a "
                               "{} working copy and f32 norms survive: the weights come from a run "
                               "that diverged, or were altered",
@@ -99,12 +99,13 @@ void check_masters_fit(const io::Checkpoint& c, const amp::MixedPrecisionPolicy&
 void check_tokenizer(const std::string& recorded, const std::string& checkpoint_path,
                      const data::Tokenizer& tokenizer, const std::string& tokenizer_path) {
   if (recorded.empty() || recorded == tokenizer.id()) return;
-  throw Error(kWhere, checkpoint_path + " was trained with tokenizer " + recorded + ", but " +
-                          (tokenizer_path.empty() ? "model.tokenizer = \"\" (bytes)"
-                                                  : "model.tokenizer " + tokenizer_path) +
-                          " is " + tokenizer.id() +
-                          ": its ids would mean other text (the model file was replaced; "
-                          "restore it, or train a new run)");
+  throw Error(kPlausibility, checkpoint_path + " was trained with tokenizer " + recorded +
+                                 ", but " +
+                                 (tokenizer_path.empty() ? "model.tokenizer = \"\" (bytes)"
+                                                         : "model.tokenizer " + tokenizer_path) +
+                                 " is " + tokenizer.id() +
+                                 ": its ids would mean other text (the model file was replaced; "
+                                 "restore it, or train a new run)");
 }
 
 void check_tokenizer(const io::Checkpoint& c, const data::Tokenizer& tokenizer,

@@ -5,15 +5,9 @@
 
 #include <algorithm>
 
+#include "upper_median.h"
+
 namespace mixprec::train {
-namespace {
-
-double median(std::vector<double> v) {
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
-}
-
-}  // namespace
 
 std::string describe_expert_load_band(const std::vector<StepMetrics>& steps) {
   std::vector<const StepMetrics*> with;
@@ -37,8 +31,8 @@ std::string describe_expert_load_band(const std::vector<StepMetrics>& steps) {
       "expert load (tokens / mean; {} MoE blocks x {} experts) over steps {}-{}: max {:.2f} "
       "(median {:.2f}), min {:.2f} (median {:.2f})",
       first.expert_load.size(), first.expert_load.front().size(), first.step, with.back()->step,
-      *std::max_element(highs.begin(), highs.end()), median(highs),
-      *std::min_element(lows.begin(), lows.end()), median(lows));
+      *std::max_element(highs.begin(), highs.end()), upper_median(highs),
+      *std::min_element(lows.begin(), lows.end()), upper_median(lows));
 }
 
 }  // namespace mixprec::train

@@ -50,6 +50,7 @@
 #include "mixprec/train/run_data.h"
 #include "mixprec/train/run_dir_lock.h"
 #include "mixprec/train/tensorboard_log.h"
+#include "upper_median.h"
 
 namespace mixprec::train {
 namespace fs = std::filesystem;
@@ -87,12 +88,6 @@ void set_threads(const config::TrainConfig& c, const dist::Communicator& comm) {
     const int cores = static_cast<int>(std::thread::hardware_concurrency());
     set_num_threads(std::max(1, cores / dist::ranks_on_this_machine(comm)));
   }
-}
-
-double median(std::vector<double> v) {
-  if (v.empty()) return 0;
-  std::nth_element(v.begin(), v.begin() + static_cast<std::ptrdiff_t>(v.size() / 2), v.end());
-  return v[v.size() / 2];
 }
 
 // The amax histories of a delayed recipe (te_delayed), with TE's keys from the config.
@@ -1011,7 +1006,7 @@ TrainSummary Trainer::run() {
   std::vector<double> rates;
   for (std::size_t i = s.summary.steps.size() > 5 ? 3 : 0; i < s.summary.steps.size(); ++i)
     rates.push_back(s.summary.steps[i].tokens_per_s);
-  s.summary.tokens_per_s = median(rates);
+  s.summary.tokens_per_s = upper_median(rates);
   s.log.reset();
   return std::move(s.summary);
 }

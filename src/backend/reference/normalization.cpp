@@ -4,14 +4,6 @@
 #include "reference_kernels.h"
 
 namespace mixprec::backend::reference {
-namespace {
-
-int64_t last_dim(const Tensor& x) {
-  return x.ndim() == 0 ? 1 : x.size(-1);
-}
-
-}  // namespace
-
 Tensor norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                     bool center, NormStats& stats) {
   const int64_t D = last_dim(x), rows = D == 0 ? 0 : x.numel() / D;

@@ -19,7 +19,7 @@
 namespace mixprec::models {
 namespace {
 
-constexpr const char* kWhere = "moe_forward";
+constexpr const char* kMoeForward = "moe_forward";
 
 struct Routing {
   Tensor logits, scores, gates, expert_ids;  // [N, E], [N, E], [N, k], [N, k]
@@ -99,20 +99,20 @@ Routing route(const Tensor& x, const MoeWeights& w, const MoeOptions& opt) {
 void check_options(const MoeWeights& w, const MoeOptions& opt, int64_t d) {
   const int64_t n_experts = w.n_experts();
   MIXPREC_CHECK(w.router.ndim() == 2 && w.router.size(0) == n_experts && w.router.size(1) == d,
-                kWhere,
+                kMoeForward,
                 "router " + shape_to_string(w.router.shape()) + " does not match " +
                     std::to_string(n_experts) + " experts of width " + std::to_string(d));
   MIXPREC_CHECK(
-      opt.top_k >= 1 && opt.top_k <= n_experts, kWhere,
+      opt.top_k >= 1 && opt.top_k <= n_experts, kMoeForward,
       "top_k " + std::to_string(opt.top_k) + " must be in [1, " + std::to_string(n_experts) + "]");
-  MIXPREC_CHECK(!w.expert_bias.defined() || w.expert_bias.shape() == Shape{n_experts}, kWhere,
+  MIXPREC_CHECK(!w.expert_bias.defined() || w.expert_bias.shape() == Shape{n_experts}, kMoeForward,
                 "expert_bias " + shape_to_string(w.expert_bias.shape()) + " is not [" +
                     std::to_string(n_experts) + "]");
   if (opt.n_groups > 0) {
     const int64_t g = opt.n_groups, per = n_experts / g;
     MIXPREC_CHECK(n_experts % g == 0 && opt.n_limited_groups >= 1 && opt.n_limited_groups <= g &&
                       opt.top_k <= opt.n_limited_groups * per,
-                  kWhere,
+                  kMoeForward,
                   std::to_string(g) + " groups of " + std::to_string(n_experts) + " experts, " +
                       std::to_string(opt.n_limited_groups) + " per token, cannot give top-" +
                       std::to_string(opt.top_k));
@@ -129,7 +129,7 @@ ScoreFunc parse_score_func(const std::string& name) {
 }
 
 MoeOutput moe_forward(const Tensor& x, const MoeWeights& w, const MoeOptions& opt) {
-  MIXPREC_CHECK(x.ndim() == 2, kWhere, "expects x [N, d], got " + shape_to_string(x.shape()));
+  MIXPREC_CHECK(x.ndim() == 2, kMoeForward, "expects x [N, d], got " + shape_to_string(x.shape()));
   const int64_t n = x.size(0), d = x.size(1);
   const int64_t n_experts = w.n_experts();
   check_options(w, opt, d);
