@@ -7,7 +7,6 @@
 #include <algorithm>
 #include <vector>
 
-#include "last_dim.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/cpu/row_io.h"
 #include "mixprec/cpu/softmax.h"
@@ -108,7 +107,7 @@ Tensor combine_chunks(const std::vector<acc_t<T>>& partial, int64_t chunks, int6
 
 Tensor norm_forward(const Tensor& x, const Tensor& weight, const Tensor& bias, double eps,
                     bool center, NormStats& stats) {
-  const int64_t D = last_dim(x);
+  const int64_t D = backend::last_dim(x);
   const int64_t rows = D == 0 ? 0 : x.numel() / D;
   const DType acc = accumulate_dtype(x.dtype());
   Tensor y = Tensor::empty(x.shape(), x.dtype());
@@ -130,7 +129,7 @@ NormGrads norm_backward(const Tensor& dy, const Tensor& x, const Tensor& weight,
   MIXPREC_CHECK(dy.shape() == x.shape(), where,
                 "gradient shape " + shape_to_string(dy.shape()) + " differs from input shape " +
                     shape_to_string(x.shape()));
-  const int64_t D = last_dim(x);
+  const int64_t D = backend::last_dim(x);
   const int64_t rows = D == 0 ? 0 : x.numel() / D;
   const BackwardArgs args{rows, D, center, need_dx, need_dweight && weight.defined(), need_dbias};
   // Fixed by the shape alone: at most kMaxGradChunks chunks, each a run of whole rows.

@@ -6,7 +6,6 @@
 #include <type_traits>
 #include <vector>
 
-#include "last_dim.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/cpu/row_io.h"
 #include "mixprec/numerics/convert.h"
@@ -91,7 +90,7 @@ void load_grad_row(DType dtype, const void* src, double* dst, int64_t n) {
 }
 
 Tensor softmax_lastdim(const Tensor& x, bool log, SoftmaxStats* stats) {
-  const int64_t D = last_dim(x);
+  const int64_t D = backend::last_dim(x);
   const int64_t rows = D == 0 ? 0 : x.numel() / D;
   const DType acc = accumulate_dtype(x.dtype());
   if (stats) *stats = {Tensor::empty({rows}, acc), Tensor::empty({rows}, acc)};
@@ -110,7 +109,7 @@ Tensor softmax_lastdim_backward(const Tensor& x, const SoftmaxStats& stats, cons
   MIXPREC_CHECK(dy.shape() == x.shape(), where,
                 "gradient shape " + shape_to_string(dy.shape()) + " differs from input shape " +
                     shape_to_string(x.shape()));
-  const int64_t D = last_dim(x);
+  const int64_t D = backend::last_dim(x);
   const int64_t rows = D == 0 ? 0 : x.numel() / D;
   Tensor dx = Tensor::empty(x.shape(), x.dtype());
   dispatch_compute(x.dtype(), where, [&]<class T>() {

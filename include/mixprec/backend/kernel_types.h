@@ -92,6 +92,12 @@ struct GemmOutput {
 
 // ---- reductions -----------------------------------------------------------------------------
 
+// The length of a tensor's last dim, 1 for a scalar: the rows the softmax and norm kernels of
+// every backend work on.
+inline int64_t last_dim(const Tensor& x) {
+  return x.ndim() == 0 ? 1 : x.size(-1);
+}
+
 // A contiguous tensor seen as [outer, n, inner], n the reduced (or indexed) dim.
 struct ReduceGeometry {
   int64_t outer = 1, n = 1, inner = 1;

@@ -17,10 +17,6 @@ DType stats_dtype(DType t) {
   return t == DType::f64 ? DType::f64 : DType::f32;
 }
 
-int64_t last_dim(const Tensor& x) {
-  return x.ndim() == 0 ? 1 : x.size(-1);
-}
-
 // Read as integers, not through f64, so every i64 value is exact.
 std::vector<int64_t> indices(const Tensor& t) {
   const Tensor c = t.detach().contiguous();

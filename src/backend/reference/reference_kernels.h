@@ -23,8 +23,6 @@ Tensor make(const std::vector<double>& v, const Shape& shape, DType dtype);
 // f64 when any of the dtypes is f64, else f32: the dtype a result of accumulate-kind
 // (statistics, unrounded sums) is returned in, as the cpu kernels return it.
 DType stats_dtype(DType t);
-// Length of the last dim (1 for a scalar): the rows of softmax and the norms.
-int64_t last_dim(const Tensor& x);
 // Index values of an i32/i64 tensor, row-major.
 std::vector<int64_t> indices(const Tensor& t);
 // For `from` broadcasting (NumPy rules) to `to`: a vector holding, for each element of `to`
