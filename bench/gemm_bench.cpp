@@ -6,13 +6,22 @@
 // GEMMs interleaved repetition by repetition (OpenBLAS single-threaded inside mixprec's own
 // OpenMP tile loop). Columns are medians over repetitions, ratios are of medians. The FP32
 // FMA peak and the bf16 dot-product peaks (AVX512-BF16, AMX tiles) are measured in the same
-// run; the last column is bf16 against the peak of the kernel that ran it.
+// run, once more in every round of every shape (this host's speed drifts within minutes); the
+// last column is bf16 against the peak of the kernel that ran it, the median of its shape's
+// rounds.
 //
 // The machine may be shared: so that a burst of outside load skews both sides alike, the
 // baseline block and mixprec's block alternate --rounds times (default 3) and the medians
 // are over all rounds.
 //
-// Usage: bench_gemm [--reps=N] [--rounds=N] [--threads=N] [--quick] [--shape=SUBSTRING]...
+// --peer adds, in each round after mixprec's block, the same product in the peers
+// (bench/gemm_peer.py in its own process): PyTorch 2.x's torch.mm in f32 (MKL's sgemm) and
+// bf16 (oneDNN, f32 accumulation, bf16 output) and BLIS's sgemm with the kernels its run-time
+// dispatch picks for this CPU: what the best libraries reach here, as a fraction of the same
+// measured peak.
+//
+// Usage: bench_gemm [--reps=N] [--rounds=N] [--threads=N] [--quick] [--peer]
+//                   [--shape=SUBSTRING]...
 // (--reps is per round; --shape keeps only the shapes whose name contains one of the given
 // substrings.)
 #include <cblas.h>
@@ -27,11 +36,14 @@
 #include <thread>
 #include <vector>
 
+#include <nlohmann/json.hpp>
+
 #include "bench_util.h"
 #include "fma_peak.h"
 #include "mixprec/core/parallel.h"
 #include "mixprec/cpu/gemm.h"
 #include "mixprec/tensor/tensor.h"
+#include "python_peer.h"
 
 using namespace mixprec;
 using bench::median;
@@ -86,6 +98,90 @@ std::vector<Shape3> shapes(bool quick) {
   return s;
 }
 
+// One shape's repetitions in the peers, pooled over rounds. A peer reports seconds per
+// repetition, {"slow": s} when its first call took longer than gemm_peer.py allows (then that
+// call alone), or a string saying why it has no figure.
+struct PeerTimes {
+  std::vector<double> seconds[3];  // torch f32, torch bf16, BLIS f32
+  double slow[3] = {0, 0, 0};
+  std::string why[3];
+  std::string torch, blis_arch;
+};
+constexpr const char* kPeerKeys[3] = {"torch_f32", "torch_bf16", "blis_f32"};
+
+void add_peer_round(const Shape3& s, int reps, int threads, PeerTimes& p) {
+  const bench::PeerRun run = bench::run_python_peer(
+      "gemm_peer.py", "--m " + std::to_string(s.m) + " --n " + std::to_string(s.n) + " --k " +
+                          std::to_string(s.k) + " --ta " + std::to_string(s.ta ? 1 : 0) + " --tb " +
+                          std::to_string(s.tb ? 1 : 0) + " --reps " + std::to_string(reps) +
+                          " --threads " + std::to_string(threads));
+  const nlohmann::json j = nlohmann::json::parse(run.out, nullptr, /*allow_exceptions=*/false);
+  for (int i = 0; i < 3; ++i) {
+    if (!run.failure.empty() || j.is_discarded()) {
+      p.why[i] = run.failure.empty() ? "printed no JSON" : run.failure;
+      continue;
+    }
+    const nlohmann::json& v = j.value(kPeerKeys[i], nlohmann::json());
+    if (v.is_array())
+      for (const auto& t : v) p.seconds[i].push_back(t.get<double>());
+    else if (v.is_object() && v.contains("slow"))
+      p.slow[i] = v["slow"].get<double>();
+    else
+      p.why[i] = j.value("blis", std::string("no figure"));
+  }
+  if (!j.is_discarded()) {
+    p.torch = j.value("torch", std::string());
+    p.blis_arch = j.value("blis_arch", std::string());
+  }
+}
+
+// GFLOP/s of a peer's median, of its one slow call, or -1.
+double peer_gflops(const PeerTimes& p, int i, double flops) {
+  if (!p.seconds[i].empty()) return flops / median(p.seconds[i]) * 1e-9;
+  return p.slow[i] > 0 ? flops / p.slow[i] * 1e-9 : -1;
+}
+
+struct PeerRow {
+  std::string shape;
+  double fma_peak, bf16_peak;  // medians of the shape's rounds
+  double openblas, ours_f32, ours_bf16, peer[3];
+  bool slow_bf16;
+};
+
+std::string gflops_cell(double g, double peak) {
+  if (g < 0) return "-";
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.0f (%.0f%%)", g, 100 * g / peak);
+  return buf;
+}
+
+// The products in every library, GFLOP/s and the share of the peak of what runs them, measured
+// in the shape's rounds (the f32 columns and PyTorch's bf16, which does not say what runs it:
+// the FMA peak; mixprec's bf16: its kernel's peak).
+void print_peer_table(const std::vector<PeerRow>& rows, const std::string& torch,
+                      const std::string& blis) {
+  std::printf(
+      "\nThe same products in the peers (bench/gemm_peer.py: PyTorch %s, BLIS %s), "
+      "GFLOP/s (%% of the FMA peak; mixprec bf16: of its kernel's)\n",
+      torch.empty() ? "absent" : torch.c_str(),
+      blis.empty() ? "absent" : ("kernels " + blis).c_str());
+  std::printf("%-22s | %4s | %11s | %11s | %11s | %11s | %12s | %11s | %s\n", "shape", "FMA",
+              "OpenBLAS", "BLIS", "torch f32", "mixprec f32", "torch bf16", "mixprec bf16",
+              "mixprec f32 / best f32 peer");
+  for (const PeerRow& r : rows) {
+    const double best = std::max({r.openblas, r.peer[0], r.peer[2]});
+    const double fma = r.fma_peak;
+    std::printf("%-22s | %4.0f | %11s | %11s | %11s | %11s | %11s%s | %11s | %.2fx\n",
+                r.shape.c_str(), fma, gflops_cell(r.openblas, fma).c_str(),
+                gflops_cell(r.peer[2], fma).c_str(), gflops_cell(r.peer[0], fma).c_str(),
+                gflops_cell(r.ours_f32, fma).c_str(), gflops_cell(r.peer[1], fma).c_str(),
+                r.slow_bf16 ? "*" : " ", gflops_cell(r.ours_bf16, r.bf16_peak).c_str(),
+                r.ours_f32 / best);
+  }
+  if (std::any_of(rows.begin(), rows.end(), [](const PeerRow& r) { return r.slow_bf16; }))
+    std::printf("* one call only: it took longer than gemm_peer.py's limit\n");
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -101,11 +197,15 @@ int main(int argc, char** argv) {
     else
       rest.push_back(argv[i]);
   }
-  const bench::Options opt = bench::parse_options(
-      static_cast<int>(rest.size()), rest.data(), 3, {"--quick"},
-      "bench_gemm [--reps=N] [--rounds=N] [--threads=N] [--quick] [--shape=SUBSTRING]...");
+  const bench::Options opt =
+      bench::parse_options(static_cast<int>(rest.size()), rest.data(), 3, {"--quick", "--peer"},
+                           "bench_gemm [--reps=N] [--rounds=N] [--threads=N] [--quick] [--peer] "
+                           "[--shape=SUBSTRING]...");
   const int reps = opt.reps, threads = opt.threads;
   const bool quick = bench::has_flag(opt, "--quick");
+  const bool with_peer = bench::has_flag(opt, "--peer");
+  std::vector<PeerRow> peer_rows;
+  std::string peer_torch, peer_blis;
   set_num_threads(threads);
   const double peak2 = bench::fma_peak_avx2(threads), peak5 = bench::fma_peak_avx512(threads);
   const double dot16 = bench::dot_peak_avx512_bf16(threads);
@@ -115,6 +215,13 @@ int main(int argc, char** argv) {
   const double bf16_peak = path == "amx"           ? tile16
                            : path == "avx512-bf16" ? dot16
                                                    : std::max(peak2, peak5);
+  // The FMA peak and the bf16 kernel's again, within a round.
+  auto round_peaks = [&](std::vector<double>& fma, std::vector<double>& bf16) {
+    fma.push_back(std::max(bench::fma_peak_avx2(threads), bench::fma_peak_avx512(threads)));
+    bf16.push_back(path == "amx"           ? bench::tile_peak_amx_bf16(threads)
+                   : path == "avx512-bf16" ? bench::dot_peak_avx512_bf16(threads)
+                                           : fma.back());
+  };
   std::printf("OpenBLAS core: %s, threads: %d, repetitions: %d x %d rounds (medians)\n",
               openblas_get_corename(), threads, reps, rounds);
   std::printf("measured FP32 FMA peak: AVX2 %.0f GFLOP/s", peak2);
@@ -123,7 +230,10 @@ int main(int argc, char** argv) {
   std::printf(dot16 > 0 ? "%.0f GFLOP/s" : "(absent)", dot16);
   std::printf(", AMX tiles ");
   std::printf(tile16 > 0 ? "%.0f GFLOP/s" : "(absent)", tile16);
-  std::printf("\nbf16 x bf16 kernel: %s; its peak: %.0f GFLOP/s\n", path.c_str(), bf16_peak);
+  std::printf(
+      "\nbf16 x bf16 kernel: %s; its peak: %.0f GFLOP/s (measured again in each round: "
+      "the last column is of its shape's median)\n",
+      path.c_str(), bf16_peak);
   std::printf("\n%-22s %5s %5s %5s | %7s | %13s | %13s | %13s | %s\n", "shape", "M", "N", "K",
               "sgemm", "mixprec f32", "bf16", "f16", "bf16 % its peak");
   std::vector<double> worst(3, 1e9);
@@ -152,8 +262,10 @@ int main(int argc, char** argv) {
                   1.0f, a.data<float>(), static_cast<blasint>(ac), b.data<float>(),
                   static_cast<blasint>(bc), 0.0f, c.data<float>(), static_cast<blasint>(s.n));
     };
-    std::vector<double> t_base, t_ours[3];
+    std::vector<double> t_base, t_ours[3], fma_peaks, bf16_peaks;
+    PeerTimes peer;
     for (int round = 0; round < rounds; ++round) {
+      round_peaks(fma_peaks, bf16_peaks);
       // Baseline block: OpenBLAS with its own threads (switching its thread count per call
       // costs it a thread wake-up, so it keeps them for the whole block).
       openblas_set_num_threads(threads);
@@ -171,6 +283,7 @@ int main(int argc, char** argv) {
         t_ours[1].push_back(seconds_of([&] { ours(a16[0], b16[0], c16[0]); }));
         t_ours[2].push_back(seconds_of([&] { ours(a16[1], b16[1], c16[1]); }));
       }
+      if (with_peer) add_peer_round(s, reps, threads, peer);
     }
     const double gb = flops / median(t_base) * 1e-9;
     double g[3], q[3];
@@ -185,8 +298,26 @@ int main(int argc, char** argv) {
         "%4.0f%%\n",
         s.name.c_str(), static_cast<long long>(s.m), static_cast<long long>(s.n),
         static_cast<long long>(s.k), gb, g[0], 100 * q[0], g[1], 100 * q[1], g[2], 100 * q[2],
-        100 * g[1] / bf16_peak);
+        100 * g[1] / median(bf16_peaks));
+    if (with_peer) {
+      peer_rows.push_back({s.name,
+                           median(fma_peaks),
+                           median(bf16_peaks),
+                           gb,
+                           g[0],
+                           g[1],
+                           {},
+                           peer.seconds[1].empty() && peer.slow[1] > 0});
+      for (int i = 0; i < 3; ++i) peer_rows.back().peer[i] = peer_gflops(peer, i, flops);
+      if (!peer.torch.empty()) peer_torch = peer.torch;
+      if (!peer.blis_arch.empty()) peer_blis = peer.blis_arch;
+      for (int i = 0; i < 3; ++i)  // why a peer has no figure; once when all share the reason
+        if (peer_rows.back().peer[i] < 0 && (i == 0 || peer.why[i] != peer.why[0]))
+          std::printf("  (%s: %s)\n", i == 0 && peer.why[1] == peer.why[0] ? "peers" : kPeerKeys[i],
+                      peer.why[i].c_str());
+    }
   }
+  if (with_peer) print_peer_table(peer_rows, peer_torch, peer_blis);
   std::printf(
       "\nworst ratio vs sgemm over shapes with all dims >= 256: f32 %.0f%%, bf16 %.0f%%, f16 "
       "%.0f%% (target 90%%)\n",

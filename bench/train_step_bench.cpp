@@ -33,7 +33,6 @@
 //                         [--model=s|gpt2s] [--seq=T] [--peer] [--dense-only | --moe-only]
 //                         [--only=fp32|bf16-mixed] [--layouts] [--bf16-kernel=NAME]
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -43,7 +42,6 @@
 #include <string>
 #include <vector>
 
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include "bench_util.h"
@@ -61,6 +59,7 @@
 #include "mixprec/optim/clip.h"
 #include "mixprec/tensor/allocator.h"
 #include "mixprec/train/bf16_kernel_choice.h"
+#include "python_peer.h"
 #include "train_step_layouts.h"
 
 using namespace mixprec;
@@ -201,32 +200,6 @@ struct Peer {
   std::string failure;  // why there is no figure, for the table's row
 };
 
-// The last non-empty line of a file (a peer's stderr), or "".
-std::string last_line_of(const std::string& path) {
-  std::FILE* f = std::fopen(path.c_str(), "r");
-  if (!f) return "";
-  std::string last;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, f)) {
-    std::string line(buf);
-    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
-    if (!line.empty()) last = line;
-  }
-  std::fclose(f);
-  return last;
-}
-
-// A peer run that printed no figure: killed (a mode stopped by hand, or the OOM killer) or
-// failed (no PyTorch 2.x for that Python: its last error line says which).
-std::string peer_failure(int status, const std::string& last_error) {
-  if (status != -1 && WIFSIGNALED(status))
-    return std::string("killed by signal ") + strsignal(WTERMSIG(status));
-  const std::string code =
-      status != -1 && WIFEXITED(status) ? std::to_string(WEXITSTATUS(status)) : "unknown";
-  return "failed, exit " + code + (last_error.empty() ? "" : ": " + last_error) +
-         " (scripts/peer_venv.sh, or MIXPREC_PEER_PYTHON)";
-}
-
 double json_number(const std::string& s, const char* key) {
   const std::string k = std::string("\"") + key + "\": ";
   const size_t at = s.rfind(k);
@@ -234,37 +207,18 @@ double json_number(const std::string& s, const char* key) {
 }
 
 // The PyTorch 2.x peer (bench/torch_peer.py) in one mode, eager or compiled, in its own
-// process; its Python is $MIXPREC_PEER_PYTHON, else scripts/peer_venv.sh's .venv-peers, else
-// python3 on PATH (it must import torch 2.x).
-std::string peer_python() {
-  const char* env = std::getenv("MIXPREC_PEER_PYTHON");
-  if (env && *env) return env;
-  const std::string venv = std::string(MIXPREC_SOURCE_DIR) + "/.venv-peers/bin/python";
-  return std::filesystem::exists(venv) ? venv : "python3";
-}
-
+// process (python_peer.h).
 Peer run_peer(const char* mode, bool compile, bool moe, int steps, int threads) {
   Peer p;
-  const std::string python = peer_python();
   const config::ModelConfig c = config_s(moe);
-  const std::string cmd =
-      python + " " + MIXPREC_SOURCE_DIR + "/bench/torch_peer.py --mode " + mode +
-      (compile ? " --compile" : "") + (moe ? " --moe" : "") + " --steps " + std::to_string(steps) +
-      " --threads " + std::to_string(threads) + " --d_model " + std::to_string(c.d_model) +
-      " --n_layer " + std::to_string(c.n_layers) + " --n_head " + std::to_string(c.n_heads) +
-      " --T " + std::to_string(kSeq) + " --B " + std::to_string(kBatch);
-  const std::string err_path = (std::filesystem::temp_directory_path() /
-                                ("mixprec_peer_" + std::to_string(::getpid()) + ".stderr"))
-                                   .string();
-  FILE* pipe = popen((cmd + " 2>" + err_path).c_str(), "r");
-  if (!pipe) {
-    p.failure = std::string("failed to start: ") + std::strerror(errno);
-    return p;
-  }
-  std::string out;
-  char buf[4096];
-  while (std::fgets(buf, sizeof buf, pipe)) out += buf;
-  const int status = pclose(pipe);
+  const bench::PeerRun run = bench::run_python_peer(
+      "torch_peer.py", std::string("--mode ") + mode + (compile ? " --compile" : "") +
+                           (moe ? " --moe" : "") + " --steps " + std::to_string(steps) +
+                           " --threads " + std::to_string(threads) + " --d_model " +
+                           std::to_string(c.d_model) + " --n_layer " + std::to_string(c.n_layers) +
+                           " --n_head " + std::to_string(c.n_heads) + " --T " +
+                           std::to_string(kSeq) + " --B " + std::to_string(kBatch));
+  const std::string& out = run.out;
   p.tokens_per_s = json_number(out, "tokens_per_s");
   p.tokens_min = json_number(out, "tokens_per_s_min");
   p.tokens_max = json_number(out, "tokens_per_s_max");
@@ -272,8 +226,7 @@ Peer run_peer(const char* mode, bool compile, bool moe, int steps, int threads) 
   const size_t v = out.find("\"torch\": \"");
   if (v != std::string::npos) p.version = out.substr(v + 10, out.find('"', v + 10) - v - 10);
   p.ok = p.tokens_per_s > 0;
-  if (!p.ok) p.failure = peer_failure(status, last_line_of(err_path));
-  std::filesystem::remove(err_path);
+  if (!p.ok) p.failure = run.failure.empty() ? "exited 0 without a figure" : run.failure;
   return p;
 }
 

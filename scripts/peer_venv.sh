@@ -1,7 +1,10 @@
 #!/usr/bin/env bash
 # The peers the benchmarks compare against, in a virtual environment of their own
 # (.venv-peers, git-ignored): PyTorch 2.x for bench_train_step --peer (bench/torch_peer.py:
-# eager and torch.compile). Benchmark tools only: nothing in mixprec imports them.
+# eager and torch.compile) and bench_gemm --peer (bench/gemm_peer.py: torch.mm, and BLIS's
+# sgemm from Debian's libblis4-pthread, unpacked into .venv-peers/blis rather than installed,
+# so that the system's BLAS alternatives stay as they are). Benchmark tools only: nothing in
+# mixprec imports them.
 #   scripts/peer_venv.sh            # then: build/bench/bench_train_step --peer
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -10,3 +13,8 @@ python3 -m venv .venv-peers
 # torch.compile (Inductor) compiles C++ with the system g++ at run time.
 .venv-peers/bin/pip install --quiet "torch>=2.4" numpy
 .venv-peers/bin/python -c "import torch; print('PyTorch', torch.__version__, 'in .venv-peers')"
+# BLIS (its kernels chosen for the CPU at run time): the reference for bench_gemm's products.
+rm -rf .venv-peers/blis && mkdir -p .venv-peers/blis
+(cd .venv-peers/blis && apt-get download libblis4-pthread >/dev/null &&
+  dpkg -x libblis4-pthread_*.deb . && rm libblis4-pthread_*.deb)
+echo "BLIS $(ls .venv-peers/blis/usr/lib/*/blis-pthread/libblis.so.4) in .venv-peers/blis"

@@ -1,0 +1,81 @@
+// The PyTorch 2.x peers' processes (bench/torch_peer.py for bench_train_step, bench/gemm_peer.py
+// for bench_gemm): which Python runs them, running one with its output captured, and why a run
+// that printed no figure failed. Needs MIXPREC_SOURCE_DIR (the benchmarks' CMakeLists.txt).
+#pragma once
+
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <string>
+
+namespace mixprec::bench {
+
+// $MIXPREC_PEER_PYTHON, else scripts/peer_venv.sh's .venv-peers, else python3 on PATH (it must
+// import torch 2.x).
+inline std::string peer_python() {
+  const char* env = std::getenv("MIXPREC_PEER_PYTHON");
+  if (env && *env) return env;
+  const std::string venv = std::string(MIXPREC_SOURCE_DIR) + "/.venv-peers/bin/python";
+  return std::filesystem::exists(venv) ? venv : "python3";
+}
+
+// The last non-empty line of a file (a peer's stderr), or "".
+inline std::string last_line_of(const std::string& path) {
+  std::FILE* f = std::fopen(path.c_str(), "r");
+  if (!f) return "";
+  std::string last;
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, f)) {
+    std::string line(buf);
+    while (!line.empty() && (line.back() == '\n' || line.back() == '\r')) line.pop_back();
+    if (!line.empty()) last = line;
+  }
+  std::fclose(f);
+  return last;
+}
+
+// A peer run that printed no figure: killed (a mode stopped by hand, or the OOM killer) or
+// failed (no PyTorch 2.x for that Python: its last error line says which).
+inline std::string peer_failure(int status, const std::string& last_error) {
+  if (status != -1 && WIFSIGNALED(status))
+    return std::string("killed by signal ") + strsignal(WTERMSIG(status));
+  const std::string code =
+      status != -1 && WIFEXITED(status) ? std::to_string(WEXITSTATUS(status)) : "unknown";
+  return "failed, exit " + code + (last_error.empty() ? "" : ": " + last_error) +
+         " (scripts/peer_venv.sh, or MIXPREC_PEER_PYTHON)";
+}
+
+struct PeerRun {
+  std::string out;      // what the script printed (its JSON)
+  std::string failure;  // set when it did not exit 0
+};
+
+// bench/<script> with `args` under peer_python(), stdout captured, stderr kept only for the
+// failure message.
+inline PeerRun run_python_peer(const std::string& script, const std::string& args) {
+  PeerRun run;
+  const std::string cmd =
+      peer_python() + " " + MIXPREC_SOURCE_DIR + "/bench/" + script + " " + args;
+  const std::string err_path = (std::filesystem::temp_directory_path() /
+                                ("mixprec_peer_" + std::to_string(::getpid()) + ".stderr"))
+                                   .string();
+  FILE* pipe = popen((cmd + " 2>" + err_path).c_str(), "r");
+  if (!pipe) {
+    run.failure = std::string("failed to start: ") + std::strerror(errno);
+    return run;
+  }
+  char buf[4096];
+  while (std::fgets(buf, sizeof buf, pipe)) run.out += buf;
+  const int status = pclose(pipe);
+  if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
+    run.failure = peer_failure(status, last_line_of(err_path));
+  std::filesystem::remove(err_path);
+  return run;
+}
+
+}  // namespace mixprec::bench
