@@ -98,12 +98,13 @@ std::vector<Shape3> shapes(bool quick) {
   return s;
 }
 
-// One shape's repetitions in the peers, pooled over rounds. A peer reports seconds per
-// repetition, {"slow": s} when its first call took longer than gemm_peer.py allows (then that
-// call alone), or a string saying why it has no figure.
+// One shape's figures from the peers (gemm_peer.py's JSON), pooled over rounds. Per peer:
+// seconds per repetition; or the GFLOP/s of its 512^3 probe when that ran below the script's
+// floor (the shape itself was then not run: PyTorch's bf16 without a bf16 instruction takes
+// minutes on the largest); or why it has no figure.
 struct PeerTimes {
   std::vector<double> seconds[3];  // torch f32, torch bf16, BLIS f32
-  double slow[3] = {0, 0, 0};
+  std::vector<double> probe[3];
   std::string why[3];
   std::string torch, blis_arch;
 };
@@ -117,41 +118,59 @@ void add_peer_round(const Shape3& s, int reps, int threads, PeerTimes& p) {
                           " --threads " + std::to_string(threads));
   const nlohmann::json j = nlohmann::json::parse(run.out, nullptr, /*allow_exceptions=*/false);
   for (int i = 0; i < 3; ++i) {
-    if (!run.failure.empty() || j.is_discarded()) {
-      p.why[i] = run.failure.empty() ? "printed no JSON" : run.failure;
+    if (!run.failure.empty() || j.is_discarded() || !j.is_object()) {
+      p.why[i] = !run.failure.empty() ? run.failure : "printed no JSON: " + run.last_error;
       continue;
     }
-    const nlohmann::json& v = j.value(kPeerKeys[i], nlohmann::json());
+    const nlohmann::json v = j.value(kPeerKeys[i], nlohmann::json());
     if (v.is_array())
       for (const auto& t : v) p.seconds[i].push_back(t.get<double>());
-    else if (v.is_object() && v.contains("slow"))
-      p.slow[i] = v["slow"].get<double>();
+    else if (v.is_object() && v.contains("probe"))
+      p.probe[i].push_back(v["probe"].get<double>());
     else
-      p.why[i] = j.value("blis", std::string("no figure"));
+      p.why[i] = i == 2 ? j.value("blis", std::string("no figure")) : "no figure";
   }
-  if (!j.is_discarded()) {
+  if (j.is_object()) {
     p.torch = j.value("torch", std::string());
     p.blis_arch = j.value("blis_arch", std::string());
   }
 }
 
-// GFLOP/s of a peer's median, of its one slow call, or -1.
-double peer_gflops(const PeerTimes& p, int i, double flops) {
-  if (!p.seconds[i].empty()) return flops / median(p.seconds[i]) * 1e-9;
-  return p.slow[i] > 0 ? flops / p.slow[i] * 1e-9 : -1;
+struct PeerFigure {
+  double gflops = -1;  // -1: none
+  bool probe_only = false;
+};
+
+PeerFigure peer_figure(const PeerTimes& p, int i, double flops) {
+  if (!p.seconds[i].empty()) return {flops / median(p.seconds[i]) * 1e-9, false};
+  if (!p.probe[i].empty()) return {median(p.probe[i]), true};
+  return {};
+}
+
+// Why the peers without a figure have none: one line when every peer shares the reason (the
+// script did not run).
+void print_peer_reasons(const PeerTimes& p, const PeerFigure (&f)[3]) {
+  if (f[0].gflops < 0 && f[1].gflops < 0 && f[2].gflops < 0 && p.why[0] == p.why[1] &&
+      p.why[0] == p.why[2]) {
+    std::printf("  (peers: %s)\n", p.why[0].c_str());
+    return;
+  }
+  for (int i = 0; i < 3; ++i)
+    if (f[i].gflops < 0) std::printf("  (%s: %s)\n", kPeerKeys[i], p.why[i].c_str());
 }
 
 struct PeerRow {
   std::string shape;
   double fma_peak, bf16_peak;  // medians of the shape's rounds
-  double openblas, ours_f32, ours_bf16, peer[3];
-  bool slow_bf16;
+  double openblas, ours_f32, ours_bf16;
+  PeerFigure peer[3];
 };
 
-std::string gflops_cell(double g, double peak) {
+// "GFLOP/s (% of peak)", a dagger when only the probe ran, "-" for no figure.
+std::string gflops_cell(double g, double peak, bool probe_only = false) {
   if (g < 0) return "-";
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.0f (%.0f%%)", g, 100 * g / peak);
+  char buf[48];
+  std::snprintf(buf, sizeof buf, "%.0f (%.0f%%)%s", g, 100 * g / peak, probe_only ? "+" : "");
   return buf;
 }
 
@@ -165,21 +184,29 @@ void print_peer_table(const std::vector<PeerRow>& rows, const std::string& torch
       "GFLOP/s (%% of the FMA peak; mixprec bf16: of its kernel's)\n",
       torch.empty() ? "absent" : torch.c_str(),
       blis.empty() ? "absent" : ("kernels " + blis).c_str());
-  std::printf("%-22s | %4s | %11s | %11s | %11s | %11s | %12s | %11s | %s\n", "shape", "FMA",
+  std::printf("%-22s | %4s | %11s | %11s | %11s | %11s | %12s | %12s | %s\n", "shape", "FMA",
               "OpenBLAS", "BLIS", "torch f32", "mixprec f32", "torch bf16", "mixprec bf16",
-              "mixprec f32 / best f32 peer");
+              "mixprec f32 / best library");
+  bool any_probe = false;
   for (const PeerRow& r : rows) {
-    const double best = std::max({r.openblas, r.peer[0], r.peer[2]});
+    double best = r.openblas;  // f32 libraries timed at the shape itself
+    for (int i : {0, 2})
+      if (!r.peer[i].probe_only) best = std::max(best, r.peer[i].gflops);
     const double fma = r.fma_peak;
-    std::printf("%-22s | %4.0f | %11s | %11s | %11s | %11s | %11s%s | %11s | %.2fx\n",
-                r.shape.c_str(), fma, gflops_cell(r.openblas, fma).c_str(),
-                gflops_cell(r.peer[2], fma).c_str(), gflops_cell(r.peer[0], fma).c_str(),
-                gflops_cell(r.ours_f32, fma).c_str(), gflops_cell(r.peer[1], fma).c_str(),
-                r.slow_bf16 ? "*" : " ", gflops_cell(r.ours_bf16, r.bf16_peak).c_str(),
+    auto cell = [&](const PeerFigure& f) {
+      any_probe = any_probe || f.probe_only;
+      return gflops_cell(f.gflops, fma, f.probe_only);
+    };
+    std::printf("%-22s | %4.0f | %11s | %11s | %11s | %11s | %12s | %12s | %.2fx\n",
+                r.shape.c_str(), fma, gflops_cell(r.openblas, fma).c_str(), cell(r.peer[2]).c_str(),
+                cell(r.peer[0]).c_str(), gflops_cell(r.ours_f32, fma).c_str(),
+                cell(r.peer[1]).c_str(), gflops_cell(r.ours_bf16, r.bf16_peak).c_str(),
                 r.ours_f32 / best);
   }
-  if (std::any_of(rows.begin(), rows.end(), [](const PeerRow& r) { return r.slow_bf16; }))
-    std::printf("* one call only: it took longer than gemm_peer.py's limit\n");
+  if (any_probe)
+    std::printf(
+        "+ a 512^3 probe with the shape's transposes only: it ran below gemm_peer.py's "
+        "floor, so the shape was not run\n");
 }
 
 }  // namespace
@@ -210,17 +237,18 @@ int main(int argc, char** argv) {
   const double peak2 = bench::fma_peak_avx2(threads), peak5 = bench::fma_peak_avx512(threads);
   const double dot16 = bench::dot_peak_avx512_bf16(threads);
   const double tile16 = bench::tile_peak_amx_bf16(threads);
-  // The bf16 column's ceiling: the peak of the instruction its kernel runs.
+  // The bf16 column's ceiling: the peak of the instruction its kernel runs, measured now.
   const std::string path = cpu::bf16_gemm_path();
-  const double bf16_peak = path == "amx"           ? tile16
-                           : path == "avx512-bf16" ? dot16
-                                                   : std::max(peak2, peak5);
+  auto kernel_peak = [&](double fma_peak) {
+    return path == "amx"           ? bench::tile_peak_amx_bf16(threads)
+           : path == "avx512-bf16" ? bench::dot_peak_avx512_bf16(threads)
+                                   : fma_peak;
+  };
+  const double bf16_peak = kernel_peak(std::max(peak2, peak5));
   // The FMA peak and the bf16 kernel's again, within a round.
   auto round_peaks = [&](std::vector<double>& fma, std::vector<double>& bf16) {
     fma.push_back(std::max(bench::fma_peak_avx2(threads), bench::fma_peak_avx512(threads)));
-    bf16.push_back(path == "amx"           ? bench::tile_peak_amx_bf16(threads)
-                   : path == "avx512-bf16" ? bench::dot_peak_avx512_bf16(threads)
-                                           : fma.back());
+    bf16.push_back(kernel_peak(fma.back()));
   };
   std::printf("OpenBLAS core: %s, threads: %d, repetitions: %d x %d rounds (medians)\n",
               openblas_get_corename(), threads, reps, rounds);
@@ -300,21 +328,12 @@ int main(int argc, char** argv) {
         static_cast<long long>(s.k), gb, g[0], 100 * q[0], g[1], 100 * q[1], g[2], 100 * q[2],
         100 * g[1] / median(bf16_peaks));
     if (with_peer) {
-      peer_rows.push_back({s.name,
-                           median(fma_peaks),
-                           median(bf16_peaks),
-                           gb,
-                           g[0],
-                           g[1],
-                           {},
-                           peer.seconds[1].empty() && peer.slow[1] > 0});
-      for (int i = 0; i < 3; ++i) peer_rows.back().peer[i] = peer_gflops(peer, i, flops);
+      PeerRow row{s.name, median(fma_peaks), median(bf16_peaks), gb, g[0], g[1], {}};
+      for (int i = 0; i < 3; ++i) row.peer[i] = peer_figure(peer, i, flops);
+      print_peer_reasons(peer, row.peer);
+      peer_rows.push_back(row);
       if (!peer.torch.empty()) peer_torch = peer.torch;
       if (!peer.blis_arch.empty()) peer_blis = peer.blis_arch;
-      for (int i = 0; i < 3; ++i)  // why a peer has no figure; once when all share the reason
-        if (peer_rows.back().peer[i] < 0 && (i == 0 || peer.why[i] != peer.why[0]))
-          std::printf("  (%s: %s)\n", i == 0 && peer.why[1] == peer.why[0] ? "peers" : kPeerKeys[i],
-                      peer.why[i].c_str());
     }
   }
   if (with_peer) print_peer_table(peer_rows, peer_torch, peer_blis);

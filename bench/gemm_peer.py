@@ -1,10 +1,13 @@
-"""The peers of bench_gemm --peer: one product timed in PyTorch 2.x (torch.mm in f32, which
-calls MKL's sgemm on x86, and in bf16, oneDNN's kernel with f32 accumulation and a bf16
-output, the contract of mixprec's bf16 GEMM) and in BLIS's sgemm (Debian's libblis, whose
-run-time dispatch picks the kernels written for this CPU) when scripts/peer_venv.sh has
-unpacked it. Benchmark tooling only: nothing in mixprec imports it.
+"""The peers of bench_gemm --peer: one product timed in PyTorch (torch.mm in f32, which calls
+MKL's sgemm on x86, and in bf16, oneDNN's kernel with f32 accumulation and a bf16 output, the
+contract of mixprec's bf16 GEMM) and in BLIS's sgemm (Debian's libblis, whose run-time
+dispatch picks the kernels written for this CPU) when scripts/peer_venv.sh has unpacked it.
+Benchmark tooling only: nothing in mixprec imports it.
 
-Prints one JSON line: seconds per repetition for each peer, or why a peer has none.
+Prints one JSON line. Per peer: seconds per repetition; or {"probe": GFLOP/s} when a 512^3
+product with the same transposes ran below --floor (PyTorch's bf16 on a CPU without a bf16
+instruction: 0.6-1.4 GFLOP/s on a Zen 3, 15 s for one of GPT-2-small's products, minutes for
+its output layer), so the shape itself was not run; or, for BLIS, a string saying why not.
 """
 
 import argparse
@@ -25,14 +28,14 @@ _BLIS_GLOBS = [
     "/usr/lib/*/blis-pthread/libblis.so.4",
     "/usr/lib/*/blis-openmp/libblis.so.4",
 ]
-# A peer whose first call runs slower than this is reported from that call alone (PyTorch's
-# bf16 on a CPU without a bf16 instruction: about 0.7 GFLOP/s on a Zen 3, 15 s a product).
-_SLOW_SECONDS = 1.0
+_PROBE = 512
 
 _CBLAS_ROW_MAJOR, _CBLAS_NO_TRANS, _CBLAS_TRANS = 101, 111, 112
 
 
-def _times(call, reps):
+def _seconds(call, reps):
+    # The previous peer's threads may still spin after its last call (OpenMP's wait policy).
+    time.sleep(0.25)
     call()  # warm-up: pages, packing buffers, thread pool
     out = []
     for _ in range(reps):
@@ -42,27 +45,73 @@ def _times(call, reps):
     return out
 
 
-def _timed_or_slow(call, reps):
-    # The previous peer's threads may still spin after its last call (OpenMP's wait policy).
-    time.sleep(0.25)
+class Product:
+    """op(A) [m, k] times op(B) [k, n] in one peer; A is stored [k, m] when ta, B [n, k] when tb
+    (the layouts bench_gemm hands OpenBLAS), operands uniform in [-1, 1)."""
+
+    def __init__(self, torch, m, n, k, ta, tb):
+        self.m, self.n, self.k, self.ta, self.tb = m, n, k, ta, tb
+        self.a = torch.rand((k, m) if ta else (m, k)) * 2 - 1
+        self.b = torch.rand((n, k) if tb else (k, n)) * 2 - 1
+        self.c = torch.empty(m, n)
+
+    def flops(self):
+        return 2.0 * self.m * self.n * self.k
+
+    def torch_call(self, torch, dtype):
+        a, b = self.a.to(dtype), self.b.to(dtype)
+        op_a, op_b = (a.t() if self.ta else a), (b.t() if self.tb else b)
+        c = torch.empty(self.m, self.n, dtype=dtype)
+        return lambda: torch.mm(op_a, op_b, out=c)
+
+    def blis_call(self, lib):
+        ptr = ctypes.POINTER(ctypes.c_float)
+        pa, pb, pc = (ctypes.cast(t.data_ptr(), ptr) for t in (self.a, self.b, self.c))
+        ta = _CBLAS_TRANS if self.ta else _CBLAS_NO_TRANS
+        tb = _CBLAS_TRANS if self.tb else _CBLAS_NO_TRANS
+        lda = self.m if self.ta else self.k
+        ldb = self.k if self.tb else self.n
+        return lambda: lib.cblas_sgemm(_CBLAS_ROW_MAJOR, ta, tb, self.m, self.n, self.k, 1.0, pa,
+                                       lda, pb, ldb, 0.0, pc, self.n)
+
+
+def _probe_gflops(make_call, product):
+    """GFLOP/s of one warm call on the 512^3 product with the shape's transposes."""
+    call = make_call(product)
+    call()
     start = time.perf_counter()
     call()
-    first = time.perf_counter() - start
-    if first > _SLOW_SECONDS:
-        return {"slow": first}
-    return _times(call, reps)
+    return product.flops() / (time.perf_counter() - start) * 1e-9
+
+
+def _timed(make_call, shape, probe, reps, floor):
+    rate = _probe_gflops(make_call, probe)
+    if rate < floor:
+        return {"probe": rate}
+    return _seconds(make_call(shape), reps)
 
 
 def _blis(threads):
+    """(library, arch name) of the first libblis that loads, or (None, why not)."""
+    why = "absent (scripts/peer_venv.sh unpacks Debian's libblis4-pthread)"
     for pattern in _BLIS_GLOBS:
         for path in sorted(glob.glob(pattern)):
-            lib = ctypes.CDLL(path)
-            lib.bli_thread_set_num_threads(ctypes.c_long(threads))
-            lib.bli_arch_query_id.restype = ctypes.c_int
-            lib.bli_arch_string.restype = ctypes.c_char_p
-            arch = lib.bli_arch_string(lib.bli_arch_query_id()).decode()
-            return lib, arch
-    return None, None
+            try:
+                # Its own symbols first: PyTorch's libraries are already loaded, some globally.
+                lib = ctypes.CDLL(path, mode=os.RTLD_LOCAL | os.RTLD_DEEPBIND)
+                lib.bli_thread_set_num_threads(ctypes.c_long(threads))
+                lib.bli_arch_query_id.restype = ctypes.c_int
+                lib.bli_arch_string.restype = ctypes.c_char_p
+                arch = lib.bli_arch_string(lib.bli_arch_query_id()).decode()
+                ptr = ctypes.POINTER(ctypes.c_float)
+                lib.cblas_sgemm.restype = None
+                lib.cblas_sgemm.argtypes = [ctypes.c_int] * 6 + [
+                    ctypes.c_float, ptr, ctypes.c_int, ptr, ctypes.c_int, ctypes.c_float, ptr,
+                    ctypes.c_int]
+                return lib, arch
+            except (OSError, AttributeError) as e:
+                why = f"{path} did not load: {e}"
+    return None, why
 
 
 def main():
@@ -71,9 +120,9 @@ def main():
         p.add_argument("--" + name, type=int, required=True)
     p.add_argument("--ta", type=int, default=0, help="1: op(A) is A transposed")
     p.add_argument("--tb", type=int, default=0, help="1: op(B) is B transposed")
+    p.add_argument("--floor", type=float, default=10.0,
+                   help="GFLOP/s on the 512^3 probe below which the shape is not run")
     args = p.parse_args()
-    m, n, k = args.m, args.n, args.k
-    result = {}
     try:
         import torch
     except ImportError as e:
@@ -81,40 +130,19 @@ def main():
         sys.exit(2)
     torch.set_num_threads(args.threads)
     torch.manual_seed(7)
-    result["torch"] = torch.__version__
-    # A is stored [K, M] when transposed, B [N, K]: the same layouts bench_gemm hands OpenBLAS.
-    a = torch.rand((k, m) if args.ta else (m, k)) * 2 - 1
-    b = torch.rand((n, k) if args.tb else (k, n)) * 2 - 1
-    op_a = a.t() if args.ta else a
-    op_b = b.t() if args.tb else b
-    c = torch.empty(m, n)
-    result["torch_f32"] = _timed_or_slow(lambda: torch.mm(op_a, op_b, out=c), args.reps)
-    a16, b16 = a.bfloat16(), b.bfloat16()
-    op_a16 = a16.t() if args.ta else a16
-    op_b16 = b16.t() if args.tb else b16
-    c16 = torch.empty(m, n, dtype=torch.bfloat16)
-    result["torch_bf16"] = _timed_or_slow(lambda: torch.mm(op_a16, op_b16, out=c16), args.reps)
-
+    shape = Product(torch, args.m, args.n, args.k, args.ta, args.tb)
+    probe = Product(torch, _PROBE, _PROBE, _PROBE, args.ta, args.tb)
+    result = {"torch": torch.__version__}
+    for key, dtype in (("torch_f32", torch.float32), ("torch_bf16", torch.bfloat16)):
+        result[key] = _timed(lambda prod, d=dtype: prod.torch_call(torch, d), shape, probe,
+                             args.reps, args.floor)
     lib, arch = _blis(args.threads)
     if lib is None:
-        result["blis"] = "absent (scripts/peer_venv.sh unpacks Debian's libblis4-pthread)"
+        result["blis"] = arch
     else:
         result["blis_arch"] = arch
-        ptr = ctypes.POINTER(ctypes.c_float)
-        pa = ctypes.cast(a.data_ptr(), ptr)
-        pb = ctypes.cast(b.data_ptr(), ptr)
-        pc = ctypes.cast(c.data_ptr(), ptr)
-        lib.cblas_sgemm.restype = None
-        lib.cblas_sgemm.argtypes = [ctypes.c_int] * 3 + [ctypes.c_int] * 3 + [
-            ctypes.c_float, ptr, ctypes.c_int, ptr, ctypes.c_int, ctypes.c_float, ptr,
-            ctypes.c_int]
-
-        def sgemm():
-            lib.cblas_sgemm(_CBLAS_ROW_MAJOR, _CBLAS_TRANS if args.ta else _CBLAS_NO_TRANS,
-                            _CBLAS_TRANS if args.tb else _CBLAS_NO_TRANS, m, n, k, 1.0, pa,
-                            m if args.ta else k, pb, k if args.tb else n, 0.0, pc, n)
-
-        result["blis_f32"] = _timed_or_slow(sgemm, args.reps)
+        result["blis_f32"] = _timed(lambda prod: prod.blis_call(lib), shape, probe, args.reps,
+                                    args.floor)
     print(json.dumps(result))
 
 

@@ -1,6 +1,7 @@
-// The PyTorch 2.x peers' processes (bench/torch_peer.py for bench_train_step, bench/gemm_peer.py
-// for bench_gemm): which Python runs them, running one with its output captured, and why a run
-// that printed no figure failed. Needs MIXPREC_SOURCE_DIR (the benchmarks' CMakeLists.txt).
+// The Python peers' processes (bench/torch_peer.py for bench_train_step: PyTorch 2.x;
+// bench/gemm_peer.py for bench_gemm: PyTorch and BLIS): which Python runs them, running one with
+// its output captured, and why a run that printed no figure failed. Needs MIXPREC_SOURCE_DIR
+// (the benchmarks' CMakeLists.txt).
 #pragma once
 
 #include <sys/wait.h>
@@ -51,12 +52,12 @@ inline std::string peer_failure(int status, const std::string& last_error) {
 }
 
 struct PeerRun {
-  std::string out;      // what the script printed (its JSON)
-  std::string failure;  // set when it did not exit 0
+  std::string out;         // what the script printed (its JSON)
+  std::string failure;     // set when it did not exit 0
+  std::string last_error;  // the last line it wrote to stderr, whatever its exit status
 };
 
-// bench/<script> with `args` under peer_python(), stdout captured, stderr kept only for the
-// failure message.
+// bench/<script> with `args` under peer_python(), stdout captured, stderr's last line kept.
 inline PeerRun run_python_peer(const std::string& script, const std::string& args) {
   PeerRun run;
   const std::string cmd =
@@ -72,8 +73,9 @@ inline PeerRun run_python_peer(const std::string& script, const std::string& arg
   char buf[4096];
   while (std::fgets(buf, sizeof buf, pipe)) run.out += buf;
   const int status = pclose(pipe);
+  run.last_error = last_line_of(err_path);
   if (status == -1 || !WIFEXITED(status) || WEXITSTATUS(status) != 0)
-    run.failure = peer_failure(status, last_line_of(err_path));
+    run.failure = peer_failure(status, run.last_error);
   std::filesystem::remove(err_path);
   return run;
 }

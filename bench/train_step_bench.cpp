@@ -226,7 +226,10 @@ Peer run_peer(const char* mode, bool compile, bool moe, int steps, int threads) 
   const size_t v = out.find("\"torch\": \"");
   if (v != std::string::npos) p.version = out.substr(v + 10, out.find('"', v + 10) - v - 10);
   p.ok = p.tokens_per_s > 0;
-  if (!p.ok) p.failure = run.failure.empty() ? "exited 0 without a figure" : run.failure;
+  if (!p.ok)
+    p.failure = !run.failure.empty() ? run.failure
+                                     : "exited 0 without a figure" +
+                                           (run.last_error.empty() ? "" : ": " + run.last_error);
   return p;
 }
 
