@@ -16,11 +16,13 @@ python3 -m venv .venv-peers
 # BLIS (its kernels chosen for the CPU at run time): the reference for bench_gemm's products.
 # Optional: without it bench_gemm --peer shows BLIS as absent.
 rm -rf .venv-peers/blis && mkdir -p .venv-peers/blis
-if (cd .venv-peers/blis && apt-get download libblis4-pthread >/dev/null &&
+# apt's messages are shown only if this fails (as root it warns that it cannot sandbox).
+if log=$(cd .venv-peers/blis && apt-get download libblis4-pthread 2>&1 &&
   dpkg -x libblis4-pthread_*.deb . && rm libblis4-pthread_*.deb) &&
   ls .venv-peers/blis/usr/lib/*/blis-pthread/libblis.so.4 >/dev/null 2>&1; then
   echo "BLIS $(ls .venv-peers/blis/usr/lib/*/blis-pthread/libblis.so.4) in .venv-peers/blis"
 else
+  echo "$log" >&2
   echo "BLIS not unpacked (no Debian libblis4-pthread here; apt-get update first?):" \
     "bench_gemm --peer will show it as absent" >&2
 fi
