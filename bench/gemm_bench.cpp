@@ -32,11 +32,10 @@
 #include <cstdlib>
 #include <cstring>
 #include <functional>
+#include <set>
 #include <string>
 #include <thread>
 #include <vector>
-
-#include <nlohmann/json.hpp>
 
 #include "bench_util.h"
 #include "fma_peak.h"
@@ -116,9 +115,9 @@ void add_peer_round(const Shape3& s, int reps, int threads, PeerTimes& p) {
                           std::to_string(s.k) + " --ta " + std::to_string(s.ta ? 1 : 0) + " --tb " +
                           std::to_string(s.tb ? 1 : 0) + " --reps " + std::to_string(reps) +
                           " --threads " + std::to_string(threads));
-  const nlohmann::json j = nlohmann::json::parse(run.out, nullptr, /*allow_exceptions=*/false);
+  const nlohmann::json j = bench::peer_json(run.out);
   for (int i = 0; i < 3; ++i) {
-    if (!run.failure.empty() || j.is_discarded() || !j.is_object()) {
+    if (!run.failure.empty() || j.is_discarded()) {
       p.why[i] = !run.failure.empty() ? run.failure : "printed no JSON: " + run.last_error;
       continue;
     }
@@ -130,7 +129,7 @@ void add_peer_round(const Shape3& s, int reps, int threads, PeerTimes& p) {
     else
       p.why[i] = i == 2 ? j.value("blis", std::string("no figure")) : "no figure";
   }
-  if (j.is_object()) {
+  if (!j.is_discarded()) {
     p.torch = j.value("torch", std::string());
     p.blis_arch = j.value("blis_arch", std::string());
   }
@@ -147,16 +146,17 @@ PeerFigure peer_figure(const PeerTimes& p, int i, double flops) {
   return {};
 }
 
-// Why the peers without a figure have none: one line when every peer shares the reason (the
-// script did not run).
-void print_peer_reasons(const PeerTimes& p, const PeerFigure (&f)[3]) {
+// Why the peers without a figure have none, each reason once a run (BLIS absent is the same
+// for every shape): one line when every peer shares it (the script did not run).
+void print_peer_reasons(const PeerTimes& p, const PeerFigure (&f)[3], std::set<std::string>& said) {
+  auto say = [&](const char* who, const std::string& why) {
+    if (said.insert(why).second) std::printf("  (%s: %s)\n", who, why.c_str());
+  };
   if (f[0].gflops < 0 && f[1].gflops < 0 && f[2].gflops < 0 && p.why[0] == p.why[1] &&
-      p.why[0] == p.why[2]) {
-    std::printf("  (peers: %s)\n", p.why[0].c_str());
-    return;
-  }
+      p.why[0] == p.why[2])
+    return say("peers", p.why[0]);
   for (int i = 0; i < 3; ++i)
-    if (f[i].gflops < 0) std::printf("  (%s: %s)\n", kPeerKeys[i], p.why[i].c_str());
+    if (f[i].gflops < 0) say(kPeerKeys[i], p.why[i]);
 }
 
 struct PeerRow {
@@ -166,7 +166,7 @@ struct PeerRow {
   PeerFigure peer[3];
 };
 
-// "GFLOP/s (% of peak)", a dagger when only the probe ran, "-" for no figure.
+// "GFLOP/s (% of peak)", "+" when only the probe ran, "-" for no figure.
 std::string gflops_cell(double g, double peak, bool probe_only = false) {
   if (g < 0) return "-";
   char buf[48];
@@ -233,22 +233,19 @@ int main(int argc, char** argv) {
   const bool with_peer = bench::has_flag(opt, "--peer");
   std::vector<PeerRow> peer_rows;
   std::string peer_torch, peer_blis;
+  std::set<std::string> peer_reasons_said;
   set_num_threads(threads);
   const double peak2 = bench::fma_peak_avx2(threads), peak5 = bench::fma_peak_avx512(threads);
   const double dot16 = bench::dot_peak_avx512_bf16(threads);
   const double tile16 = bench::tile_peak_amx_bf16(threads);
-  // The bf16 column's ceiling: the peak of the instruction its kernel runs, measured now.
+  // The bf16 column's ceiling: the peak of the instruction its kernel runs, measured in every
+  // round with the FMA peak (the header's peaks are the machine's, once).
   const std::string path = cpu::bf16_gemm_path();
-  auto kernel_peak = [&](double fma_peak) {
-    return path == "amx"           ? bench::tile_peak_amx_bf16(threads)
-           : path == "avx512-bf16" ? bench::dot_peak_avx512_bf16(threads)
-                                   : fma_peak;
-  };
-  const double bf16_peak = kernel_peak(std::max(peak2, peak5));
-  // The FMA peak and the bf16 kernel's again, within a round.
   auto round_peaks = [&](std::vector<double>& fma, std::vector<double>& bf16) {
     fma.push_back(std::max(bench::fma_peak_avx2(threads), bench::fma_peak_avx512(threads)));
-    bf16.push_back(kernel_peak(fma.back()));
+    bf16.push_back(path == "amx"           ? bench::tile_peak_amx_bf16(threads)
+                   : path == "avx512-bf16" ? bench::dot_peak_avx512_bf16(threads)
+                                           : fma.back());
   };
   std::printf("OpenBLAS core: %s, threads: %d, repetitions: %d x %d rounds (medians)\n",
               openblas_get_corename(), threads, reps, rounds);
@@ -259,9 +256,9 @@ int main(int argc, char** argv) {
   std::printf(", AMX tiles ");
   std::printf(tile16 > 0 ? "%.0f GFLOP/s" : "(absent)", tile16);
   std::printf(
-      "\nbf16 x bf16 kernel: %s; its peak: %.0f GFLOP/s (measured again in each round: "
-      "the last column is of its shape's median)\n",
-      path.c_str(), bf16_peak);
+      "\nbf16 x bf16 kernel: %s (the last column: bf16 against its peak, measured in "
+      "each of the shape's rounds)\n",
+      path.c_str());
   std::printf("\n%-22s %5s %5s %5s | %7s | %13s | %13s | %13s | %s\n", "shape", "M", "N", "K",
               "sgemm", "mixprec f32", "bf16", "f16", "bf16 % its peak");
   std::vector<double> worst(3, 1e9);
@@ -330,7 +327,7 @@ int main(int argc, char** argv) {
     if (with_peer) {
       PeerRow row{s.name, median(fma_peaks), median(bf16_peaks), gb, g[0], g[1], {}};
       for (int i = 0; i < 3; ++i) row.peer[i] = peer_figure(peer, i, flops);
-      print_peer_reasons(peer, row.peer);
+      print_peer_reasons(peer, row.peer, peer_reasons_said);
       peer_rows.push_back(row);
       if (!peer.torch.empty()) peer_torch = peer.torch;
       if (!peer.blis_arch.empty()) peer_blis = peer.blis_arch;

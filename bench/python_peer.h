@@ -1,6 +1,7 @@
 // The Python peers' processes (bench/torch_peer.py for bench_train_step: PyTorch 2.x;
 // bench/gemm_peer.py for bench_gemm: PyTorch and BLIS): which Python runs them, running one with
-// its output captured, and why a run that printed no figure failed. Needs MIXPREC_SOURCE_DIR
+// its output captured, reading the JSON it ends with, and why a run that printed no figure
+// failed. Needs MIXPREC_SOURCE_DIR
 // (the benchmarks' CMakeLists.txt).
 #pragma once
 
@@ -13,6 +14,8 @@
 #include <cstring>
 #include <filesystem>
 #include <string>
+
+#include <nlohmann/json.hpp>
 
 namespace mixprec::bench {
 
@@ -78,6 +81,17 @@ inline PeerRun run_python_peer(const std::string& script, const std::string& arg
     run.failure = peer_failure(status, run.last_error);
   std::filesystem::remove(err_path);
   return run;
+}
+
+// The JSON object a peer printed as its last line of output (a library it loads may print
+// before it), or a discarded value.
+inline nlohmann::json peer_json(const std::string& out) {
+  const size_t end = out.find_last_not_of("\r\n");
+  const size_t begin =
+      end == std::string::npos ? 0 : out.find_last_of('\n', end) + 1;  // npos+1 = 0
+  const std::string line = end == std::string::npos ? "" : out.substr(begin, end + 1 - begin);
+  nlohmann::json j = nlohmann::json::parse(line, nullptr, /*allow_exceptions=*/false);
+  return j.is_object() ? j : nlohmann::json(nlohmann::json::value_t::discarded);
 }
 
 }  // namespace mixprec::bench

@@ -200,12 +200,6 @@ struct Peer {
   std::string failure;  // why there is no figure, for the table's row
 };
 
-double json_number(const std::string& s, const char* key) {
-  const std::string k = std::string("\"") + key + "\": ";
-  const size_t at = s.rfind(k);
-  return at == std::string::npos ? -1 : std::atof(s.c_str() + at + k.size());
-}
-
 // The PyTorch 2.x peer (bench/torch_peer.py) in one mode, eager or compiled, in its own
 // process (python_peer.h).
 Peer run_peer(const char* mode, bool compile, bool moe, int steps, int threads) {
@@ -218,13 +212,14 @@ Peer run_peer(const char* mode, bool compile, bool moe, int steps, int threads) 
                            std::to_string(c.d_model) + " --n_layer " + std::to_string(c.n_layers) +
                            " --n_head " + std::to_string(c.n_heads) + " --T " +
                            std::to_string(kSeq) + " --B " + std::to_string(kBatch));
-  const std::string& out = run.out;
-  p.tokens_per_s = json_number(out, "tokens_per_s");
-  p.tokens_min = json_number(out, "tokens_per_s_min");
-  p.tokens_max = json_number(out, "tokens_per_s_max");
-  p.peak_rss_mb = json_number(out, "peak_rss_mb");
-  const size_t v = out.find("\"torch\": \"");
-  if (v != std::string::npos) p.version = out.substr(v + 10, out.find('"', v + 10) - v - 10);
+  const nlohmann::json j = bench::peer_json(run.out);
+  if (!j.is_discarded()) {
+    p.tokens_per_s = j.value("tokens_per_s", 0.0);
+    p.tokens_min = j.value("tokens_per_s_min", 0.0);
+    p.tokens_max = j.value("tokens_per_s_max", 0.0);
+    p.peak_rss_mb = j.value("peak_rss_mb", 0.0);
+    p.version = j.value("torch", std::string());
+  }
   p.ok = p.tokens_per_s > 0;
   if (!p.ok)
     p.failure = !run.failure.empty() ? run.failure
